@@ -1,0 +1,42 @@
+# `make run` and `make test` work from a fresh clone: they create .venv and install the pinned requirements.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test lint typecheck pytest bench clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	DEBUG=$${DEBUG-1} $(BIN)/python manage.py migrate --no-input
+	@echo
+	@echo "  Create a key:   DEBUG=1 $(BIN)/python manage.py createapikey --email you@example.com --name my-script"
+	@echo "  Send a message: curl -X POST http://$(HOST):$(PORT)/api/v1/inbound/api-message \\"
+	@echo "                    -H 'Authorization: Bearer <API_KEY>' -H 'Content-Type: application/json' \\"
+	@echo "                    -d '{\"message\": \"Remind me to stretch at 3pm\"}'"
+	@echo "  Admin:          DEBUG=1 $(BIN)/python manage.py createsuperuser, then http://$(HOST):$(PORT)/admin/"
+	@echo
+	DEBUG=$${DEBUG-1} $(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+lint: install
+	$(BIN)/ruff check .
+
+typecheck: install
+	DEBUG=1 $(BIN)/mypy .
+
+pytest: install
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache staticfiles

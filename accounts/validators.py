@@ -1,0 +1,19 @@
+import phonenumbers
+from django.core.exceptions import ValidationError
+
+
+def validate_e164(value: str) -> None:
+    """Accept only a valid phone number already written in E.164 (+ and digits, country code first)."""
+    try:
+        parsed = phonenumbers.parse(value, None)
+    except phonenumbers.NumberParseException:
+        raise ValidationError(
+            "Enter the phone number in international format, for example +14155551234.", code="invalid_phone"
+        ) from None
+    if not phonenumbers.is_valid_number(parsed):
+        raise ValidationError("%(value)s is not a valid phone number.", code="invalid_phone", params={"value": value})
+    if phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164) != value:
+        raise ValidationError(
+            "Write the number in E.164 form without spaces or dashes, for example +14155551234.",
+            code="invalid_phone",
+        )

@@ -1,0 +1,23 @@
+"""Error pages: JSON under /api/ (API clients never get HTML), Django's plain pages elsewhere."""
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse({"success": False, "message": "Not found.", "code": "not_found"}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    if _is_api(request):
+        message = "Something went wrong on our side; nothing was recorded. Retry, and contact support if it persists."
+        return JsonResponse({"success": False, "message": message, "code": "internal_error"}, status=500)
+    return defaults.server_error(request)

@@ -1,0 +1,15 @@
+from django.contrib import admin
+from django.urls import include, path, re_path
+
+from config import errors
+from ingestion.views import api_not_found
+
+urlpatterns = [
+    path("", include("ingestion.urls")),
+    path("admin/", admin.site.urls),
+    # Keep last among the /api/ routes: anything unknown under /api/ answers JSON.
+    re_path(r"^api/", api_not_found),
+]
+
+handler404 = errors.not_found
+handler500 = errors.server_error

@@ -1,0 +1,49 @@
+"""Writes to the thread. Every entry point (the two endpoints, the console) records messages through here."""
+
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from conversations.models import Conversation, Delivery, Endpoint, Message, Role, Source
+from keys.models import ApiKey
+from keys.services import note_key_used
+
+_SOURCE_OF_ENDPOINT = {
+    Endpoint.CURRENT: Source.API,
+    Endpoint.LEGACY: Source.LEGACY_WEBHOOK,
+    Endpoint.CONSOLE: Source.APP,
+}
+
+
+def conversation_of(user: User) -> Conversation:
+    try:
+        return user.conversation
+    except Conversation.DoesNotExist:
+        conversation, _ = Conversation.objects.get_or_create(user=user)
+        return conversation
+
+
+@transaction.atomic
+def record_user_message(
+    *,
+    user: User,
+    endpoint: Endpoint,
+    text: str,
+    context: dict[str, Any] | None = None,
+    api_key: ApiKey | None = None,
+    request_id: str = "",
+) -> Message:
+    """Record a message in the user's thread and its delivery record, together or not at all."""
+    message = Message.objects.create(
+        conversation=conversation_of(user),
+        role=Role.USER,
+        source=_SOURCE_OF_ENDPOINT[endpoint],
+        text=text,
+        context=context,
+        api_key=api_key,
+    )
+    Delivery.objects.create(message=message, api_key=api_key, endpoint=endpoint, request_id=request_id)
+    if api_key is not None:
+        note_key_used(api_key)
+    return message

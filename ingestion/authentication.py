@@ -1,0 +1,72 @@
+"""Bearer API-key authentication: a malformed key is refused with no query, a well-formed one costs one query
+that also brings the owner, their profile and their conversation (what the request needs next)."""
+
+from typing import ClassVar
+
+from django.contrib.auth.models import User
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+
+from ingestion.exceptions import (
+    InvalidApiKey,
+    MalformedAuthorization,
+    MissingAuthorization,
+    RevokedApiKey,
+    WrongKeyGeneration,
+)
+from keys import tokens
+from keys.models import ApiKey, Generation
+
+CURRENT_PATH = "/api/v1/inbound/api-message"
+LEGACY_PATH = "/api/v1/inbound-sms/webhook"
+
+_WRONG_GENERATION = {
+    # (key presented, endpoint expects): what to tell the caller
+    (Generation.V1, Generation.V2): (
+        f"This is a V1 key (pk_…); V1 keys work only with the legacy endpoint POST {LEGACY_PATH}. "
+        "Create a V2 key in the console under API Keys to use this endpoint."
+    ),
+    (Generation.V2, Generation.V1): (
+        f"This is a V2 key; it works only with POST {CURRENT_PATH}. "
+        "The deprecated legacy endpoint accepts only V1 (pk_) keys."
+    ),
+}
+
+
+def bearer_token(header: str | None) -> str:
+    """The key from 'Bearer <key>': scheme case-insensitive (RFC 9110), exactly one space, no whitespace in the key."""
+    if header is None or header == "":
+        raise MissingAuthorization()
+    scheme, space, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not space or not key or any(ch.isspace() for ch in key):
+        raise MalformedAuthorization()
+    return key
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    generation: ClassVar[Generation]
+
+    def authenticate(self, request: Request) -> tuple[User, ApiKey]:
+        presented = tokens.recognise(bearer_token(request.META.get("HTTP_AUTHORIZATION")))
+        if presented is None:
+            raise InvalidApiKey()
+        if presented.generation != self.generation:
+            raise WrongKeyGeneration(_WRONG_GENERATION[(presented.generation, self.generation)])
+        try:
+            key = ApiKey.objects.select_related("owner__profile", "owner__conversation").get(digest=presented.digest)
+        except ApiKey.DoesNotExist:
+            raise InvalidApiKey() from None
+        if key.is_revoked:
+            raise RevokedApiKey()
+        return key.owner, key
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'
+
+
+class V2KeyAuthentication(ApiKeyAuthentication):
+    generation = Generation.V2
+
+
+class V1KeyAuthentication(ApiKeyAuthentication):
+    generation = Generation.V1

@@ -1,0 +1,144 @@
+"""One exception class per kind of API error, each with its status and stable code, all rendered by one handler
+as ``{"success": false, "message": "...", "code": "..."}`` (DESIGN.md, "The public API")."""
+
+import logging
+from typing import Any
+
+import redis.exceptions
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(exceptions.APIException):
+    status_code: int = status.HTTP_400_BAD_REQUEST
+    default_code = "invalid_body"
+    default_detail = "The request could not be processed."
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(detail=message or self.default_detail, code=self.default_code)
+
+
+# --- 401: the caller is not who they need to be -------------------------------------------------------------
+class Unauthorized(ApiError):
+    status_code = status.HTTP_401_UNAUTHORIZED
+
+
+class MissingAuthorization(Unauthorized):
+    default_code = "missing_authorization"
+    default_detail = "Missing Authorization header. Send 'Authorization: Bearer <API_KEY>'."
+
+
+class MalformedAuthorization(Unauthorized):
+    default_code = "malformed_authorization"
+    default_detail = (
+        "Malformed Authorization header. Use 'Bearer', one space, then the API key, "
+        "with no other spaces or line breaks."
+    )
+
+
+class InvalidApiKey(Unauthorized):
+    default_code = "invalid_api_key"
+    default_detail = (
+        "Invalid API key. Check that it was copied whole, or create a new key in the console under API Keys."
+    )
+
+
+class RevokedApiKey(Unauthorized):
+    default_code = "revoked_api_key"
+    default_detail = "This API key has been revoked. Create a new key in the console under API Keys."
+
+
+class WrongKeyGeneration(Unauthorized):
+    default_code = "wrong_key_generation"
+
+
+# --- 4xx: the request itself is wrong -------------------------------------------------------------------------
+class InvalidJson(ApiError):
+    default_code = "invalid_json"
+    default_detail = "The body is not valid JSON."
+
+
+class InvalidBody(ApiError):
+    default_code = "invalid_body"
+
+
+class PayloadTooLarge(ApiError):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "payload_too_large"
+
+
+class UnsupportedMediaType(ApiError):
+    status_code = status.HTTP_415_UNSUPPORTED_MEDIA_TYPE
+    default_code = "unsupported_media_type"
+
+
+class NotFound(ApiError):
+    status_code = status.HTTP_404_NOT_FOUND
+    default_code = "not_found"
+    default_detail = (
+        "Not found. The endpoints are POST /api/v1/inbound/api-message and POST /api/v1/inbound-sms/webhook."
+    )
+
+
+class ServiceUnavailable(ApiError):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "service_unavailable"
+    default_detail = "The service is briefly unavailable and nothing was recorded. Retry in a few seconds."
+
+
+def _from_drf(exc: exceptions.APIException) -> tuple[str, str]:
+    """Our code and message for the exceptions DRF raises itself."""
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        return "method_not_allowed", f"{exc.detail} Send a POST with a JSON body."
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        return "unsupported_media_type", (
+            f"{exc.detail} Send the body as JSON with the header 'Content-Type: application/json'."
+        )
+    if isinstance(exc, exceptions.ParseError):
+        return "invalid_json", str(exc.detail)
+    if isinstance(exc, exceptions.Throttled):
+        return "rate_limited", str(exc.detail)
+    if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
+        return "invalid_api_key", InvalidApiKey.default_detail
+    if isinstance(exc, exceptions.NotFound):
+        return "not_found", NotFound.default_detail
+    if isinstance(exc, exceptions.PermissionDenied):
+        return "forbidden", str(exc.detail)
+    if isinstance(exc, exceptions.ValidationError):
+        return "invalid_body", f"The body is not valid: {exc.detail}"
+    return "error", str(exc.detail)
+
+
+def error_response(status_code: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    response = Response({"success": False, "message": message, "code": code}, status=status_code, headers=headers)
+    if status_code == status.HTTP_401_UNAUTHORIZED:
+        response["WWW-Authenticate"] = 'Bearer realm="api"'
+    return response
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, Http404):
+        exc = NotFound()
+    if isinstance(
+        exc, (OperationalError, InterfaceError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+    ):
+        # The database or cache is unreachable; the transaction rolled back, so nothing was half-written.
+        logger.warning("backing store unavailable: %s", type(exc).__name__)
+        exc = ServiceUnavailable()
+    elif isinstance(exc, DatabaseError):
+        return None  # any other database error is a bug: let it reach the 500 handler and the log
+    if not isinstance(exc, exceptions.APIException):
+        return None
+    if isinstance(exc, ApiError):
+        code, message = exc.default_code, str(exc.detail)
+    else:
+        code, message = _from_drf(exc)
+    headers: dict[str, str] = {}
+    wait = getattr(exc, "wait", None)
+    if wait is not None:
+        headers["Retry-After"] = str(max(1, int(wait + 0.999)))
+    return error_response(exc.status_code, code, message, headers)

@@ -1,0 +1,81 @@
+import json
+import math
+from collections.abc import Mapping
+from typing import IO, Any
+
+from django.conf import settings
+from rest_framework.parsers import BaseParser
+
+from ingestion.exceptions import InvalidBody, InvalidJson, PayloadTooLarge, UnsupportedMediaType
+
+
+def _refuse_constant(name: str) -> float:
+    raise InvalidJson(f"The body is not valid JSON: {name} is not a JSON number.")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise InvalidBody(f"The number {text[:40]} is too large to store.")
+    return value
+
+
+def _too_large() -> PayloadTooLarge:
+    limit = settings.INGEST_MAX_BODY_BYTES
+    return PayloadTooLarge(
+        f"The body is larger than the limit of {limit} bytes. Send a shorter message or split it into several."
+    )
+
+
+class StrictJSONParser(BaseParser):
+    """JSON bodies as RFC 8259 has them (UTF-8, no NaN or Infinity), read no further than the size limit."""
+
+    media_type = "application/json"
+
+    def parse(
+        self, stream: IO[bytes], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
+        declared = _declared_charset(media_type or "")
+        if declared not in ("", "utf-8", "utf8"):
+            raise UnsupportedMediaType(f"JSON bodies must be UTF-8, but the Content-Type declares charset={declared}.")
+
+        request = (parser_context or {}).get("request")
+        limit = settings.INGEST_MAX_BODY_BYTES
+        declared_length = _content_length(request)
+        if declared_length is not None and declared_length > limit:
+            raise _too_large()  # refuse before reading a byte of it
+        raw = stream.read(limit + 1)
+        if len(raw) > limit:
+            raise _too_large()
+
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidJson(f"The body is not valid UTF-8 (byte {error.start}).") from None
+        try:
+            return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        except json.JSONDecodeError as error:
+            raise InvalidJson(
+                f"The body is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."
+            ) from None
+        except RecursionError:
+            raise InvalidBody("The body is nested too deeply.") from None
+        except ValueError as error:  # for example an integer with more digits than Python will convert
+            raise InvalidJson(f"The body is not valid JSON: {error}.") from None
+
+
+def _declared_charset(media_type: str) -> str:
+    for parameter in media_type.split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower()
+    return ""
+
+
+def _content_length(request: Any) -> int | None:
+    if request is None:
+        return None
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None

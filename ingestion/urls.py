@@ -1,0 +1,9 @@
+from django.urls import re_path
+
+from ingestion import views
+
+# A trailing slash is tolerated: redirecting a POST would lose its body.
+urlpatterns = [
+    re_path(r"^api/v1/inbound/api-message/?$", views.CurrentMessageView.as_view(), name="api-message"),
+    re_path(r"^api/v1/inbound-sms/webhook/?$", views.LegacyWebhookView.as_view(), name="legacy-webhook"),
+]

@@ -1,0 +1,41 @@
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.options import ActionLocation
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from keys.models import ApiKey
+from keys.services import revoke_key
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    # The digest is never shown: it is all an attacker with admin access would need to test guessed keys offline.
+    list_display = ["name", "hint", "owner", "generation", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["generation", ("revoked_at", admin.EmptyFieldListFilter), "created_at"]
+    search_fields = ["name", "hint", "owner__email", "owner__username"]
+    fields = ["name", "hint", "owner", "generation", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["hint", "owner", "generation", "created_at", "last_used_at", "revoked_at"]
+    list_select_related = ["owner"]
+    actions = ["revoke_selected"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A new secret must be shown once and never stored, which the admin cannot promise (its messages live in
+        # cookies or sessions). Keys are created in the console or with `manage.py createapikey`.
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: ApiKey | None = None) -> bool:
+        if obj is not None and obj.is_revoked:
+            return False
+        return super().has_change_permission(request, obj)
+
+    @admin.action(description="Revoke selected API keys", permissions=["change"])
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        revoked = sum(revoke_key(key) for key in queryset)
+        self.message_user(request, f"Revoked {revoked} key(s).", messages.SUCCESS)
+
+    def get_actions(self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST) -> dict[str, Any]:
+        actions = super().get_actions(request, action_location=action_location)
+        actions.pop("delete_selected", None)  # keys are revoked, not deleted, so deliveries keep their key
+        return actions

@@ -1,0 +1,47 @@
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.validators import validate_email
+from django.db import transaction
+
+from accounts.models import Channel
+from accounts.services import get_or_create_user, update_contact
+from keys.models import Generation
+from keys.services import create_key
+
+
+class Command(BaseCommand):
+    help = (
+        "Create an API key for the user with EMAIL (creating the user if needed) and print the key as the last line. "
+        "The key is shown only this once."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--email", required=True, help="Owner's email; the user is created if it does not exist.")
+        parser.add_argument("--name", required=True, help="A label for the key, such as the automation it is for.")
+        parser.add_argument("--generation", choices=["v1", "v2"], default="v2", help="v2 (default) or legacy v1.")
+        parser.add_argument("--phone", help="Set the owner's phone number (E.164, for example +14155551234).")
+        parser.add_argument("--channel", choices=Channel.values, help="Set the owner's preferred channel.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        email = options["email"].strip()
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise CommandError(f"{email!r} is not a valid email address.") from None
+        if not options["name"].strip():
+            raise CommandError("--name must not be blank.")
+        with transaction.atomic():
+            user, created = get_or_create_user(email)
+            if options["phone"] is not None or options["channel"] is not None:
+                try:
+                    update_contact(user, phone_number=options["phone"], channel=options["channel"])
+                except ValidationError as error:
+                    raise CommandError("; ".join(error.messages)) from None
+            key, plaintext = create_key(user, options["name"], Generation(options["generation"]))
+        self.stdout.write(f"{'Created' if created else 'Found'} user {email}.")
+        self.stdout.write(
+            f"Created {key.generation.upper()} key {key.name!r} ({key.hint}). Store it now; it is not shown again:"
+        )
+        self.stdout.write(plaintext)

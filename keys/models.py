@@ -1,0 +1,48 @@
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Generation(models.TextChoices):
+    V1 = "v1", "V1 (legacy, pk_)"
+    V2 = "v2", "V2"
+
+
+class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
+    def active(self) -> "ApiKeyQuerySet":
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiKey(models.Model):
+    """A named key. Only the SHA-256 digest of the secret is kept; the plaintext is shown once at creation."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100)
+    generation = models.CharField(max_length=2, choices=Generation.choices, default=Generation.V2)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    hint = models.CharField(max_length=16, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.hint})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Revocation is one-way: nothing may bring a revoked key back to life.
+        was_revoked = self.pk and ApiKey.objects.filter(pk=self.pk, revoked_at__isnull=False).exists()
+        if self.revoked_at is None and was_revoked:
+            raise ValueError("A revoked API key cannot be reactivated; create a new key instead.")
+        super().save(*args, **kwargs)
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None

@@ -1,0 +1,54 @@
+"""Every way a key is created or revoked (console, admin, management command) goes through these functions."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from keys import tokens
+from keys.models import ApiKey, Generation
+
+
+def create_key(owner: User, name: str, generation: Generation = Generation.V2) -> tuple[ApiKey, str]:
+    """Create a key and return it with its plaintext, which exists nowhere else and cannot be recovered."""
+    name = name.strip()
+    if not name:
+        raise ValueError("A key needs a name, for example the automation it is for.")
+    plaintext = tokens.generate(generation)
+    key = ApiKey.objects.create(
+        owner=owner,
+        name=name,
+        generation=generation,
+        digest=tokens.digest(plaintext),
+        hint=tokens.hint(plaintext),
+    )
+    return key, plaintext
+
+
+def revoke_key(key: ApiKey) -> bool:
+    """Revoke a key from the next request on. Returns False if it was already revoked (revocation is one-way)."""
+    now = timezone.now()
+    updated = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
+    if updated:
+        key.revoked_at = now
+    else:
+        key.refresh_from_db(fields=["revoked_at"])
+    return bool(updated)
+
+
+def find_key(plaintext: str) -> ApiKey | None:
+    presented = tokens.recognise(plaintext.strip())
+    if presented is None:
+        return None
+    return ApiKey.objects.select_related("owner").filter(digest=presented.digest).first()
+
+
+def note_key_used(key: ApiKey) -> None:
+    """Record when a key was last used, at most once per resolution window, so busy keys do not write per request."""
+    now = timezone.now()
+    resolution = timedelta(seconds=settings.KEY_LAST_USED_RESOLUTION_SECONDS)
+    if key.last_used_at is not None and now - key.last_used_at < resolution:
+        return
+    ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    key.last_used_at = now

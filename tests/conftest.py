@@ -1,0 +1,60 @@
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+
+from keys.models import Generation
+from tests.factories import UserFactory, make_key
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+CURRENT = "/api/v1/inbound/api-message"
+LEGACY = "/api/v1/inbound-sms/webhook"
+
+
+def fixture_body(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text())
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> None:
+    cache.clear()
+
+
+@pytest.fixture
+def user(db):
+    user = UserFactory(email="sam@example.com")
+    user.profile.phone_number = "+14155551234"
+    user.profile.channel = "whatsapp"
+    user.profile.save()
+    return user
+
+
+@pytest.fixture
+def v2(user):
+    return make_key(user, "github actions", Generation.V2)
+
+
+@pytest.fixture
+def v1(user):
+    return make_key(user, "old shortcut", Generation.V1)
+
+
+def post(
+    client: Client,
+    path: str,
+    key: str | None = None,
+    body: Any = None,
+    *,
+    raw: bytes | str | None = None,
+    content_type: str = "application/json",
+    **headers: str,
+):
+    """POST like an automation would: a Bearer key and a JSON body (or raw bytes to send as they are)."""
+    if key is not None:
+        headers.setdefault("Authorization", f"Bearer {key}")
+    data = raw if raw is not None else json.dumps(body)
+    return client.post(path, data=data, content_type=content_type, headers=headers)

@@ -1,0 +1,20 @@
+import factory
+from django.contrib.auth import get_user_model
+
+from keys.models import Generation
+from keys.services import create_key
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ["username"]
+
+    email = factory.Sequence(lambda n: f"person{n}@example.com")
+    username = factory.SelfAttribute("email")
+    password = factory.django.Password("correct horse battery staple")
+
+
+def make_key(owner=None, name: str = "ci job", generation: Generation = Generation.V2):
+    """A key and its plaintext, created the way the product creates them."""
+    return create_key(owner or UserFactory(), name, generation)

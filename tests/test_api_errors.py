@@ -1,0 +1,15 @@
+"""Anything under /api/ answers JSON, whatever goes wrong."""
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("path", ["/api/", "/api/v1/nothing-here", "/api/v2/inbound/api-message"])
+def test_unknown_api_paths_are_json_404s(client, path):
+    response = client.post(path, data="{}", content_type="application/json")
+
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["code"] == "not_found"
+    assert "X-Request-ID" in response

@@ -1,0 +1,192 @@
+"""POST /api/v1/inbound/api-message: the current endpoint, V2 keys only, any non-empty JSON object."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
+from keys.models import ApiKey
+from tests.conftest import CURRENT, fixture_body, post
+
+pytestmark = pytest.mark.django_db
+
+TRANSACTION_CONTROL = {"BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK"}
+
+
+def test_it_delivers_a_message_and_says_so(client, user, v2):
+    key, plaintext = v2
+    response = post(client, CURRENT, plaintext, {"message": "Remind me to call Sam at 5pm"})
+
+    assert response.status_code == 200
+    assert response.json() == {"success": True, "message": "Message sent successfully"}
+    message = Message.objects.get()
+    assert message.conversation.user == user
+    assert (message.role, message.source, message.text) == (Role.USER, Source.API, "Remind me to call Sam at 5pm")
+    assert message.api_key == key
+
+
+def test_it_stores_the_whole_body_as_context(client, v2):
+    body = fixture_body("monitoring_alert.json")
+    post(client, CURRENT, v2[1], body)
+
+    message = Message.objects.get()
+    assert message.context == body
+    assert message.text == body["message"]
+
+
+def test_it_accepts_a_webhook_payload_without_message(client, v2):
+    body = fixture_body("github_push.json")
+    response = post(client, CURRENT, v2[1], body)
+
+    assert response.status_code == 200
+    message = Message.objects.get()
+    assert message.text == ""
+    assert message.context == body
+
+
+def test_it_records_a_queued_delivery_with_the_request_id(client, v2):
+    post(client, CURRENT, v2[1], {"message": "hi"}, **{"X-Request-ID": "ci-run-77"})
+
+    delivery = Delivery.objects.get()
+    assert delivery.message == Message.objects.get()
+    assert (delivery.endpoint, delivery.status, delivery.api_key) == (Endpoint.CURRENT, DeliveryStatus.QUEUED, v2[0])
+    assert delivery.request_id == "ci-run-77"
+
+
+def test_it_returns_the_callers_request_id_or_makes_one(client, v2):
+    echoed = post(client, CURRENT, v2[1], {"message": "hi"}, **{"X-Request-ID": "abc-123"})
+    made = post(client, CURRENT, v2[1], {"message": "hi"})
+    hostile = post(client, CURRENT, v2[1], {"message": "hi"}, **{"X-Request-ID": "x\r\nSet-Cookie: a=b"})
+
+    assert echoed["X-Request-ID"] == "abc-123"
+    assert len(made["X-Request-ID"]) == 32
+    assert hostile["X-Request-ID"] != "x\r\nSet-Cookie: a=b"
+
+
+def test_it_notes_when_the_key_was_last_used(client, v2):
+    key, plaintext = v2
+    assert key.last_used_at is None
+    post(client, CURRENT, plaintext, {"message": "hi"})
+    key.refresh_from_db()
+    assert key.last_used_at is not None
+
+
+def test_it_tolerates_a_trailing_slash(client, v2):
+    response = post(client, CURRENT + "/", v2[1], {"message": "hi"})
+    assert response.status_code == 200
+
+
+def test_it_accepts_json_with_a_utf8_charset(client, v2):
+    response = post(client, CURRENT, v2[1], {"message": "Grüße 👋"}, content_type="application/json; charset=utf-8")
+    assert response.status_code == 200
+    assert Message.objects.get().text == "Grüße 👋"
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "fragment"),
+    [
+        ("", "invalid_json", "empty"),
+        ("{", "invalid_json", "line 1, column 2"),
+        ('{"message": "hi",}', "invalid_json", "line 1"),
+        ("[1, 2]", "invalid_body", "not an array"),
+        ('"just a string"', "invalid_body", "not a string"),
+        ("null", "invalid_body", "not null"),
+        ("42", "invalid_body", "not a number"),
+        ("{}", "invalid_body", "empty object"),
+        ('{"message": 5}', "invalid_body", "must be a string"),
+        ('{"message": null}', "invalid_body", "must be a string"),
+        ('{"message": ["a"]}', "invalid_body", "must be a string"),
+        ('{"message": "   \\n\\t "}', "invalid_body", "blank"),
+        ('{"message": "a\\u0000b"}', "invalid_body", "NUL"),
+        ('{"message": "hi", "extra": {"k\\u0000": 1}}', "invalid_body", "NUL"),
+        ('{"message": "\\ud800"}', "invalid_body", "surrogate"),
+        ('{"message": "hi", "n": NaN}', "invalid_json", "NaN"),
+        ('{"message": "hi", "n": Infinity}', "invalid_json", "Infinity"),
+        ('{"message": "hi", "n": 1e999}', "invalid_body", "too large"),
+        ('{"message": "hi", "n": ' + "9" * 5000 + "}", "invalid_json", "not valid JSON"),
+        ('{"message": "hi", "deep": ' + "[" * 100 + "]" * 100 + "}", "invalid_body", "nested"),
+        ('{"message": "hi", "deeper": ' + "[" * 100_000 + "]" * 100_000 + "}", "invalid_body", "nested"),
+    ],
+)
+def test_it_refuses_bad_bodies_and_records_nothing(client, v2, raw, code, fragment):
+    response = post(client, CURRENT, v2[1], raw=raw)
+
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == code
+    assert response.json()["success"] is False
+    assert fragment in response.json()["message"]
+    assert not Message.objects.exists()
+    assert not Delivery.objects.exists()
+
+
+def test_it_refuses_invalid_utf8(client, v2):
+    response = post(client, CURRENT, v2[1], raw=b'{"message": "\xff\xfe"}')
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_json"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"])
+def test_it_refuses_bodies_that_are_not_json(client, v2, content_type):
+    response = post(client, CURRENT, v2[1], raw='{"message": "hi"}', content_type=content_type)
+
+    assert response.status_code == 415
+    assert response.json()["code"] == "unsupported_media_type"
+    assert "application/json" in response.json()["message"]
+    assert not Message.objects.exists()
+
+
+def test_it_refuses_a_charset_other_than_utf8(client, v2):
+    response = post(client, CURRENT, v2[1], raw='{"message": "hi"}', content_type="application/json; charset=latin-1")
+    assert response.status_code == 415
+
+
+def test_it_refuses_a_body_over_the_limit(client, v2, settings):
+    settings.INGEST_MAX_BODY_BYTES = 1000
+    response = post(client, CURRENT, v2[1], {"message": "x" * 1000})
+
+    assert response.status_code == 413
+    assert response.json()["code"] == "payload_too_large"
+    assert "1000 bytes" in response.json()["message"]
+    assert not Message.objects.exists()
+
+
+def test_a_body_at_the_limit_is_accepted(client, v2, settings):
+    body = '{"message": "' + "x" * 100 + '"}'
+    settings.INGEST_MAX_BODY_BYTES = len(body)
+    assert post(client, CURRENT, v2[1], raw=body).status_code == 200
+
+
+@pytest.mark.parametrize("method", ["get", "put", "patch", "delete", "head"])
+def test_other_methods_get_a_json_405(client, v2, method):
+    response = getattr(client, method)(CURRENT, headers={"Authorization": f"Bearer {v2[1]}"})
+
+    assert response.status_code == 405
+    assert "POST" in response["Allow"]
+    if method != "head":
+        assert response.json()["code"] == "method_not_allowed"
+
+
+def test_authentication_is_checked_before_the_body(client, db):
+    response = post(client, CURRENT, None, raw="not json", content_type="text/plain")
+    assert response.status_code == 401
+
+
+def test_an_accepted_request_costs_three_queries(client, v2):
+    post(client, CURRENT, v2[1], {"message": "warm up"})  # first use also writes last_used_at
+    with CaptureQueriesContext(connection) as captured:
+        assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 200
+
+    statements = [q["sql"].split()[0] for q in captured.captured_queries]
+    work = [s for s in statements if s not in TRANSACTION_CONTROL]
+    assert work == ["SELECT", "INSERT", "INSERT"]  # the key with its owner, the message, its delivery
+
+
+def test_first_use_also_stamps_the_key(client, v2, django_assert_max_num_queries):
+    with django_assert_max_num_queries(4 + len(TRANSACTION_CONTROL)):
+        assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 200
+
+
+def test_the_key_lookup_is_one_query(client, v2, django_assert_num_queries):
+    ApiKey.objects.filter(pk=v2[0].pk).update(revoked_at="2026-01-01T00:00:00Z")
+    with django_assert_num_queries(1):
+        assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 401

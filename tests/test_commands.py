@@ -1,0 +1,91 @@
+"""The operator commands createapikey and revokeapikey."""
+
+import io
+import sys
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+
+from keys import tokens
+from keys.models import ApiKey, Generation
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> list[str]:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue().strip().splitlines()
+
+
+def test_createapikey_creates_the_user_and_prints_the_key_last():
+    lines = run("createapikey", "--email", "ada@example.com", "--name", "backup script")
+
+    plaintext = lines[-1]
+    key = ApiKey.objects.get()
+    assert tokens.digest(plaintext) == key.digest
+    assert key.generation == Generation.V2
+    assert key.name == "backup script"
+    assert key.owner.email == "ada@example.com"
+
+
+def test_createapikey_reuses_the_user_and_sets_contact_details():
+    run("createapikey", "--email", "ada@example.com", "--name", "one")
+    lines = run(
+        "createapikey",
+        "--email",
+        "ada@example.com",
+        "--name",
+        "old",
+        "--generation",
+        "v1",
+        "--phone",
+        "+447911123456",
+        "--channel",
+        "imessage",
+    )
+
+    assert get_user_model().objects.count() == 1
+    assert lines[-1].startswith("pk_")
+    profile = get_user_model().objects.get().profile
+    assert (profile.phone_number, profile.channel) == ("+447911123456", "imessage")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--email", "not-an-email", "--name", "x"],
+        ["--email", "a@example.com", "--name", "  "],
+        ["--email", "a@example.com", "--name", "x", "--phone", "0791 112 3456"],
+        ["--email", "a@example.com", "--name", "x", "--phone", "+1 415 555 1234"],
+    ],
+)
+def test_createapikey_refuses_bad_input_and_creates_nothing(args):
+    with pytest.raises(CommandError):
+        run("createapikey", *args)
+    assert not ApiKey.objects.exists()
+    assert not get_user_model().objects.exists()
+
+
+def test_revokeapikey_revokes_and_names_the_key_by_hint_only():
+    plaintext = run("createapikey", "--email", "ada@example.com", "--name", "leaky")[-1]
+
+    output = "\n".join(run("revokeapikey", "--key", plaintext))
+
+    assert ApiKey.objects.get().is_revoked
+    assert "leaky" in output and "ada@example.com" in output and plaintext[-4:] in output
+    assert plaintext not in output
+    assert "already revoked" in "\n".join(run("revokeapikey", "--key", plaintext))
+
+
+def test_revokeapikey_reads_the_key_from_stdin(monkeypatch):
+    plaintext = run("createapikey", "--email", "ada@example.com", "--name", "leaky")[-1]
+    monkeypatch.setattr(sys, "stdin", io.StringIO(plaintext + "\n"))
+    run("revokeapikey", "--key", "-")
+    assert ApiKey.objects.get().is_revoked
+
+
+def test_revokeapikey_reports_an_unknown_key():
+    with pytest.raises(CommandError, match="No API key"):
+        run("revokeapikey", "--key", tokens.generate(Generation.V2))
