@@ -38,5 +38,10 @@ pytest: install
 
 test: lint typecheck pytest
 
+# Not part of `make test` or CI: minutes of load, and noisy while anything else runs. Needs wrk, PostgreSQL, Redis.
+# BENCH_ARGS="--seconds 2 --connections 1,32 --no-docs" for a quick look; see bench/run.py --help.
+bench: install
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache staticfiles

@@ -1,0 +1,82 @@
+"""In-process measurements: SQL statements per request (from Django's query log) and the cost of one key check.
+
+Kept free of timing assertions so the test suite can run them once as a smoke test.
+"""
+
+import hashlib
+import json
+import secrets
+import timeit
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from keys import tokens
+from keys.models import Generation
+
+# Statements that open, close or nest a transaction; the budget counts the work around them.
+TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
+
+
+@dataclass(frozen=True)
+class QueryCount:
+    status: int
+    statements: list[str]  # every statement the request sent, in order
+
+    @property
+    def work(self) -> list[str]:
+        return [s for s in self.statements if not s.upper().startswith(TRANSACTION_CONTROL)]
+
+
+def queries_of_request(path: str, body: Any, authorization: str | None, client: Client | None = None) -> QueryCount:
+    """POST once (after one warm-up request, so per-key first-use writes are not counted) and log its SQL."""
+    client = client or Client(HTTP_HOST="127.0.0.1")
+    headers = {"Authorization": authorization} if authorization else {}
+    data = json.dumps(body)
+    client.post(path, data=data, content_type="application/json", headers=headers)
+    with CaptureQueriesContext(connection) as captured:
+        response = client.post(path, data=data, content_type="application/json", headers=headers)
+    return QueryCount(response.status_code, [q["sql"] for q in captured.captured_queries])
+
+
+def _per_call_seconds(check: Any, number: int) -> float:
+    """The best of three timings of `number` calls, per call (the minimum is the least disturbed by other load)."""
+    return min(timeit.repeat(check, number=number, repeat=3)) / number
+
+
+def key_check_costs(fast_rounds: int = 20000, pbkdf2_rounds: int = 3, pbkdf2_iterations: int = 0) -> dict[str, Any]:
+    """Seconds per check of one presented key: ours, Django's PBKDF2 hasher, and a SHA-512 digest compare.
+
+    PBKDF2 runs with Django's default iteration count unless `pbkdf2_iterations` says otherwise (the smoke test).
+    """
+    plaintext = tokens.generate(Generation.V2)
+    pbkdf2 = PBKDF2PasswordHasher()
+    if pbkdf2_iterations:
+        pbkdf2.iterations = pbkdf2_iterations
+    pbkdf2_encoded = pbkdf2.encode(plaintext, pbkdf2.salt())
+    sha512_stored = hashlib.sha512(plaintext.encode()).hexdigest()
+
+    def ours() -> None:
+        # Shape, checksum and SHA-256 digest; the digest is then found through a unique index.
+        assert tokens.recognise(plaintext) is not None
+
+    def django_pbkdf2() -> None:
+        assert pbkdf2.verify(plaintext, pbkdf2_encoded)
+
+    def sha512() -> None:
+        assert secrets.compare_digest(hashlib.sha512(plaintext.encode()).hexdigest(), sha512_stored)
+
+    costs = {
+        "ours (format + CRC32 checksum + SHA-256)": _per_call_seconds(ours, fast_rounds),
+        f"Django PBKDF2-SHA256, {pbkdf2.iterations} iterations": _per_call_seconds(django_pbkdf2, pbkdf2_rounds),
+        "SHA-512 digest + constant-time compare": _per_call_seconds(sha512, fast_rounds),
+    }
+    ours_cost = next(iter(costs.values()))
+    return {
+        "seconds_per_check": costs,
+        "pbkdf2_over_ours": costs[f"Django PBKDF2-SHA256, {pbkdf2.iterations} iterations"] / ours_cost,
+    }

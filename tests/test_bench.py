@@ -1,0 +1,52 @@
+"""Smoke tests for the benchmark harness (bench/): its measurements run, and its baseline route stays out of
+production. No timings are asserted here; `make bench` measures them."""
+
+import pytest
+from django.test import override_settings
+
+from bench.measure import key_check_costs, queries_of_request
+from conversations.models import Message
+from tests.conftest import CURRENT
+
+BASELINE = "/bench/baseline"
+
+
+def test_the_query_log_sees_the_accepted_request_s_statements(v2):
+    counted = queries_of_request(CURRENT, {"message": "hi"}, f"Bearer {v2[1]}")
+
+    assert counted.status == 200
+    assert counted.work[0].startswith("SELECT")  # the key lookup
+    assert sum(s.startswith("INSERT") for s in counted.work) >= 2  # the message and its delivery
+    assert not any(s.startswith(("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE")) for s in counted.work)
+
+
+def test_a_malformed_key_shows_no_statement(db):
+    counted = queries_of_request(CURRENT, {"message": "hi"}, "Bearer psk_typo")
+
+    assert counted.status == 401
+    assert counted.work == []
+
+
+def test_the_baseline_view_is_one_insert_of_the_same_row(v2):
+    key, _ = v2
+    with override_settings(
+        ROOT_URLCONF="bench.urls", BENCH_CONVERSATION_ID=key.owner.conversation.pk, BENCH_API_KEY_ID=key.pk
+    ):
+        counted = queries_of_request(BASELINE, {"message": "hi", "n": 1}, None)
+
+    assert counted.status == 200
+    assert [s.split()[0] for s in counted.work] == ["INSERT"]
+    assert Message.objects.filter(context={"message": "hi", "n": 1}).count() == 2  # warm-up and measured request
+
+
+@pytest.mark.django_db
+def test_production_has_no_baseline_route(client):
+    response = client.post(BASELINE, data="{}", content_type="application/json")
+    assert response.status_code == 404
+
+
+def test_the_key_check_micro_benchmark_compares_three_checks():
+    costs = key_check_costs(fast_rounds=10, pbkdf2_rounds=1, pbkdf2_iterations=1000)
+
+    assert len(costs["seconds_per_check"]) == 3
+    assert all(seconds > 0 for seconds in costs["seconds_per_check"].values())
