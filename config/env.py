@@ -4,6 +4,7 @@ A value that is present but cannot be understood is an error at start-up, not a 
 """
 
 import os
+import re
 from datetime import UTC, datetime
 
 from django.core.exceptions import ImproperlyConfigured
@@ -57,3 +58,14 @@ def env_timestamp(name: str, default: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp())
+
+
+_RATE = re.compile(r"^[1-9][0-9]*/(?:[1-9][0-9]*)?[smhd]$")
+
+
+def env_rate(name: str, default: str) -> str:
+    """A rate in django-ratelimit's syntax: a count, a slash, an optional multiplier and s, m, h or d (60/m, 10/30s)."""
+    raw = os.environ.get(name, default).strip()
+    if not _RATE.match(raw):
+        raise ImproperlyConfigured(f"{name} must be a rate such as 60/m, 1000/h or 10/30s, got {raw!r}")
+    return raw

@@ -10,7 +10,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str, env_timestamp
+from config.env import env_bool, env_int, env_list, env_rate, env_str, env_timestamp
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -39,6 +39,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "accounts",
     "keys",
     "conversations",
@@ -47,6 +49,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.RequestIdMiddleware",
+    "ingestion.throttling.RateLimitHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -100,8 +103,11 @@ REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Django's RedisCache with a one-round-trip atomic incr (see config/cache.py).
+            "BACKEND": "config.cache.AtomicIncrRedisCache",
             "LOCATION": REDIS_URL,
+            # Lets several deployments (or test runs) share one Redis database without sharing counters.
+            "KEY_PREFIX": env_str("CACHE_KEY_PREFIX"),
         }
     }
 else:
@@ -146,6 +152,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["ingestion.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "ingestion.exceptions.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # Per-key limit on every endpoint authenticated by an API key (views without a key are not counted).
+    "DEFAULT_THROTTLE_CLASSES": ["ingestion.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 
 # Largest accepted request body, in bytes (DESIGN.md: 256 KiB).
@@ -158,6 +167,35 @@ LEGACY_DEPRECATED_AT = env_timestamp("LEGACY_DEPRECATED_ON", "2026-01-01")
 LEGACY_SUNSET_AT = env_timestamp("LEGACY_SUNSET_ON", "")
 # The key's last-used time is written at most this often, so that a busy key does not cost a write per request.
 KEY_LAST_USED_RESOLUTION_SECONDS = 60
+
+# --- Limits and retries (DESIGN.md "Limits", "Idempotency") ---------------------------------------------------
+# Rates in django-ratelimit's syntax: a count per s, m, h or d, with an optional multiplier (60/m, 1000/h, 10/30s).
+# Counters live in the Django cache, so they hold across processes only with REDIS_URL set.
+# Requests per API key (fixed window); over it, 429 rate_limited with Retry-After.
+INGEST_RATE_LIMIT = env_rate("INGEST_RATE_LIMIT", "60/m")
+# Failed authentications per client address (IPv4 address, IPv6 /64); over it, the address is refused with 429 for
+# the rest of the window before any database query, whatever key it sends.
+AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")
+# How many proxies in front of the app append the peer's address to X-Forwarded-For (1 behind a PaaS router).
+# 0 uses the connection's address; the client-written start of X-Forwarded-For is never trusted.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+# How long an Idempotency-Key and the first response to it are kept (`manage.py pruneidempotencykeys` removes older).
+IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 60 * 60)
+
+# --- OpenAPI (drf-spectacular; the docs page's assets come from the sidecar package, not a CDN) -------------------
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Message ingestion API",
+    "DESCRIPTION": (
+        "Send an instruction into a person's assistant conversation with a Bearer API key. "
+        "Every error is JSON: {success: false, message, code}."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
 
 # --- Logging --------------------------------------------------------------------------------------------------
 LOGGING = {

@@ -7,11 +7,13 @@ from django.contrib.auth.models import User
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
+from ingestion import throttling
 from ingestion.exceptions import (
     InvalidApiKey,
     MalformedAuthorization,
     MissingAuthorization,
     RevokedApiKey,
+    Unauthorized,
     WrongKeyGeneration,
 )
 from keys import tokens
@@ -47,6 +49,15 @@ class ApiKeyAuthentication(BaseAuthentication):
     generation: ClassVar[Generation]
 
     def authenticate(self, request: Request) -> tuple[User, ApiKey]:
+        # An address that failed too often is refused before its key costs a query (DESIGN.md "Limits").
+        throttling.refuse_if_blocked(request)
+        try:
+            return self.identify(request)
+        except Unauthorized:
+            throttling.count_failed_authentication(request)
+            raise
+
+    def identify(self, request: Request) -> tuple[User, ApiKey]:
         presented = tokens.recognise(bearer_token(request.META.get("HTTP_AUTHORIZATION")))
         if presented is None:
             raise InvalidApiKey()

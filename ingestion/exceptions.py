@@ -84,6 +84,49 @@ class NotFound(ApiError):
     )
 
 
+class LengthRequired(ApiError):
+    status_code = status.HTTP_411_LENGTH_REQUIRED
+    default_code = "length_required"
+    default_detail = (
+        "The body was sent without a Content-Length (chunked transfer encoding is not supported). "
+        "Send the JSON body with a Content-Length header."
+    )
+
+
+# --- Idempotency-Key (DESIGN.md "Idempotency") -----------------------------------------------------------------
+class InvalidIdempotencyKey(ApiError):
+    default_code = "invalid_idempotency_key"
+    default_detail = "The Idempotency-Key header must be 1 to 255 printable ASCII characters, for example a UUID."
+
+
+class IdempotencyInProgress(ApiError):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "idempotency_in_progress"
+    default_detail = (
+        "A request with this Idempotency-Key is still being processed. Retry in a moment to get its response."
+    )
+
+
+class IdempotencyKeyReused(ApiError):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_code = "idempotency_key_reused"
+    default_detail = (
+        "This Idempotency-Key was already used with a different body. Use a new key for a new message."
+    )
+
+
+# --- 429: too many requests ----------------------------------------------------------------------------------
+class RateLimited(ApiError):
+    """Over a rate limit; ``wait`` (seconds) becomes the Retry-After header."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "rate_limited"
+
+    def __init__(self, message: str, wait: int) -> None:
+        super().__init__(message)
+        self.wait = wait
+
+
 class ServiceUnavailable(ApiError):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "service_unavailable"

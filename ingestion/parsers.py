@@ -20,6 +20,25 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Parsers disagree on which of two same-named members wins (RFC 8259 leaves it open; I-JSON forbids them), so
+    # a body that says two things at once is refused rather than read one way here and another way downstream.
+    body = dict(pairs)
+    if len(body) != len(pairs):
+        name = _first_repeated_name(pairs)
+        raise InvalidJson(f"The body is not valid JSON: the member {json.dumps(name)[:80]} appears more than once.")
+    return body
+
+
+def _first_repeated_name(pairs: list[tuple[str, Any]]) -> str:
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if name in seen:
+            return name
+        seen.add(name)
+    return ""
+
+
 def _too_large() -> PayloadTooLarge:
     limit = settings.INGEST_MAX_BODY_BYTES
     return PayloadTooLarge(
@@ -53,7 +72,12 @@ class StrictJSONParser(BaseParser):
         except UnicodeDecodeError as error:
             raise InvalidJson(f"The body is not valid UTF-8 (byte {error.start}).") from None
         try:
-            return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+            return json.loads(
+                text,
+                parse_constant=_refuse_constant,
+                parse_float=_finite_float,
+                object_pairs_hook=_object_without_duplicates,
+            )
         except json.JSONDecodeError as error:
             raise InvalidJson(
                 f"The body is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."

@@ -13,7 +13,8 @@ from conversations.models import Endpoint
 from conversations.services import record_user_message
 from ingestion import body as body_rules
 from ingestion.authentication import CURRENT_PATH, V1KeyAuthentication, V2KeyAuthentication
-from ingestion.exceptions import InvalidJson, NotFound
+from ingestion.exceptions import InvalidJson, LengthRequired, NotFound
+from ingestion.idempotency import idempotent
 from keys.models import ApiKey
 
 SENT = "Message sent successfully"
@@ -29,6 +30,8 @@ class _MessageView(APIView):
     def read_body(self, request: Request) -> tuple[Any, str]:
         data = request.data
         if request.stream is None:
+            if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+                raise LengthRequired()  # WSGI gives Django no body without a Content-Length
             raise InvalidJson('The body is empty. Send a JSON object, for example {"message": "Hello"}.')
         return data, type(self).text_of(data)
 
@@ -52,6 +55,7 @@ class CurrentMessageView(_MessageView):
     endpoint = Endpoint.CURRENT
     text_of = staticmethod(body_rules.current_endpoint_text)
 
+    @idempotent
     def post(self, request: Request) -> Response:
         self.accept(request)
         return Response({"success": True, "message": SENT})
@@ -64,6 +68,7 @@ class LegacyWebhookView(_MessageView):
     endpoint = Endpoint.LEGACY
     text_of = staticmethod(body_rules.legacy_endpoint_text)
 
+    @idempotent
     def post(self, request: Request) -> Response:
         key = self.accept(request)
         profile = key.owner.profile

@@ -1,0 +1,150 @@
+"""Rate limits (DESIGN.md "Limits"), counted by django-ratelimit in the Django cache (Redis when REDIS_URL is set).
+
+- Per API key, after authentication (INGEST_RATE_LIMIT): an add that opens the window and an atomic increment, at
+  most two cache round trips (config/cache.py makes the increment one).
+- Per client address, on failed authentication (AUTH_FAILURE_RATE_LIMIT): each failure is counted, and the failure
+  that goes over the limit leaves a marker until the window ends. Every request checks that marker with one cache
+  read before its key is looked up, so once an address is limited its flood of bad keys costs no database query.
+
+Responses carry the IETF RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers), a 429 also
+Retry-After.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from django_ratelimit.core import get_usage
+from rest_framework.throttling import BaseThrottle
+
+from ingestion.client_ip import client_network
+from ingestion.exceptions import RateLimited
+from keys.models import ApiKey
+
+PER_KEY = "per-key"
+AUTH_FAILURES = "auth-failures"
+_USAGE_ATTRIBUTE = "rate_limit_usage"
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_UNIT_NAMES = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    policy: str
+    limit: int
+    window: int  # seconds
+    remaining: int
+    reset: int  # seconds until the window ends
+
+    def header_fields(self) -> dict[str, str]:
+        return {
+            "RateLimit-Policy": f'"{self.policy}";q={self.limit};w={self.window}',
+            "RateLimit": f'"{self.policy}";r={self.remaining};t={self.reset}',
+        }
+
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """(count, window in seconds) of a rate such as 60/m or 10/30s (validated at start-up by config.env)."""
+    count, _, period = rate.partition("/")
+    multiplier = int(period[:-1]) if period[:-1] else 1
+    return int(count), multiplier * _UNITS[period[-1]]
+
+
+def describe_rate(rate: str) -> str:
+    count, window = parse_rate(rate)
+    per = f"per {_UNIT_NAMES[window]}" if window in _UNIT_NAMES else f"every {window} seconds"
+    return f"{count} {'request' if count == 1 else 'requests'} {per}"
+
+
+def _remember(request: Any, usage: Usage) -> None:
+    # DRF wraps Django's request; the headers middleware only sees Django's.
+    setattr(getattr(request, "_request", request), _USAGE_ATTRIBUTE, usage)
+
+
+def _count(request: Any, policy: str, rate: str, subject: str) -> tuple[Usage, bool] | None:
+    """Count one hit for ``subject`` under ``policy``; None when rate limiting is switched off."""
+    counted = get_usage(request, group=policy, key=lambda _group, _request: subject, rate=rate, increment=True)
+    if counted is None:
+        return None
+    limit, window = parse_rate(rate)
+    usage = Usage(policy, limit, window, max(0, limit - counted["count"]), max(0, counted["time_left"]))
+    return usage, counted["should_limit"]
+
+
+class ApiKeyRateThrottle(BaseThrottle):
+    """The per-key limit. Raises our own 429 (with the limit in the text) rather than DRF's generic one."""
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        key = request.auth
+        if not isinstance(key, ApiKey):
+            return True
+        counted = _count(request, PER_KEY, settings.INGEST_RATE_LIMIT, str(key.pk))
+        if counted is None:
+            return True
+        usage, over = counted
+        _remember(request, usage)
+        if over:
+            wait = max(1, usage.reset)
+            raise RateLimited(
+                f"Rate limit exceeded: this API key may make {describe_rate(settings.INGEST_RATE_LIMIT)}. "
+                f"Retry in {wait} seconds; to send more, combine several messages into one, or use a separate "
+                "key for each automation.",
+                wait,
+            )
+        return True
+
+
+def _blocked_marker(network: str) -> str:
+    return f"auth-blocked:{network}"
+
+
+def _auth_failures_limited(request: Any, wait: int) -> RateLimited:
+    limit, window = parse_rate(settings.AUTH_FAILURE_RATE_LIMIT)
+    _remember(request, Usage(AUTH_FAILURES, limit, window, 0, wait))
+    return RateLimited(
+        "Too many failed authentication attempts from your address "
+        f"(the limit is {describe_rate(settings.AUTH_FAILURE_RATE_LIMIT)}). "
+        f"Retry in {wait} seconds with a valid API key.",
+        wait,
+    )
+
+
+def refuse_if_blocked(request: Any) -> None:
+    """One cache read; refuses an address that went over the failed-authentication limit in this window."""
+    until = cache.get(_blocked_marker(client_network(request)))
+    if until is not None:
+        wait = int(until - time.time() + 0.999)
+        if wait > 0:
+            raise _auth_failures_limited(request, wait)
+
+
+def count_failed_authentication(request: Any) -> None:
+    """Count a failure for the client's address; the one that goes over the limit blocks it (and gets 429)."""
+    network = client_network(request)
+    counted = _count(request, AUTH_FAILURES, settings.AUTH_FAILURE_RATE_LIMIT, network)
+    if counted is None:
+        return
+    usage, over = counted
+    if over:
+        wait = max(1, usage.reset)
+        cache.set(_blocked_marker(network), time.time() + wait, timeout=wait)
+        raise _auth_failures_limited(request, wait)
+
+
+class RateLimitHeadersMiddleware:
+    """Adds the RateLimit fields of whichever limit counted the request (if any) to its response."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        usage: Usage | None = getattr(request, _USAGE_ATTRIBUTE, None)
+        if usage is not None:
+            for name, value in usage.header_fields().items():
+                response[name] = value
+        return response

@@ -1,0 +1,198 @@
+"""Rate limits: per API key (INGEST_RATE_LIMIT) and per client address on failed authentication
+(AUTH_FAILURE_RATE_LIMIT), with the IETF RateLimit fields and Retry-After."""
+
+import re
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+
+from conversations.models import Message
+from ingestion.throttling import describe_rate, parse_rate
+from keys import tokens
+from keys.models import Generation
+from tests.conftest import CURRENT, LEGACY, post
+from tests.factories import make_key
+
+pytestmark = pytest.mark.django_db
+
+BODY = {"message": "hi"}
+
+
+def post_from(client, address: str, key: str | None):
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return client.post(CURRENT, data=BODY, content_type="application/json", headers=headers, REMOTE_ADDR=address)
+
+
+def a_well_formed_unknown_key() -> str:
+    return tokens.generate(Generation.V2)
+
+
+def rate_limit_fields(response) -> tuple[str, int, int, str, int, int]:
+    policy = re.fullmatch(r'"([a-z-]+)";q=(\d+);w=(\d+)', response["RateLimit-Policy"])
+    current = re.fullmatch(r'"([a-z-]+)";r=(\d+);t=(\d+)', response["RateLimit"])
+    assert policy and current, (response["RateLimit-Policy"], response["RateLimit"])
+    return (
+        policy[1], int(policy[2]), int(policy[3]),
+        current[1], int(current[2]), int(current[3]),
+    )  # fmt: skip
+
+
+def test_a_key_gets_its_limit_then_429(client, v2, settings):
+    settings.INGEST_RATE_LIMIT = "3/m"
+    responses = [post(client, CURRENT, v2[1], BODY) for _ in range(4)]
+
+    assert [r.status_code for r in responses] == [200, 200, 200, 429]
+    assert Message.objects.count() == 3
+    refused = responses[-1].json()
+    assert refused["success"] is False
+    assert refused["code"] == "rate_limited"
+    assert "3 requests per minute" in refused["message"]
+    assert "combine several messages" in refused["message"]
+    assert 1 <= int(responses[-1]["Retry-After"]) <= 60
+
+
+def test_successful_responses_count_down_the_rate_limit_fields(client, v2, settings):
+    settings.INGEST_RATE_LIMIT = "5/m"
+    first, second = (post(client, CURRENT, v2[1], BODY) for _ in range(2))
+
+    assert rate_limit_fields(first)[:5] == ("per-key", 5, 60, "per-key", 4)
+    assert rate_limit_fields(second)[4] == 3
+    assert 0 <= rate_limit_fields(second)[5] <= 60
+
+
+def test_the_429_carries_the_rate_limit_fields_too(client, v2, settings):
+    settings.INGEST_RATE_LIMIT = "1/h"
+    post(client, CURRENT, v2[1], BODY)
+    refused = post(client, CURRENT, v2[1], BODY)
+
+    policy, quota, window, _, remaining, reset = rate_limit_fields(refused)
+    assert (policy, quota, window, remaining) == ("per-key", 1, 3600, 0)
+    assert int(refused["Retry-After"]) == max(1, reset)
+
+
+def test_each_key_has_its_own_limit(client, user, v2, settings):
+    settings.INGEST_RATE_LIMIT = "1/m"
+    _, other = make_key(user, "another automation")
+
+    assert post(client, CURRENT, v2[1], BODY).status_code == 200
+    assert post(client, CURRENT, v2[1], BODY).status_code == 429
+    assert post(client, CURRENT, other, BODY).status_code == 200
+
+
+def test_the_legacy_endpoint_is_limited_too(client, v1, settings):
+    settings.INGEST_RATE_LIMIT = "1/m"
+    assert post(client, LEGACY, v1[1], BODY).status_code == 200
+    refused = post(client, LEGACY, v1[1], BODY)
+    assert refused.status_code == 429
+    assert "Deprecation" in refused
+
+
+def test_refused_authentication_is_not_counted_against_a_key(client, v2, settings):
+    settings.INGEST_RATE_LIMIT = "1/m"
+    post(client, CURRENT, None, BODY)
+    assert post(client, CURRENT, v2[1], BODY).status_code == 200
+
+
+def test_failed_authentications_from_one_address_are_limited(client, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = "3/m"
+    responses = [post(client, CURRENT, a_well_formed_unknown_key(), BODY) for _ in range(4)]
+
+    assert [r.status_code for r in responses] == [401, 401, 401, 429]
+    refused = responses[-1]
+    assert refused.json()["code"] == "rate_limited"
+    assert "failed authentication" in refused.json()["message"]
+    assert int(refused["Retry-After"]) >= 1
+    assert rate_limit_fields(refused)[:5] == ("auth-failures", 3, 60, "auth-failures", 0)
+
+
+def test_every_kind_of_failed_authentication_counts(client, v1, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = "3/m"
+    post(client, CURRENT, None, BODY)  # missing
+    post(client, CURRENT, None, BODY, Authorization="Basic abc")  # malformed
+    post(client, CURRENT, v1[1], BODY)  # wrong generation
+    assert post(client, CURRENT, "psk_nope", BODY).status_code == 429
+
+
+def test_a_limited_address_costs_no_query_even_with_a_valid_key(client, v2, settings, django_assert_num_queries):
+    settings.AUTH_FAILURE_RATE_LIMIT = "1/m"
+    for _ in range(2):
+        post(client, CURRENT, a_well_formed_unknown_key(), BODY)
+
+    with django_assert_num_queries(0):
+        flood = post(client, CURRENT, a_well_formed_unknown_key(), BODY)
+        valid = post(client, CURRENT, v2[1], BODY)
+    assert flood.status_code == valid.status_code == 429
+    assert not Message.objects.exists()
+
+
+def test_the_limit_is_per_client_address(client, v2, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = "1/m"
+    for _ in range(2):
+        post_from(client, "203.0.113.9", a_well_formed_unknown_key())
+
+    assert post_from(client, "203.0.113.9", v2[1]).status_code == 429
+    assert post_from(client, "198.51.100.7", v2[1]).status_code == 200
+
+
+def test_a_forged_forwarded_header_does_not_escape_the_limit(client, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = "1/m"
+    settings.TRUSTED_PROXY_COUNT = 1
+    statuses = [
+        post(
+            client, CURRENT, a_well_formed_unknown_key(), BODY,
+            **{"X-Forwarded-For": f"10.0.0.{n}, 203.0.113.9"},
+        ).status_code
+        for n in range(3)
+    ]  # fmt: skip
+    assert statuses == [401, 429, 429]
+
+
+def test_ipv6_clients_are_counted_per_64(client, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = "1/m"
+    post_from(client, "2001:db8:1:2::1", a_well_formed_unknown_key())
+    post_from(client, "2001:db8:1:2::2", a_well_formed_unknown_key())
+    assert post_from(client, "2001:db8:1:2:ffff::9", None).status_code == 429
+    assert post_from(client, "2001:db8:1:3::1", None).status_code == 401
+
+
+def test_successful_requests_do_not_count_as_failures(client, v2, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = "1/m"
+    for _ in range(3):
+        assert post(client, CURRENT, v2[1], BODY).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("rate", "parsed", "described"),
+    [
+        ("60/m", (60, 60), "60 requests per minute"),
+        ("1000/h", (1000, 3600), "1000 requests per hour"),
+        ("1/s", (1, 1), "1 request per second"),
+        ("10/30s", (10, 30), "10 requests every 30 seconds"),
+        ("5000/d", (5000, 86400), "5000 requests per day"),
+    ],
+)
+def test_rates_are_read_and_described(rate, parsed, described):
+    assert parse_rate(rate) == parsed
+    assert describe_rate(rate) == described
+
+
+@pytest.mark.skipif(not django_settings.REDIS_URL, reason="counts Redis round trips; set REDIS_URL")
+def test_an_accepted_request_costs_at_most_three_redis_round_trips(client, v2, monkeypatch):
+    """Budget (DESIGN.md "The request path"): the per-key limit in at most two round trips (an add that opens the
+    window, then one atomic increment), plus the one read of the failed-authentication marker."""
+    commands: list[str] = []
+    original = redis.Redis.execute_command
+
+    def counting(self, *args, **options):
+        commands.append(str(args[0]))
+        return original(self, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, "execute_command", counting)
+    post(client, CURRENT, v2[1], BODY)  # opens the window: GET marker, SET NX
+    opened = list(commands)
+    commands.clear()
+    post(client, CURRENT, v2[1], BODY)  # GET marker, SET NX (refused), EVAL increment
+
+    assert opened == ["GET", "SET"]
+    assert commands == ["GET", "SET", "EVAL"]
