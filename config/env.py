@@ -69,3 +69,23 @@ def env_rate(name: str, default: str) -> str:
     if not _RATE.match(raw):
         raise ImproperlyConfigured(f"{name} must be a rate such as 60/m, 1000/h or 10/30s, got {raw!r}")
     return raw
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+    if value != value or value in (float("inf"), float("-inf")) or value < 0:
+        raise ImproperlyConfigured(f"{name} must be a finite number of zero or more, got {raw!r}")
+    return value
+
+
+def env_choice(name: str, default: str, choices: list[str]) -> str:
+    value = os.environ.get(name, default).strip() or default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return value

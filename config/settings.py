@@ -10,7 +10,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_rate, env_str, env_timestamp
+from assistant.signing import secret_bytes
+from config.env import env_bool, env_choice, env_float, env_int, env_list, env_rate, env_str, env_timestamp
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -41,10 +42,12 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_tasks_db",
     "accounts",
     "keys",
     "conversations",
     "ingestion",
+    "assistant",
 ]
 
 MIDDLEWARE = [
@@ -196,6 +199,47 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
 }
+
+# --- The assistant hand-off ---------------------------------------------------------------------------------
+# After a message commits, a django.tasks task hands it to the assistant. "immediate" runs the task in the
+# request's process right after the commit (the single-process default and the tests); "database" queues it in
+# PostgreSQL for `manage.py db_worker` (production); any other value is a backend class path (README: Redis).
+TASK_BACKEND = env_str("TASK_BACKEND", "immediate")
+_TASK_BACKEND_CLASSES = {
+    "immediate": "django.tasks.backends.immediate.ImmediateBackend",
+    "database": "django_tasks_db.DatabaseBackend",
+}
+TASKS = {"default": {"BACKEND": _TASK_BACKEND_CLASSES.get(TASK_BACKEND, TASK_BACKEND)}}
+
+ASSISTANT_BACKEND = env_choice("ASSISTANT_BACKEND", "local", ["local", "webhook", "openai"])
+# Attempts per delivery before it fails; the wait after attempt n is BASE * 2**(n-1) seconds, at most MAX.
+ASSISTANT_MAX_ATTEMPTS = env_int("ASSISTANT_MAX_ATTEMPTS", 5)
+ASSISTANT_RETRY_BASE_SECONDS = env_float("ASSISTANT_RETRY_BASE_SECONDS", 30)
+ASSISTANT_RETRY_MAX_SECONDS = env_float("ASSISTANT_RETRY_MAX_SECONDS", 3600)
+# How long one remote attempt may take (connect and answer).
+ASSISTANT_TIMEOUT_SECONDS = env_float("ASSISTANT_TIMEOUT_SECONDS", 10)
+# How many of the latest thread messages (this one included) go to a remote assistant.
+ASSISTANT_THREAD_MESSAGES = env_int("ASSISTANT_THREAD_MESSAGES", 20)
+
+ASSISTANT_WEBHOOK_URL = env_str("ASSISTANT_WEBHOOK_URL")
+# The Standard Webhooks secret shared with the runtime: it signs our requests and verifies its callbacks.
+_WEBHOOK_SECRET = env_str("ASSISTANT_WEBHOOK_SECRET")
+try:
+    ASSISTANT_WEBHOOK_KEY = secret_bytes(_WEBHOOK_SECRET) if _WEBHOOK_SECRET else b""
+except ValueError as error:
+    raise ImproperlyConfigured(f"ASSISTANT_WEBHOOK_SECRET: {error}.") from None
+# How far a callback's webhook-timestamp may be from our clock (Standard Webhooks suggests five minutes).
+ASSISTANT_CALLBACK_TOLERANCE_SECONDS = env_int("ASSISTANT_CALLBACK_TOLERANCE_SECONDS", 300)
+
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+OPENAI_MODEL = env_str("OPENAI_MODEL", "gpt-4o-mini")
+ASSISTANT_SYSTEM_PROMPT = env_str(
+    "ASSISTANT_SYSTEM_PROMPT",
+    "You are the user's personal assistant. Messages reach you from the user's own scripts, apps and automations "
+    "through their API keys, and are meant as if the user had typed them. A message may carry structured context "
+    "as JSON. Answer the user briefly and say plainly what you would do; you cannot take actions yourself.",
+)
 
 # --- Logging --------------------------------------------------------------------------------------------------
 LOGGING = {

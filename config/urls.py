@@ -6,6 +6,7 @@ from ingestion.views import api_not_found
 
 urlpatterns = [
     path("", include("ingestion.urls")),
+    path("", include("assistant.urls")),
     path("admin/", admin.site.urls),
     # Keep last among the /api/ routes: anything unknown under /api/ answers JSON.
     re_path(r"^api/", api_not_found),

@@ -1,6 +1,18 @@
+import secrets
+import string
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+_ID_ALPHABET = string.digits + string.ascii_uppercase + string.ascii_lowercase
+MESSAGE_ID_PREFIX = "msg_"
+MESSAGE_ID_LENGTH = len(MESSAGE_ID_PREFIX) + 24
+
+
+def new_message_id() -> str:
+    """A public id such as msg_4fT9…: random (143 bits), so ids reveal neither counts nor other users' messages."""
+    return MESSAGE_ID_PREFIX + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
 
 
 class Conversation(models.Model):
@@ -26,6 +38,8 @@ class Source(models.TextChoices):
 
 
 class Message(models.Model):
+    # What callers and staff quote; the integer primary key stays internal.
+    public_id = models.CharField(max_length=MESSAGE_ID_LENGTH, unique=True, default=new_message_id, editable=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
     role = models.CharField(max_length=16, choices=Role.choices)
     source = models.CharField(max_length=16, choices=Source.choices)
@@ -58,8 +72,18 @@ class DeliveryStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class AssistantBackend(models.TextChoices):
+    LOCAL = "local", "Built-in local assistant"
+    WEBHOOK = "webhook", "Signed webhook"
+    OPENAI = "openai", "OpenAI-compatible chat completions"
+
+
 class Delivery(models.Model):
-    """How an accepted message reached (or is reaching) the user's assistant: what staff inspect."""
+    """How an accepted message reached (or is reaching) the user's assistant: what staff inspect.
+
+    queued → processing → delivered, or back to queued (with next_attempt_at) after a transient failure, or failed
+    once the attempts are used up or the assistant refuses the message for good.
+    """
 
     message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="delivery")
     api_key = models.ForeignKey(
@@ -70,6 +94,16 @@ class Delivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
     request_id = models.CharField(max_length=128, blank=True)
+    # The assistant backend of the latest attempt (the configured one while still queued).
+    backend = models.CharField(max_length=16, choices=AssistantBackend.choices, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="When the latest attempt started.")
+    finished_at = models.DateTimeField(null=True, blank=True, help_text="When the latest attempt ended.")
+    next_attempt_at = models.DateTimeField(null=True, blank=True, help_text="When a scheduled retry is due.")
+    reply = models.OneToOneField(
+        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="answered_delivery"
+    )
+    # The webhook-id of the callback that brought the reply, so that a replayed callback changes nothing.
+    callback_id = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 

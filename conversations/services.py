@@ -2,10 +2,12 @@
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 
 from conversations.models import Conversation, Delivery, Endpoint, Message, Role, Source
+from conversations.tasks import enqueue_delivery
 from keys.models import ApiKey
 from keys.services import note_key_used
 
@@ -34,7 +36,8 @@ def record_user_message(
     api_key: ApiKey | None = None,
     request_id: str = "",
 ) -> Message:
-    """Record a message in the user's thread and its delivery record, together or not at all."""
+    """Record a message in the user's thread, its delivery record and the task that hands it to the assistant,
+    together or not at all (DESIGN.md, "Conversations and the assistant hand-off")."""
     message = Message.objects.create(
         conversation=conversation_of(user),
         role=Role.USER,
@@ -43,7 +46,14 @@ def record_user_message(
         context=context,
         api_key=api_key,
     )
-    Delivery.objects.create(message=message, api_key=api_key, endpoint=endpoint, request_id=request_id)
+    delivery = Delivery.objects.create(
+        message=message,
+        api_key=api_key,
+        endpoint=endpoint,
+        request_id=request_id,
+        backend=settings.ASSISTANT_BACKEND,
+    )
+    enqueue_delivery(delivery.pk)
     if api_key is not None:
         note_key_used(api_key)
     return message

@@ -46,7 +46,8 @@ def bearer_token(header: str | None) -> str:
 
 
 class ApiKeyAuthentication(BaseAuthentication):
-    generation: ClassVar[Generation]
+    # The generation the endpoint accepts; None accepts either (the receipts endpoint).
+    generation: ClassVar[Generation | None] = None
 
     def authenticate(self, request: Request) -> tuple[User, ApiKey]:
         # An address that failed too often is refused before its key costs a query (DESIGN.md "Limits").
@@ -61,7 +62,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         presented = tokens.recognise(bearer_token(request.META.get("HTTP_AUTHORIZATION")))
         if presented is None:
             raise InvalidApiKey()
-        if presented.generation != self.generation:
+        if self.generation is not None and presented.generation != self.generation:
             raise WrongKeyGeneration(_WRONG_GENERATION[(presented.generation, self.generation)])
         try:
             key = ApiKey.objects.select_related("owner__profile", "owner__conversation").get(digest=presented.digest)
@@ -81,3 +82,9 @@ class V2KeyAuthentication(ApiKeyAuthentication):
 
 class V1KeyAuthentication(ApiKeyAuthentication):
     generation = Generation.V1
+
+
+class AnyKeyAuthentication(ApiKeyAuthentication):
+    """Either generation: reading a receipt is not sending, and the legacy endpoint hands out message ids too."""
+
+    generation = None

@@ -28,6 +28,11 @@ def _check_storable(value: Any, depth: int, path: str) -> None:
             _check_storable(item, depth + 1, f"{path}[{index}]" if len(path) < 200 else path)
 
 
+def check_storable(body: Any) -> None:
+    """Refuse a parsed body that the database cannot store (also for bodies that are not messages)."""
+    _check_storable(body, 1, "$")
+
+
 def _check_text(text: str, path: str) -> None:
     if "\x00" in text:
         raise InvalidBody(f"The value at {path} contains a NUL character (\\u0000), which cannot be stored.")

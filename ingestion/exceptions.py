@@ -56,6 +56,19 @@ class WrongKeyGeneration(Unauthorized):
     default_code = "wrong_key_generation"
 
 
+class InvalidSignature(Unauthorized):
+    """An assistant-runtime callback without a valid Standard Webhooks signature."""
+
+    default_code = "invalid_signature"
+    default_detail = "The webhook-signature does not match; sign the request with the shared whsec_ secret."
+
+
+class TimestampOutOfTolerance(Unauthorized):
+    """A signed callback whose webhook-timestamp is too far from our clock: a replay, or a wrong clock."""
+
+    default_code = "timestamp_out_of_tolerance"
+
+
 # --- 4xx: the request itself is wrong -------------------------------------------------------------------------
 class InvalidJson(ApiError):
     default_code = "invalid_json"
@@ -80,7 +93,8 @@ class NotFound(ApiError):
     status_code = status.HTTP_404_NOT_FOUND
     default_code = "not_found"
     default_detail = (
-        "Not found. The endpoints are POST /api/v1/inbound/api-message and POST /api/v1/inbound-sms/webhook."
+        "Not found. The endpoints are POST /api/v1/inbound/api-message, POST /api/v1/inbound-sms/webhook "
+        "and GET /api/v1/inbound/messages/{id}."
     )
 
 
@@ -125,6 +139,19 @@ class RateLimited(ApiError):
     def __init__(self, message: str, wait: int) -> None:
         super().__init__(message)
         self.wait = wait
+
+
+class MessageNotFound(NotFound):
+    default_detail = (
+        "No message with this id was sent by you. Use the id from the response that accepted the message, "
+        "with a key of the same account."
+    )
+
+
+class ReplyAlreadyRecorded(ApiError):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "reply_already_recorded"
+    default_detail = "This message already has its reply in the thread; a message takes one reply."
 
 
 class ServiceUnavailable(ApiError):

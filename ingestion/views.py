@@ -9,12 +9,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.models import Endpoint
+from conversations.models import Endpoint, Message, Role
 from conversations.services import record_user_message
 from ingestion import body as body_rules
-from ingestion.authentication import CURRENT_PATH, V1KeyAuthentication, V2KeyAuthentication
-from ingestion.exceptions import InvalidJson, LengthRequired, NotFound
+from ingestion.authentication import CURRENT_PATH, AnyKeyAuthentication, V1KeyAuthentication, V2KeyAuthentication
+from ingestion.exceptions import InvalidJson, LengthRequired, MessageNotFound, NotFound
 from ingestion.idempotency import idempotent
+from ingestion.receipts import MESSAGE_ID, receipt
 from keys.models import ApiKey
 
 SENT = "Message sent successfully"
@@ -35,11 +36,11 @@ class _MessageView(APIView):
             raise InvalidJson('The body is empty. Send a JSON object, for example {"message": "Hello"}.')
         return data, type(self).text_of(data)
 
-    def accept(self, request: Request) -> ApiKey:
+    def accept(self, request: Request) -> tuple[ApiKey, Message]:
         body, text = self.read_body(request)
         key = request.auth
         assert isinstance(key, ApiKey)  # set by the endpoint's authentication class
-        record_user_message(
+        message = record_user_message(
             user=key.owner,
             endpoint=self.endpoint,
             text=text,
@@ -47,7 +48,7 @@ class _MessageView(APIView):
             api_key=key,
             request_id=getattr(request._request, "request_id", ""),
         )
-        return key
+        return key, message
 
 
 class CurrentMessageView(_MessageView):
@@ -57,8 +58,9 @@ class CurrentMessageView(_MessageView):
 
     @idempotent
     def post(self, request: Request) -> Response:
-        self.accept(request)
-        return Response({"success": True, "message": SENT})
+        _key, message = self.accept(request)
+        # "id" is additive (DESIGN.md): the receipt's address, GET /api/v1/inbound/messages/{id}.
+        return Response({"success": True, "message": SENT, "id": message.public_id})
 
 
 class LegacyWebhookView(_MessageView):
@@ -70,17 +72,43 @@ class LegacyWebhookView(_MessageView):
 
     @idempotent
     def post(self, request: Request) -> Response:
-        key = self.accept(request)
+        key, message = self.accept(request)
         profile = key.owner.profile
-        response = Response(
-            {"success": True, "message": SENT, "channel": profile.channel, "phoneNumber": profile.phone_number}
+        return Response(
+            {
+                "success": True,
+                "message": SENT,
+                "channel": profile.channel,
+                "phoneNumber": profile.phone_number,
+                "id": message.public_id,
+            }
         )
-        return response
 
     def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)
         add_deprecation_headers(request, response)
         return response
+
+
+class MessageReceiptView(APIView):
+    """GET a message's delivery status and the assistant's reply, with any key of the account that sent it."""
+
+    authentication_classes = [AnyKeyAuthentication]
+    http_method_names = ["get", "head", "options"]
+
+    def get(self, request: Request, message_id: str) -> Response:
+        key = request.auth
+        assert isinstance(key, ApiKey)
+        if not MESSAGE_ID.match(message_id):
+            raise MessageNotFound()
+        message = (
+            Message.objects.select_related("delivery__reply")
+            .filter(public_id=message_id, role=Role.USER, conversation__user_id=key.owner_id, delivery__isnull=False)
+            .first()
+        )
+        if message is None:
+            raise MessageNotFound()  # another account's message is as absent as one that never existed
+        return Response(receipt(message))
 
 
 def add_deprecation_headers(request: Request, response: Response) -> None:

@@ -58,3 +58,24 @@ def post(
         headers.setdefault("Authorization", f"Bearer {key}")
     data = raw if raw is not None else json.dumps(body)
     return client.post(path, data=data, content_type=content_type, headers=headers)
+
+
+@pytest.fixture
+def assistant_server():
+    """A real HTTP server on 127.0.0.1 playing the remote assistant (see tests/servers.py)."""
+    from tests.servers import scripted_server
+
+    with scripted_server() as server:
+        yield server
+
+
+@pytest.fixture
+def send(client, django_capture_on_commit_callbacks):
+    """POST like `post`, then run what the commit triggers, as a real request does: with the immediate task
+    backend that is the hand-off to the assistant."""
+
+    def send(key: str, body: Any, path: str = CURRENT, **headers: str):
+        with django_capture_on_commit_callbacks(execute=True):
+            return post(client, path, key, body, **headers)
+
+    return send

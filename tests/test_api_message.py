@@ -18,8 +18,10 @@ def test_it_delivers_a_message_and_says_so(client, user, v2):
     response = post(client, CURRENT, plaintext, {"message": "Remind me to call Sam at 5pm"})
 
     assert response.status_code == 200
-    assert response.json() == {"success": True, "message": "Message sent successfully"}
     message = Message.objects.get()
+    # The spec's two members, unchanged, and the additive id of the recorded message (the receipt's id).
+    assert response.json() == {"success": True, "message": "Message sent successfully", "id": message.public_id}
+    assert message.public_id.startswith("msg_")
     assert message.conversation.user == user
     assert (message.role, message.source, message.text) == (Role.USER, Source.API, "Remind me to call Sam at 5pm")
     assert message.api_key == key
@@ -171,14 +173,17 @@ def test_authentication_is_checked_before_the_body(client, db):
     assert response.status_code == 401
 
 
-def test_an_accepted_request_costs_three_queries(client, v2):
+def test_an_accepted_request_costs_three_queries(client, v2, django_capture_on_commit_callbacks):
+    """With the immediate task backend (the default). The database task backend adds the task's INSERT as a
+    fourth, in the same transaction: see test_task_backends.py."""
     post(client, CURRENT, v2[1], {"message": "warm up"})  # first use also writes last_used_at
-    with CaptureQueriesContext(connection) as captured:
+    with CaptureQueriesContext(connection) as captured, django_capture_on_commit_callbacks() as after_commit:
         assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 200
 
     statements = [q["sql"].split()[0] for q in captured.captured_queries]
     work = [s for s in statements if s not in TRANSACTION_CONTROL]
     assert work == ["SELECT", "INSERT", "INSERT"]  # the key with its owner, the message, its delivery
+    assert len(after_commit) == 1  # the hand-off, which runs only once the message is committed
 
 
 def test_first_use_also_stamps_the_key(client, v2, django_assert_max_num_queries):

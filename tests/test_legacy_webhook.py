@@ -12,13 +12,14 @@ def test_it_delivers_and_reports_the_channel_and_phone_number(client, user, v1):
     response = post(client, LEGACY, v1[1], {"message": "Add milk to my shopping list"})
 
     assert response.status_code == 200
+    message = Message.objects.get()
     assert response.json() == {
         "success": True,
         "message": "Message sent successfully",
         "channel": "whatsapp",
         "phoneNumber": "+14155551234",
+        "id": message.public_id,  # additive: the receipt's id
     }
-    message = Message.objects.get()
     assert (message.source, message.text, message.api_key) == (
         Source.LEGACY_WEBHOOK,
         "Add milk to my shopping list",

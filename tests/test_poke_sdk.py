@@ -3,7 +3,7 @@
 import pytest
 from poke import AuthenticationError, Poke, PokeError
 
-from conversations.models import Message
+from conversations.models import Message, Role
 from keys.models import Generation
 from keys.services import revoke_key
 from tests.factories import make_key
@@ -25,7 +25,11 @@ def test_send_message_succeeds_with_a_v2_key(base_url):
 
     assert result["success"] is True
     assert result["message"] == "Message sent successfully"
-    assert Message.objects.get().text == "Water the plants at 6pm"
+    sent = Message.objects.get(role=Role.USER)
+    assert sent.text == "Water the plants at 6pm"
+    assert result["id"] == sent.public_id
+    # The live server runs the default hand-off: the local assistant has answered in the thread.
+    assert Message.objects.get(role=Role.ASSISTANT).text.startswith("Received through your API key")
 
 
 def test_send_message_raises_the_authentication_error_with_a_v1_key(base_url):

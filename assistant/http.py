@@ -1,0 +1,67 @@
+"""A small JSON-over-HTTP client for the remote backends (urllib: no dependency). It never follows redirects (a
+signed POST must not be replayed elsewhere) and never puts the URL into an error text (it may carry a token)."""
+
+import http.client
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from email.message import Message as HeaderMap
+
+from assistant.outcomes import PermanentFailure, TransientFailure
+
+MAX_RESPONSE_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    body: bytes
+    headers: HeaderMap
+
+    def retry_after(self) -> float | None:
+        """Retry-After in seconds, when the server sent it as a number (RFC 9110 also allows a date: ignored)."""
+        raw = (self.headers.get("Retry-After") or "").strip()
+        return float(raw) if raw.isdigit() else None
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None  # urllib then raises HTTPError with the 3xx status, which the caller treats as a refusal
+
+
+_opener = urllib.request.build_opener(_RefuseRedirects)
+
+
+def post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Response:
+    """POST a JSON body; return any HTTP answer, raise TransientFailure when there is none."""
+    request = urllib.request.Request(  # noqa: S310  (the URL is operator configuration, checked to be http(s))
+        url, data=body, method="POST", headers={"Content-Type": "application/json", **headers}
+    )
+    try:
+        with _opener.open(request, timeout=timeout) as answer:
+            return Response(answer.status, answer.read(MAX_RESPONSE_BYTES), answer.headers)
+    except urllib.error.HTTPError as error:
+        with error:
+            return Response(error.code, error.read(MAX_RESPONSE_BYTES), error.headers)
+    except TimeoutError:
+        raise TransientFailure(f"No response within {timeout:g} seconds.") from None
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, TimeoutError):
+            raise TransientFailure(f"No response within {timeout:g} seconds.") from None
+        raise TransientFailure(f"Could not connect: {error.reason}.") from None
+    except (http.client.HTTPException, ConnectionError) as error:
+        raise TransientFailure(f"The connection failed: {type(error).__name__}.") from None
+
+
+# Statuses that say "not now" rather than "never": worth another attempt after a while.
+_RETRYABLE = {408, 425, 429}
+
+
+def raise_for_status(response: Response, service: str, detail: str = "") -> None:
+    """Turn a non-2xx answer into the failure it means: 5xx and 408/425/429 transient, anything else permanent."""
+    if 200 <= response.status < 300:
+        return
+    text = f"{service} answered HTTP {response.status}" + (f": {detail}" if detail else ".")
+    if response.status >= 500 or response.status in _RETRYABLE:
+        raise TransientFailure(text, retry_after=response.retry_after())
+    raise PermanentFailure(text)

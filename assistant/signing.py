@@ -1,0 +1,77 @@
+"""Standard Webhooks signatures (https://www.standardwebhooks.com), both ways: our requests to the assistant
+runtime and its callbacks to us are signed with the same ``whsec_`` secret.
+
+    webhook-id:        a stable id of the message (the same on every retry, so receivers can deduplicate)
+    webhook-timestamp: Unix seconds
+    webhook-signature: "v1," + base64(HMAC-SHA256(secret, f"{id}.{timestamp}.{body}")), several space-separated
+"""
+
+import base64
+import binascii
+import hashlib
+import hmac
+from collections.abc import Mapping
+
+SECRET_PREFIX = "whsec_"
+VERSION = "v1"
+
+
+class SignatureError(Exception):
+    """The headers are missing, malformed, or the signature does not match."""
+
+
+class TimestampError(SignatureError):
+    """The signature may be right, but the timestamp is outside the tolerance: a replay or a badly set clock."""
+
+
+def secret_bytes(secret: str) -> bytes:
+    """The HMAC key: the base64 after the ``whsec_`` prefix."""
+    if not secret.startswith(SECRET_PREFIX):
+        raise ValueError(f"A Standard Webhooks secret starts with {SECRET_PREFIX}")
+    try:
+        key = base64.b64decode(secret.removeprefix(SECRET_PREFIX), validate=True)
+    except binascii.Error:
+        raise ValueError("The part after whsec_ is not valid base64") from None
+    if len(key) < 24:
+        raise ValueError("The secret is too short: use at least 24 random bytes (192 bits)")
+    return key
+
+
+def signature(key: bytes, webhook_id: str, timestamp: int, body: bytes) -> str:
+    signed = f"{webhook_id}.{timestamp}.".encode() + body
+    digest = hmac.new(key, signed, hashlib.sha256).digest()
+    return f"{VERSION},{base64.b64encode(digest).decode()}"
+
+
+def sign(key: bytes, webhook_id: str, timestamp: int, body: bytes) -> dict[str, str]:
+    """The three headers that go with a signed body."""
+    return {
+        "webhook-id": webhook_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": signature(key, webhook_id, timestamp, body),
+    }
+
+
+def verify(key: bytes, headers: Mapping[str, str], body: bytes, now: int, tolerance: int) -> str:
+    """Check a signed request and return its webhook-id; raise SignatureError or TimestampError."""
+    webhook_id = headers.get("webhook-id", "")
+    raw_timestamp = headers.get("webhook-timestamp", "")
+    presented = headers.get("webhook-signature", "")
+    if not (webhook_id and raw_timestamp and presented):
+        raise SignatureError("Sign the request with the webhook-id, webhook-timestamp and webhook-signature headers.")
+    if len(webhook_id) > 255:
+        raise SignatureError("The webhook-id header is longer than 255 characters.")
+    if not raw_timestamp.isascii() or not raw_timestamp.isdigit():
+        raise SignatureError("The webhook-timestamp header must be Unix seconds.")
+    timestamp = int(raw_timestamp)
+    if abs(now - timestamp) > tolerance:
+        raise TimestampError(
+            f"The webhook-timestamp is more than {tolerance} seconds away from our clock; "
+            "sign each request when you send it."
+        )
+    expected = signature(key, webhook_id, timestamp, body).encode()
+    # Several signatures may be sent (for example during a secret rotation): any one that matches will do.
+    for candidate in presented.split(" "):
+        if hmac.compare_digest(candidate.encode(), expected):
+            return webhook_id
+    raise SignatureError("The webhook-signature does not match the body; sign it with the shared whsec_ secret.")

@@ -1,0 +1,175 @@
+"""The delivery lifecycle: queued → processing → delivered, or back to queued after a transient failure (with
+exponential backoff), or failed. A failure never touches the message: it stays in the thread, retryable by staff."""
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+from assistant.backends import backend_named
+from assistant.conversation import build_request
+from assistant.outcomes import PermanentFailure, Reply, TransientFailure
+from conversations.models import Delivery, DeliveryStatus, Message, Role, Source
+from conversations.tasks import can_defer, enqueue_delivery
+
+logger = logging.getLogger(__name__)
+
+# A delivery still "processing" this long after its attempt started was abandoned (its worker died).
+STALE_PROCESSING = timedelta(minutes=15)
+
+
+class ReplyAlreadyRecorded(Exception):
+    """A callback brought a reply for a message whose reply is already in the thread."""
+
+
+def backoff_seconds(attempts: int) -> float:
+    """The wait after the n-th failed attempt: BASE, 2 BASE, 4 BASE, ... capped at MAX."""
+    delay = settings.ASSISTANT_RETRY_BASE_SECONDS * 2 ** max(attempts - 1, 0)
+    return float(min(delay, settings.ASSISTANT_RETRY_MAX_SECONDS))
+
+
+def attempt_delivery(delivery_id: int) -> str:
+    """Claim a queued delivery, hand its message to the configured assistant backend and record what happened."""
+    now = timezone.now()
+    claimed = Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.QUEUED).update(
+        status=DeliveryStatus.PROCESSING,
+        attempts=F("attempts") + 1,
+        backend=settings.ASSISTANT_BACKEND,
+        started_at=now,
+        finished_at=None,
+        next_attempt_at=None,
+        updated_at=now,
+    )
+    if not claimed:
+        return "skipped"  # already taken by another attempt, delivered, or failed: nothing to do
+    delivery = Delivery.objects.select_related("message__conversation", "message__api_key").get(pk=delivery_id)
+    try:
+        outcome = backend_named(delivery.backend)(build_request(delivery.message, delivery.attempts))
+    except TransientFailure as failure:
+        return _after_transient_failure(delivery, failure)
+    except PermanentFailure as failure:
+        return _fail(delivery, str(failure))
+    except Exception as error:
+        logger.exception("delivery %s: unexpected error in the %s backend", delivery.pk, delivery.backend)
+        return _after_transient_failure(delivery, TransientFailure(f"Unexpected error: {type(error).__name__}."))
+    _record_delivered(delivery.pk, outcome.text if isinstance(outcome, Reply) else None, attempt_finished=True)
+    logger.info("delivery %s delivered on attempt %s (%s)", delivery.pk, delivery.attempts, delivery.backend)
+    return DeliveryStatus.DELIVERED.value
+
+
+def _after_transient_failure(delivery: Delivery, failure: TransientFailure) -> str:
+    if delivery.attempts >= settings.ASSISTANT_MAX_ATTEMPTS:
+        return _fail(delivery, f"{failure} Gave up after {delivery.attempts} attempts.")
+    now = timezone.now()
+    delay = max(backoff_seconds(delivery.attempts), min(failure.retry_after or 0, settings.ASSISTANT_RETRY_MAX_SECONDS))
+    next_attempt_at = now + timedelta(seconds=delay)
+    deferrable = can_defer()
+    with transaction.atomic():
+        requeued = Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PROCESSING).update(
+            status=DeliveryStatus.QUEUED,
+            next_attempt_at=next_attempt_at,
+            finished_at=now,
+            last_error=str(failure),
+            updated_at=now,
+        )
+        if requeued and deferrable:
+            enqueue_delivery(delivery.pk, run_after=next_attempt_at)
+    if requeued and not deferrable:
+        logger.warning(
+            "delivery %s: attempt %s failed (%s); the task backend cannot defer, so the retry due at %s waits "
+            "for `manage.py retrydeliveries --due`",
+            delivery.pk,
+            delivery.attempts,
+            failure,
+            next_attempt_at.isoformat(),
+        )
+    else:
+        logger.info(
+            "delivery %s: attempt %s failed (%s); retry at %s",
+            delivery.pk,
+            delivery.attempts,
+            failure,
+            next_attempt_at.isoformat(),
+        )
+    return DeliveryStatus.QUEUED.value
+
+
+def _fail(delivery: Delivery, error: str) -> str:
+    now = timezone.now()
+    Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PROCESSING).update(
+        status=DeliveryStatus.FAILED, finished_at=now, next_attempt_at=None, last_error=error, updated_at=now
+    )
+    logger.warning("delivery %s failed after %s attempt(s): %s", delivery.pk, delivery.attempts, error)
+    return DeliveryStatus.FAILED.value
+
+
+@transaction.atomic
+def _record_delivered(
+    delivery_id: int, reply_text: str | None, *, attempt_finished: bool, callback_id: str = ""
+) -> Delivery:
+    """Mark a delivery delivered and put the assistant's reply (if any, and if none is there yet) in the thread."""
+    delivery = Delivery.objects.select_for_update(of=("self",)).select_related("message").get(pk=delivery_id)
+    now = timezone.now()
+    if reply_text is not None and delivery.reply_id is None:
+        delivery.reply = Message.objects.create(
+            conversation_id=delivery.message.conversation_id,
+            role=Role.ASSISTANT,
+            source=Source.ASSISTANT,
+            text=reply_text,
+        )
+        delivery.callback_id = callback_id
+    delivery.status = DeliveryStatus.DELIVERED
+    delivery.next_attempt_at = None
+    if attempt_finished:
+        delivery.finished_at = now
+    delivery.save(update_fields=["reply", "callback_id", "status", "next_attempt_at", "finished_at", "updated_at"])
+    return delivery
+
+
+def record_callback_reply(message: Message, reply_text: str, callback_id: str) -> tuple[Delivery, bool]:
+    """A reply the assistant runtime sent later. Returns the delivery and whether the reply is new; the same
+    callback again (same webhook-id) changes nothing, another reply for the same message is refused."""
+    with transaction.atomic():
+        delivery = Delivery.objects.select_for_update().get(message=message)
+        if delivery.reply_id is not None:
+            if delivery.callback_id == callback_id:
+                return delivery, False
+            raise ReplyAlreadyRecorded()
+        # A reply proves the message arrived, whatever our side had concluded (a timeout, a scheduled retry).
+        return _record_delivered(delivery.pk, reply_text, attempt_finished=False, callback_id=callback_id), True
+
+
+def _retryable(now: datetime) -> Q:
+    return (
+        Q(status__in=[DeliveryStatus.FAILED, DeliveryStatus.QUEUED])
+        | Q(status=DeliveryStatus.PROCESSING, started_at__lt=now - STALE_PROCESSING)
+    )
+
+
+def due_deliveries(grace: timedelta) -> QuerySet[Delivery]:
+    """Deliveries that should have been attempted by now: a retry whose time has come (the immediate backend
+    cannot defer one), a task that never got enqueued, an attempt whose worker died."""
+    cutoff = timezone.now() - grace
+    return Delivery.objects.filter(
+        Q(status=DeliveryStatus.QUEUED, next_attempt_at__lte=cutoff)
+        | Q(status=DeliveryStatus.QUEUED, next_attempt_at__isnull=True, created_at__lte=cutoff)
+        | Q(status=DeliveryStatus.PROCESSING, started_at__lt=timezone.now() - STALE_PROCESSING)
+    )
+
+
+def retry_delivery(delivery: Delivery) -> bool:
+    """Give a failed, queued or abandoned delivery a fresh round of attempts now. False if it is delivered or
+    an attempt is in progress."""
+    now = timezone.now()
+    with transaction.atomic():
+        requeued = Delivery.objects.filter(_retryable(now), pk=delivery.pk).update(
+            status=DeliveryStatus.QUEUED, attempts=0, next_attempt_at=None, updated_at=now
+        )
+        if requeued:
+            enqueue_delivery(delivery.pk)
+    if requeued:
+        logger.info("delivery %s queued again by staff", delivery.pk)
+    return bool(requeued)

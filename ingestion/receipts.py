@@ -1,0 +1,44 @@
+"""What a caller may learn about a message it sent: where its delivery stands and the assistant's reply.
+
+Not the delivery's last error: it describes our side and the assistant runtime, which is for staff.
+"""
+
+import re
+from typing import Any
+
+from conversations.models import Delivery, DeliveryStatus, Message
+
+MESSAGE_ID = re.compile(r"^msg_[0-9A-Za-z]{24}$")
+
+
+def _summary(delivery: Delivery) -> str:
+    if delivery.status == DeliveryStatus.QUEUED:
+        if delivery.attempts:
+            return "The assistant could not be reached yet; another attempt is scheduled."
+        return "Queued for the assistant."
+    if delivery.status == DeliveryStatus.PROCESSING:
+        return "Being handed to the assistant now."
+    if delivery.status == DeliveryStatus.FAILED:
+        return "Could not be delivered to the assistant. The message stays in the conversation; support can retry it."
+    if delivery.reply_id is None:
+        return "Delivered to the assistant; its reply has not arrived yet."
+    return "Delivered to the assistant, which replied."
+
+
+def receipt(message: Message) -> dict[str, Any]:
+    delivery = message.delivery
+    reply = delivery.reply
+    return {
+        "success": True,
+        "message": _summary(delivery),
+        "id": message.public_id,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "created_at": message.created_at,
+        "started_at": delivery.started_at,
+        "finished_at": delivery.finished_at,
+        "next_attempt_at": delivery.next_attempt_at,
+        "reply": (
+            {"id": reply.public_id, "text": reply.text, "created_at": reply.created_at} if reply is not None else None
+        ),
+    }

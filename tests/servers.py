@@ -1,0 +1,85 @@
+"""A real HTTP server on 127.0.0.1 that plays the remote assistant (a runtime or a chat-completions API): it
+answers from a script and records every request, so tests see exactly what went over the wire."""
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Answer:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds before answering (to provoke a client timeout)
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class ScriptedServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.script: list[Answer] = []
+        self.received: list[Received] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def answer(self, status: int = 200, body: Any = b"", *, delay: float = 0.0, **headers: str) -> None:
+        """Queue the next answer; a dict or list body is sent as JSON."""
+        raw = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+        if isinstance(body, (dict, list)):
+            headers.setdefault("Content-Type", "application/json")
+        self.script.append(Answer(status, raw, {k.replace("_", "-"): v for k, v in headers.items()}, delay))
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that timed out and hung up is expected here, not an error
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ScriptedServer
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self.server.received.append(Received(self.path, headers, body))
+        answer = self.server.script.pop(0) if self.server.script else Answer(500, b"no answer scripted")
+        time.sleep(answer.delay)
+        self.send_response(answer.status)
+        for name, value in answer.headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(answer.body)))
+        self.end_headers()
+        self.wfile.write(answer.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def scripted_server() -> Iterator[ScriptedServer]:
+    server = ScriptedServer()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,95 @@
+"""The hand-off through the production task backend (django-tasks-db): the task row is written in the request's
+transaction, and `manage.py db_worker` runs it. On SQLite and on PostgreSQL, whichever DATABASE_URL selects."""
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django_tasks_db.models import DBTaskResult
+
+from conversations.models import Delivery, DeliveryStatus, Message, Role
+from tests.conftest import CURRENT, post
+from tests.test_webhook_backend import SECRET
+
+DATABASE_BACKEND = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+TRANSACTION_CONTROL = {"BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK"}
+
+
+def run_worker(max_tasks: int) -> None:
+    """The Procfile's worker, bounded: it stops when the queue is empty or after max_tasks tasks."""
+    call_command(
+        "db_worker", batch=True, max_tasks=max_tasks, startup_delay=False, reload=False, interval=0, verbosity=0
+    )
+
+
+@pytest.fixture
+def database_tasks(settings):
+    settings.TASKS = DATABASE_BACKEND
+
+
+@pytest.mark.django_db
+def test_an_accepted_request_costs_four_queries_in_one_transaction(client, v2, database_tasks):
+    post(client, CURRENT, v2[1], {"message": "warm up"})  # first use also writes last_used_at
+    with CaptureQueriesContext(connection) as captured:
+        assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 200
+
+    statements = [q["sql"] for q in captured.captured_queries if q["sql"].split()[0] not in TRANSACTION_CONTROL]
+    assert [s.split()[0] for s in statements] == ["SELECT", "INSERT", "INSERT", "INSERT"]
+    assert DBTaskResult._meta.db_table in statements[3]  # the task itself, committed with the message
+    assert DBTaskResult.objects.filter(status="READY").count() == 2
+    assert Delivery.objects.filter(status=DeliveryStatus.QUEUED).count() == 2  # nothing ran inside the request
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_delivers_what_the_request_enqueued(client, v2, database_tasks):
+    response = post(client, CURRENT, v2[1], {"message": "Remind me to stretch"})
+    assert Delivery.objects.get().status == DeliveryStatus.QUEUED
+
+    run_worker(max_tasks=5)
+
+    delivery = Delivery.objects.select_related("reply").get()
+    assert (delivery.status, delivery.attempts) == (DeliveryStatus.DELIVERED, 1)
+    assert delivery.message.public_id == response.json()["id"]
+    assert Message.objects.get(role=Role.ASSISTANT) == delivery.reply
+    assert DBTaskResult.objects.get().status == "SUCCESSFUL"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_runs_a_deferred_retry(client, v2, database_tasks, settings, assistant_server):
+    from assistant.signing import secret_bytes
+
+    settings.ASSISTANT_BACKEND = "webhook"
+    settings.ASSISTANT_WEBHOOK_URL = assistant_server.url
+    settings.ASSISTANT_WEBHOOK_KEY = secret_bytes(SECRET)
+    settings.ASSISTANT_RETRY_BASE_SECONDS = 0  # due at once, so the bounded worker picks the retry up
+    assistant_server.answer(503)
+    assistant_server.answer(200, {"reply": "second time lucky"})
+    post(client, CURRENT, v2[1], {"message": "hi"})
+
+    run_worker(max_tasks=5)
+
+    delivery = Delivery.objects.select_related("reply").get()
+    assert (delivery.status, delivery.attempts) == (DeliveryStatus.DELIVERED, 2)
+    assert delivery.reply.text == "second time lucky"
+    assert "HTTP 503" in delivery.last_error  # the last error stays for staff
+    tasks = DBTaskResult.objects.order_by("enqueued_at")
+    assert [t.status for t in tasks] == ["SUCCESSFUL", "SUCCESSFUL"]
+    assert tasks[1].run_after >= tasks[0].enqueued_at  # the retry was enqueued deferred, with run_after
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_later_retry_waits_for_its_time(client, v2, database_tasks, settings, assistant_server):
+    from assistant.signing import secret_bytes
+
+    settings.ASSISTANT_BACKEND = "webhook"
+    settings.ASSISTANT_WEBHOOK_URL = assistant_server.url
+    settings.ASSISTANT_WEBHOOK_KEY = secret_bytes(SECRET)
+    assistant_server.answer(503)
+    post(client, CURRENT, v2[1], {"message": "hi"})
+
+    run_worker(max_tasks=5)  # runs the first attempt; the retry is 30 s away, so the batch ends
+
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts) == (DeliveryStatus.QUEUED, 1)
+    assert len(assistant_server.received) == 1
+    assert DBTaskResult.objects.filter(status="READY", run_after=delivery.next_attempt_at).count() == 1
