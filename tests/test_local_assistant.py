@@ -55,9 +55,12 @@ def test_messages_typed_in_the_app_get_the_same_hand_off(user, django_capture_on
 def test_nothing_is_handed_off_when_the_transaction_rolls_back(user, django_capture_on_commit_callbacks):
     from django.db import transaction
 
-    with django_capture_on_commit_callbacks(execute=True) as callbacks, pytest.raises(RuntimeError):
-        with transaction.atomic():
-            record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="never committed")
-            raise RuntimeError
+    with (
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="never committed")
+        raise RuntimeError
     assert callbacks == []
     assert not Message.objects.exists()
