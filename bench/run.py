@@ -35,6 +35,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated scenario names to run (default: all)")
     parser.add_argument("--gunicorn-arg", action="append", default=[], help="extra gunicorn argument (repeatable)")
     parser.add_argument("--no-docs", action="store_true", help="print results only; leave docs/ alone")
+    parser.add_argument(
+        "--profile",
+        metavar="SCENARIO",
+        help="instead of the table: sample every worker with py-spy while SCENARIO runs at 32 connections "
+        "(writes collapsed stacks to /tmp/bench-profile.txt and prints the hottest frames)",
+    )
     return parser.parse_args()
 
 
@@ -194,6 +200,12 @@ def main() -> None:
             check_answers(server.url, scenario)
         for scenario in chosen:  # warm every worker's code paths and connections
             run_wrk(server.url, scenario, BODY_FILE, 8, 1)
+        if args.profile:
+            from bench.profile import profile_scenario
+
+            target = next(s for s in chosen if s.name.startswith(args.profile))
+            profile_scenario(server, target, BODY_FILE, args.seconds)
+            return
         for connections in connection_counts:
             for order, scenario in enumerate(chosen):
                 run = run_wrk(server.url, scenario, BODY_FILE, connections, args.seconds)
