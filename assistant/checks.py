@@ -28,9 +28,7 @@ def check_assistant_backend(app_configs: Any = None, **kwargs: Any) -> list[chec
             )
     if settings.ASSISTANT_BACKEND == "openai":
         if not settings.OPENAI_BASE_URL.startswith(("http://", "https://")):
-            problems.append(
-                checks.Error("OPENAI_BASE_URL is not an http(s) URL.", id="assistant.E003")
-            )
+            problems.append(checks.Error("OPENAI_BASE_URL is not an http(s) URL.", id="assistant.E003"))
         if not settings.OPENAI_MODEL:
             problems.append(
                 checks.Error("ASSISTANT_BACKEND is openai but OPENAI_MODEL is not set.", id="assistant.E004")

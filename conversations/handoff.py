@@ -143,9 +143,8 @@ def record_callback_reply(message: Message, reply_text: str, callback_id: str) -
 
 
 def _retryable(now: datetime) -> Q:
-    return (
-        Q(status__in=[DeliveryStatus.FAILED, DeliveryStatus.QUEUED])
-        | Q(status=DeliveryStatus.PROCESSING, started_at__lt=now - STALE_PROCESSING)
+    return Q(status__in=[DeliveryStatus.FAILED, DeliveryStatus.QUEUED]) | Q(
+        status=DeliveryStatus.PROCESSING, started_at__lt=now - STALE_PROCESSING
     )
 
 

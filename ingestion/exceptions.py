@@ -124,9 +124,7 @@ class IdempotencyInProgress(ApiError):
 class IdempotencyKeyReused(ApiError):
     status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
     default_code = "idempotency_key_reused"
-    default_detail = (
-        "This Idempotency-Key was already used with a different body. Use a new key for a new message."
-    )
+    default_detail = "This Idempotency-Key was already used with a different body. Use a new key for a new message."
 
 
 # --- 429: too many requests ----------------------------------------------------------------------------------

@@ -61,3 +61,51 @@ def test_deliveries_and_threads_are_listed_and_searchable(client, staff_client, 
     assert "0 deliveries" not in deliveries
     thread = staff_client.get(f"/admin/conversations/conversation/{user.conversation.pk}/change/").content.decode()
     assert "Backup finished: 42 GB" in thread
+
+
+def test_the_delivery_list_shows_the_lifecycle_and_filters_by_status_and_key(staff_client, client, user):
+    from conversations.models import Delivery, DeliveryStatus
+
+    nightly, nightly_plaintext = make_key(user, "nightly backup")
+    _, deploy_plaintext = make_key(user, "deploy hook")
+    post(client, CURRENT, nightly_plaintext, {"message": "Backup finished"})
+    post(client, CURRENT, deploy_plaintext, {"message": "Deploy finished"})
+    Delivery.objects.filter(api_key=nightly).update(
+        status=DeliveryStatus.FAILED, attempts=5, last_error="The assistant webhook answered HTTP 503."
+    )
+
+    page = staff_client.get("/admin/conversations/delivery/").content.decode()
+    for column in ["Status", "Attempts", "Backend", "Started at", "Finished at", "Next attempt at", "Last error"]:
+        assert column in page
+    assert "answered HTTP 503" in page
+
+    def listed(query: str) -> list[str]:
+        changelist = staff_client.get(f"/admin/conversations/delivery/?{query}").context["cl"]
+        return [delivery.message.text for delivery in changelist.result_list]
+
+    assert listed("status__exact=failed") == ["Backup finished"]
+    assert listed("status__exact=queued") == ["Deploy finished"]
+    assert listed(f"api_key__id__exact={nightly.pk}") == ["Backup finished"]
+
+
+def test_staff_retry_failed_deliveries_with_an_action(staff_client, client, v2, django_capture_on_commit_callbacks):
+    from conversations.models import Delivery, DeliveryStatus
+
+    post(client, CURRENT, v2[1], {"message": "one"})
+    post(client, CURRENT, v2[1], {"message": "two"})
+    failed, delivered = Delivery.objects.order_by("pk")
+    Delivery.objects.filter(pk=failed.pk).update(status=DeliveryStatus.FAILED, attempts=5)
+    Delivery.objects.filter(pk=delivered.pk).update(status=DeliveryStatus.DELIVERED, attempts=1)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(
+            "/admin/conversations/delivery/",
+            {"action": "retry_selected", "_selected_action": [failed.pk, delivered.pk]},
+            follow=True,
+        )
+
+    page = response.content.decode()
+    assert "Queued 1 delivery for a fresh round of attempts." in page
+    assert "Skipped 1 delivery already delivered or being attempted right now." in page
+    failed.refresh_from_db()
+    assert (failed.status, failed.attempts) == (DeliveryStatus.DELIVERED, 1)  # the local assistant took it

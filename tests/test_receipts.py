@@ -1,0 +1,148 @@
+"""GET /api/v1/inbound/messages/{id}: what became of a message, for any key of the account that sent it."""
+
+import pytest
+
+from conversations.handoff import attempt_delivery
+from conversations.models import Delivery, DeliveryStatus, Message, Role
+from keys.models import Generation
+from keys.services import revoke_key
+from tests.conftest import CURRENT, LEGACY, post
+from tests.factories import UserFactory, make_key
+
+pytestmark = pytest.mark.django_db
+
+RECEIPTS = "/api/v1/inbound/messages/"
+
+
+def get_receipt(client, key: str | None, message_id: str):
+    headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
+    return client.get(RECEIPTS + message_id, headers=headers)
+
+
+def test_a_delivered_message_shows_its_status_and_the_reply(client, send, v2):
+    message_id = send(v2[1], {"message": "Remind me to call Sam"}).json()["id"]
+
+    response = get_receipt(client, v2[1], message_id)
+
+    assert response.status_code == 200
+    body = response.json()
+    delivery = Delivery.objects.select_related("reply", "message").get()
+    assert body == {
+        "success": True,
+        "message": "Delivered to the assistant, which replied.",
+        "id": message_id,
+        "status": "delivered",
+        "attempts": 1,
+        "created_at": body["created_at"],
+        "started_at": body["started_at"],
+        "finished_at": body["finished_at"],
+        "next_attempt_at": None,
+        "reply": {
+            "id": delivery.reply.public_id,
+            "text": delivery.reply.text,
+            "created_at": body["reply"]["created_at"],
+        },
+    }
+    assert body["created_at"] <= body["started_at"] <= body["finished_at"] <= body["reply"]["created_at"]
+    assert "last_error" not in body  # staff-only
+
+
+def test_a_queued_message_has_no_reply_yet(client, v2):
+    message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]  # the hand-off has not run
+
+    body = get_receipt(client, v2[1], message_id).json()
+    assert (body["status"], body["attempts"], body["reply"], body["started_at"]) == ("queued", 0, None, None)
+    assert body["message"] == "Queued for the assistant."
+
+
+def test_a_retry_and_a_failure_are_told_without_the_internal_error(client, send, v2, settings, assistant_server):
+    from assistant.signing import secret_bytes
+    from tests.test_webhook_backend import SECRET
+
+    settings.ASSISTANT_BACKEND = "webhook"
+    settings.ASSISTANT_WEBHOOK_URL = assistant_server.url
+    settings.ASSISTANT_WEBHOOK_KEY = secret_bytes(SECRET)
+    settings.ASSISTANT_MAX_ATTEMPTS = 2
+    assistant_server.answer(503, b"internal detail")
+    assistant_server.answer(503, b"internal detail")
+    message_id = send(v2[1], {"message": "hi"}).json()["id"]
+
+    retrying = get_receipt(client, v2[1], message_id).json()
+    assert (retrying["status"], retrying["attempts"]) == ("queued", 1)
+    assert retrying["next_attempt_at"] is not None
+    assert "another attempt" in retrying["message"]
+
+    attempt_delivery(Delivery.objects.get().pk)
+    failed = get_receipt(client, v2[1], message_id)
+    assert (failed.json()["status"], failed.json()["attempts"]) == ("failed", 2)
+    assert "internal detail" not in failed.content.decode()
+
+
+def test_any_key_of_the_same_account_may_read_it_even_a_v1_or_revoked_one_may_not(client, user, v2):
+    message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
+    _, other_v2 = make_key(user, "another script")
+    _, legacy = make_key(user, "old shortcut", Generation.V1)
+    revoked, revoked_plaintext = make_key(user, "leaked")
+    revoke_key(revoked)
+
+    assert get_receipt(client, other_v2, message_id).status_code == 200
+    assert get_receipt(client, legacy, message_id).status_code == 200
+    refused = get_receipt(client, revoked_plaintext, message_id)
+    assert (refused.status_code, refused.json()["code"]) == (401, "revoked_api_key")
+
+
+def test_the_legacy_endpoint_gives_an_id_its_v1_key_can_look_up(client, v1):
+    message_id = post(client, LEGACY, v1[1], {"message": "hi"}).json()["id"]
+    assert get_receipt(client, v1[1], message_id).json()["status"] == "queued"
+
+
+def test_another_accounts_message_is_not_found(client, v2):
+    message_id = post(client, CURRENT, v2[1], {"message": "private"}).json()["id"]
+    _, stranger = make_key(UserFactory(), "someone else")
+
+    response = get_receipt(client, stranger, message_id)
+
+    assert response.status_code == 404
+    assert response.json()["code"] == "not_found"
+    assert response.json()["success"] is False
+    assert "private" not in response.content.decode()
+
+
+@pytest.mark.parametrize("message_id", ["msg_" + "A" * 24, "msg_short", "1", "../../admin", "msg_" + "é" * 24])
+def test_unknown_or_malformed_ids_are_not_found(client, v2, message_id):
+    response = get_receipt(client, v2[1], message_id)
+    assert (response.status_code, response.json()["code"]) == (404, "not_found")
+
+
+def test_a_reply_id_is_not_a_receipt(client, send, v2):
+    send(v2[1], {"message": "hi"})
+    reply = Message.objects.get(role=Role.ASSISTANT)
+    assert get_receipt(client, v2[1], reply.public_id).status_code == 404
+
+
+@pytest.mark.parametrize(("key", "code"), [(None, "missing_authorization"), ("psk_nope", "invalid_api_key")])
+def test_it_needs_a_valid_key(client, v2, key, code):
+    message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
+    response = get_receipt(client, key, message_id)
+    assert (response.status_code, response.json()["code"]) == (401, code)
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_it_only_reads(client, v2):
+    message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
+    response = post(client, RECEIPTS + message_id, v2[1], {"message": "x"})
+    assert (response.status_code, response.json()["code"]) == (405, "method_not_allowed")
+
+
+def test_a_receipt_costs_two_queries(client, v2, django_assert_num_queries):
+    message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
+    with django_assert_num_queries(2):  # the key with its owner; the message with its delivery and reply
+        assert get_receipt(client, v2[1], message_id).status_code == 200
+
+
+def test_statuses_read_as_sentences(client, v2):
+    message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
+    Delivery.objects.update(status=DeliveryStatus.PROCESSING, attempts=1)
+    assert get_receipt(client, v2[1], message_id).json()["message"] == "Being handed to the assistant now."
+    Delivery.objects.update(status=DeliveryStatus.DELIVERED)
+    assert "reply has not arrived yet" in get_receipt(client, v2[1], message_id).json()["message"]
