@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config import errors
 from ingestion.views import api_not_found
@@ -8,6 +9,9 @@ urlpatterns = [
     path("", include("ingestion.urls")),
     path("", include("assistant.urls")),
     path("admin/", admin.site.urls),
+    # The OpenAPI document, and a docs page that renders it with assets served from here (no CDN).
+    path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
     # Keep last among the /api/ routes: anything unknown under /api/ answers JSON.
     re_path(r"^api/", api_not_found),
 ]

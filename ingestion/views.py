@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from conversations.models import Endpoint, Message, Role
 from conversations.services import record_user_message
 from ingestion import body as body_rules
+from ingestion import openapi
 from ingestion.authentication import CURRENT_PATH, AnyKeyAuthentication, V1KeyAuthentication, V2KeyAuthentication
 from ingestion.exceptions import InvalidJson, LengthRequired, MessageNotFound, NotFound
 from ingestion.idempotency import idempotent
@@ -56,6 +57,7 @@ class CurrentMessageView(_MessageView):
     endpoint = Endpoint.CURRENT
     text_of = staticmethod(body_rules.current_endpoint_text)
 
+    @openapi.current_endpoint
     @idempotent
     def post(self, request: Request) -> Response:
         _key, message = self.accept(request)
@@ -70,6 +72,7 @@ class LegacyWebhookView(_MessageView):
     endpoint = Endpoint.LEGACY
     text_of = staticmethod(body_rules.legacy_endpoint_text)
 
+    @openapi.legacy_endpoint
     @idempotent
     def post(self, request: Request) -> Response:
         key, message = self.accept(request)
@@ -96,6 +99,7 @@ class MessageReceiptView(APIView):
     authentication_classes = [AnyKeyAuthentication]
     http_method_names = ["get", "head", "options"]
 
+    @openapi.receipt_endpoint
     def get(self, request: Request, message_id: str) -> Response:
         key = request.auth
         assert isinstance(key, ApiKey)

@@ -1,0 +1,218 @@
+"""What the OpenAPI document (drf-spectacular, /api/schema/) says about the API: bodies, every error, the headers,
+and the Bearer scheme. The views only name the description they use; the words live here.
+
+A new endpoint gets an ``extend_schema`` here with ``responses=responses(<error statuses>, success=...)`` and
+``parameters=COMMON_RESPONSE_HEADERS``; tests/test_openapi.py then fuzzes it with schemathesis.
+"""
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+
+from accounts.models import Channel
+from conversations.models import DeliveryStatus
+
+
+class ErrorSerializer(serializers.Serializer):
+    success = serializers.BooleanField(help_text="Always false.")
+    message = serializers.CharField(help_text="What went wrong and how to fix it, in one sentence.")
+    code = serializers.CharField(help_text="Stable snake_case code, for example invalid_api_key or rate_limited.")
+
+
+class SentSerializer(serializers.Serializer):
+    success = serializers.BooleanField(help_text="True: the message is in the assistant conversation.")
+    message = serializers.CharField(help_text="Message sent successfully")
+    id = serializers.RegexField(r"^msg_[0-9A-Za-z]{24}$", help_text="The message's id: its receipt's address.")
+
+
+class LegacySentSerializer(SentSerializer):
+    channel = serializers.ChoiceField(choices=Channel.choices, help_text="The user's preferred messaging channel.")
+    phoneNumber = serializers.CharField(help_text="The user's phone number, international format (E.164).")
+
+
+class ReplySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    text = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+
+
+class ReceiptSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    message = serializers.CharField(help_text="Where the delivery stands, in words.")
+    id = serializers.CharField()
+    status = serializers.ChoiceField(choices=DeliveryStatus.choices)
+    attempts = serializers.IntegerField(min_value=0)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    next_attempt_at = serializers.DateTimeField(allow_null=True)
+    reply = ReplySerializer(allow_null=True, help_text="The assistant's reply, once it has arrived.")
+
+
+_ERRORS = {
+    400: "invalid_json, invalid_body or invalid_idempotency_key: the body or a header is not acceptable.",
+    401: (
+        "missing_authorization, malformed_authorization, invalid_api_key, revoked_api_key or wrong_key_generation. "
+        "Carries WWW-Authenticate: Bearer."
+    ),
+    404: "not_found: no message with this id was sent by this key's account.",
+    405: "method_not_allowed: only POST (and OPTIONS).",
+    409: "idempotency_in_progress: a request with this Idempotency-Key is still being processed.",
+    411: "length_required: a chunked body without Content-Length.",
+    413: "payload_too_large: the body is over the size limit.",
+    415: "unsupported_media_type: the body is not application/json (UTF-8).",
+    422: "idempotency_key_reused: this Idempotency-Key came with a different body before.",
+    429: (
+        "rate_limited: over the key's rate limit, or too many failed authentications from this address. "
+        "Carries Retry-After."
+    ),
+    503: "service_unavailable: the database or cache cannot be reached; nothing was recorded.",
+}
+
+_SENDING_ERRORS = (400, 401, 405, 409, 411, 413, 415, 422, 429, 503)
+
+
+def _header(name: str, description: str, statuses: list[int] | bool = True) -> OpenApiParameter:
+    return OpenApiParameter(
+        name, OpenApiTypes.STR, location=OpenApiParameter.HEADER, response=statuses, description=description
+    )
+
+
+COMMON_RESPONSE_HEADERS = [
+    _header("X-Request-ID", "The caller's X-Request-ID when it is plain and short, else a new id."),
+    _header("RateLimit-Policy", 'The limit that counted this request, e.g. "per-key";q=60;w=60.', [200, 429]),
+    _header("RateLimit", 'What is left of it, e.g. "per-key";r=59;t=41 (remaining, seconds to reset).', [200, 429]),
+    _header("Retry-After", "Seconds to wait before retrying.", [429]),
+    _header("Idempotent-Replayed", "true when this is the stored response to an earlier request.", [200]),
+]
+
+_SENDING_REQUEST_HEADERS = [
+    OpenApiParameter(
+        "Idempotency-Key",
+        {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
+        location=OpenApiParameter.HEADER,
+        required=False,
+        description=(
+            "Makes retries safe: a retry with the same key and body gets the first response, for 24 hours, "
+            "and records nothing new. A UUID is ideal."
+        ),
+    ),
+    OpenApiParameter(
+        "X-Request-ID",
+        {"type": "string", "maxLength": 128, "pattern": "^[A-Za-z0-9._:-]+$"},
+        location=OpenApiParameter.HEADER,
+        required=False,
+        description="Your id for this request, echoed back and kept with the delivery.",
+    ),
+]
+
+_MESSAGE = {
+    "type": "string",
+    "minLength": 1,
+    "description": "The instruction or question for the assistant; not blank.",
+}
+
+
+def responses(*statuses: int, success: Any) -> dict[int, OpenApiResponse]:
+    described: dict[int, OpenApiResponse] = {200: OpenApiResponse(success, description="Accepted.")}
+    for status in statuses:
+        if status != 200:
+            described[status] = OpenApiResponse(ErrorSerializer, description=_ERRORS[status])
+    return described
+
+
+_EXAMPLE = OpenApiExample("A reminder", value={"message": "Remind me to call Sam at 5pm"}, request_only=True)
+
+current_endpoint = extend_schema(
+    operation_id="send_message",
+    summary="Send a message to the key owner's assistant",
+    description=(
+        "Any non-empty JSON object; the whole body is forwarded to the assistant as context. `message`, when "
+        "present, must be a non-blank string. V2 keys only."
+    ),
+    request={
+        "application/json": {
+            "type": "object",
+            "minProperties": 1,
+            "properties": {"message": _MESSAGE},
+            "additionalProperties": True,
+        }
+    },
+    responses=responses(*_SENDING_ERRORS, success=SentSerializer),
+    parameters=_SENDING_REQUEST_HEADERS + COMMON_RESPONSE_HEADERS,
+    examples=[_EXAMPLE],
+    tags=["messages"],
+)
+
+legacy_endpoint = extend_schema(
+    operation_id="send_message_legacy",
+    summary="Send a message (legacy, deprecated; V1 pk_ keys)",
+    description=(
+        "Deprecated: use POST /api/v1/inbound/api-message with a V2 key. Responses carry Deprecation, "
+        'Link rel="successor-version" and, once a removal date is set, Sunset.'
+    ),
+    deprecated=True,
+    request={
+        "application/json": {
+            "type": "object",
+            "required": ["message"],
+            "properties": {"message": _MESSAGE},
+            "additionalProperties": True,
+        }
+    },
+    responses=responses(*_SENDING_ERRORS, success=LegacySentSerializer),
+    parameters=_SENDING_REQUEST_HEADERS + COMMON_RESPONSE_HEADERS,
+    examples=[_EXAMPLE],
+    tags=["messages"],
+)
+
+
+receipt_endpoint = extend_schema(
+    operation_id="get_message_receipt",
+    summary="Where a sent message stands, and the assistant's reply",
+    description="With any key (V1 or V2) of the account that sent the message.",
+    responses=responses(401, 404, 429, 503, success=ReceiptSerializer),
+    parameters=COMMON_RESPONSE_HEADERS,
+    tags=["messages"],
+)
+
+
+class _KeyScheme(OpenApiAuthenticationExtension):
+    priority = 1
+    description = ""
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer", "description": self.description}
+
+
+class CurrentKeyScheme(_KeyScheme):
+    target_class = "ingestion.authentication.V2KeyAuthentication"
+    name = "apiKey"
+    description = "A V2 API key (psk_…), created in the console under API Keys: `Authorization: Bearer <API_KEY>`."
+
+
+class LegacyKeyScheme(_KeyScheme):
+    target_class = "ingestion.authentication.V1KeyAuthentication"
+    name = "legacyApiKey"
+    description = "A V1 API key (pk_…), for the deprecated legacy endpoint only."
+
+
+class AnyKeyScheme(_KeyScheme):
+    target_class = "ingestion.authentication.AnyKeyAuthentication"
+    name = "anyApiKey"
+    description = "Any API key of the account, V2 (psk_…) or V1 (pk_…)."
+
+
+def tidy_paths_and_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Document each path without the trailing slash the routes merely tolerate, and mark request bodies required
+    (drf-spectacular leaves hand-written request schemas optional)."""
+    paths = result.get("paths", {})
+    result["paths"] = {path.rstrip("/") or "/": item for path, item in paths.items()}
+    for item in result["paths"].values():
+        for operation in item.values():
+            if isinstance(operation, dict) and "requestBody" in operation:
+                operation["requestBody"]["required"] = True
+    return result

@@ -1,0 +1,111 @@
+"""The OpenAPI document (/api/schema/), its docs page (/api/docs/), and schemathesis against a live server: no 5xx,
+and every response conforms to the document."""
+
+import re
+
+import pytest
+import schemathesis
+from django.contrib.staticfiles import finders
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from keys.models import Generation
+from tests.conftest import CURRENT, LEGACY
+from tests.factories import UserFactory, make_key
+
+# Kept small so the suite stays fast; raise it locally for a deeper run.
+EXAMPLES_PER_OPERATION_AND_MODE = 25
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+
+
+@pytest.fixture
+def document(client, db):
+    response = client.get("/api/schema/", headers={"Accept": "application/vnd.oai.openapi+json"})
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_the_document_describes_both_endpoints(document):
+    assert set(document["paths"]) >= {CURRENT, LEGACY}
+    assert document["paths"][LEGACY]["post"]["deprecated"] is True
+    assert document["paths"][CURRENT]["post"]["requestBody"]["required"] is True
+
+
+def test_every_error_response_uses_the_error_schema(document):
+    for path in (CURRENT, LEGACY):
+        responses = document["paths"][path]["post"]["responses"]
+        assert {"400", "401", "409", "413", "415", "422", "429", "503"} <= set(responses)
+        for status, response in responses.items():
+            schema = response["content"]["application/json"]["schema"]
+            assert (schema["$ref"] == "#/components/schemas/Error") == (status != "200"), status
+    error = document["components"]["schemas"]["Error"]
+    assert set(error["required"]) == {"success", "message", "code"}
+
+
+def test_the_429_documents_retry_after_and_the_rate_limit_fields(document):
+    headers = document["paths"][CURRENT]["post"]["responses"]["429"]["headers"]
+    assert {"Retry-After", "RateLimit", "RateLimit-Policy"} <= set(headers)
+
+
+def test_the_auth_scheme_is_bearer(document):
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["apiKey"] == schemes["apiKey"] | {"type": "http", "scheme": "bearer"}
+    assert document["paths"][CURRENT]["post"]["security"] == [{"apiKey": []}]
+    assert document["paths"][LEGACY]["post"]["security"] == [{"legacyApiKey": []}]
+
+
+def test_the_docs_page_loads_its_assets_from_here_not_a_cdn(client, db):
+    page = client.get("/api/docs/")
+    html = page.content.decode()
+
+    assert page.status_code == 200
+    assert "/api/schema/" in html
+    assets = re.findall(r'(?:src|href)="([^"]+\.(?:js|css|png))"', html)
+    assert assets, html
+    for asset in assets:
+        assert asset.startswith("/static/"), asset
+        assert finders.find(asset.removeprefix("/static/")), asset
+    assert not re.search(r"https?://(?!127\.0\.0\.1|localhost)", html)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, settings):
+    settings.INGEST_RATE_LIMIT = "1000000/m"  # thousands of generated requests come from one key and one address
+    settings.AUTH_FAILURE_RATE_LIMIT = "1000000/m"
+    owner = UserFactory()
+    keys = {CURRENT: make_key(owner, "fuzz", Generation.V2)[1], LEGACY: make_key(owner, "fuzz v1", Generation.V1)[1]}
+    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/")
+
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert {operation.path for operation in operations} >= {CURRENT, LEGACY}
+    for operation in operations:
+        for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
+            fuzz(operation, mode, keys[operation.path], live_server.url)
+
+
+def fuzz(operation, mode, key: str, base_url: str) -> None:
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @hypothesis_settings(
+        max_examples=EXAMPLES_PER_OPERATION_AND_MODE,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    def conforms(case):
+        case.headers = {**(case.headers or {}), "Authorization": f"Bearer {key}"}
+        case.call_and_validate(base_url=base_url, checks=CHECKS)
+
+    conforms()
