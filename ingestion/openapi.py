@@ -206,6 +206,15 @@ class AnyKeyScheme(_KeyScheme):
     description = "Any API key of the account, V2 (psk_…) or V1 (pk_…)."
 
 
+# What API-key callers use. The assistant runtime's signed callback (/api/v1/assistant/replies) is a private
+# integration between two servers, described in the README, not part of this public document.
+PUBLIC_PATH_PREFIX = "/api/v1/inbound"
+
+
+def only_public_endpoints(endpoints: list[tuple[str, Any, Any, Any]], **kwargs: Any) -> list[tuple[str, Any, Any, Any]]:
+    return [endpoint for endpoint in endpoints if endpoint[0].startswith(PUBLIC_PATH_PREFIX)]
+
+
 def tidy_paths_and_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """Document each path without the trailing slash the routes merely tolerate, and mark request bodies required
     (drf-spectacular leaves hand-written request schemas optional)."""

@@ -20,6 +20,8 @@ from keys.models import Generation
 from tests.conftest import CURRENT, LEGACY
 from tests.factories import UserFactory, make_key
 
+RECEIPT = "/api/v1/inbound/messages/{message_id}"
+
 # Kept small so the suite stays fast; raise it locally for a deeper run.
 EXAMPLES_PER_OPERATION_AND_MODE = 25
 CHECKS = [
@@ -38,8 +40,10 @@ def document(client, db):
     return response.json()
 
 
-def test_the_document_describes_both_endpoints(document):
-    assert set(document["paths"]) >= {CURRENT, LEGACY}
+def test_the_document_describes_the_public_endpoints_only(document):
+    assert set(document["paths"]) == {CURRENT, LEGACY, RECEIPT}
+    assert document["paths"][RECEIPT]["get"]["security"] == [{"anyApiKey": []}]
+    assert {"401", "404", "429", "503"} <= set(document["paths"][RECEIPT]["get"]["responses"])
     assert document["paths"][LEGACY]["post"]["deprecated"] is True
     assert document["paths"][CURRENT]["post"]["requestBody"]["required"] is True
 
@@ -86,14 +90,26 @@ def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, se
     settings.INGEST_RATE_LIMIT = "1000000/m"  # thousands of generated requests come from one key and one address
     settings.AUTH_FAILURE_RATE_LIMIT = "1000000/m"
     owner = UserFactory()
-    keys = {CURRENT: make_key(owner, "fuzz", Generation.V2)[1], LEGACY: make_key(owner, "fuzz v1", Generation.V1)[1]}
+    current, legacy = make_key(owner, "fuzz", Generation.V2)[1], make_key(owner, "fuzz v1", Generation.V1)[1]
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/")
 
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert {operation.path for operation in operations} >= {CURRENT, LEGACY}
+    assert {operation.path for operation in operations} == {CURRENT, LEGACY, RECEIPT}
     for operation in operations:
         for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
-            fuzz(operation, mode, keys[operation.path], live_server.url)
+            fuzz(operation, mode, legacy if operation.path == LEGACY else current, live_server.url)
+
+    # Random ids only find 404s: check a real receipt (and replayed sends) conform too.
+    sent = schema["/api/v1/inbound/api-message"]["POST"].Case(
+        body={"message": "hi"}, headers={"Authorization": f"Bearer {current}", "Idempotency-Key": "k"}
+    )
+    first = sent.call_and_validate(base_url=live_server.url, checks=CHECKS)
+    replayed = sent.call_and_validate(base_url=live_server.url, checks=CHECKS)
+    assert replayed.headers["idempotent-replayed"] == ["true"]
+    found = schema[RECEIPT]["GET"].Case(
+        path_parameters={"message_id": first.json()["id"]}, headers={"Authorization": f"Bearer {legacy}"}
+    )
+    assert found.call_and_validate(base_url=live_server.url, checks=CHECKS).status_code == 200
 
 
 def fuzz(operation, mode, key: str, base_url: str) -> None:
