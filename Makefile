@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint typecheck pytest bench clean
+.PHONY: install run test lint typecheck pytest bench clean screenshots
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ test: lint typecheck pytest
 # BENCH_ARGS="--seconds 2 --connections 1,32 --no-docs" for a quick look; see bench/run.py --help.
 bench: install
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+# Rewrites docs/screenshots/*.png from a seeded console in Chromium (see tests/browser/screenshots.py).
+screenshots: install
+	$(BIN)/pytest tests/browser/screenshots.py -q -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache staticfiles

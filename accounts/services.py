@@ -1,6 +1,6 @@
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from accounts.models import Profile
 
@@ -25,4 +25,35 @@ def update_contact(user: User, *, phone_number: str | None = None, channel: str 
         profile.channel = channel
     profile.full_clean()
     profile.save()
+    return profile
+
+
+class EmailTaken(Exception):
+    """Someone already signed up with this email address."""
+
+
+def find_user_by_email(email: str) -> User | None:
+    User = get_user_model()
+    return User.objects.filter(email__iexact=email.strip()).first()
+
+
+@transaction.atomic
+def sign_up(*, email: str, password: str, phone_number: str, channel: str) -> User:
+    """A new account with a usable password and its contact details (the email is also the username)."""
+    User = get_user_model()
+    email = User.objects.normalize_email(email.strip())
+    if find_user_by_email(email) is not None:
+        raise EmailTaken(email)
+    try:
+        # A savepoint, so that losing a race for the same email leaves the outer transaction usable.
+        with transaction.atomic():
+            user = User.objects.create_user(username=email, email=email, password=password)
+    except IntegrityError:
+        raise EmailTaken(email) from None
+    update_contact(user, phone_number=phone_number, channel=channel)
+    return user
+
+
+def profile_of(user: User) -> Profile:
+    profile, _ = Profile.objects.get_or_create(user=user)
     return profile

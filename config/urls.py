@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from accounts.views import landing
 from config import errors
 from ingestion.views import api_not_found
 
@@ -12,6 +13,11 @@ urlpatterns = [
     # The OpenAPI document, and a docs page that renders it with assets served from here (no CDN).
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
+    # The web console: server-rendered pages, session-authenticated, CSRF on every POST.
+    path("", landing, name="landing"),
+    path("", include("accounts.urls")),
+    path("", include("keys.urls")),
+    path("", include("conversations.urls")),
     # Keep last among the /api/ routes: anything unknown under /api/ answers JSON.
     re_path(r"^api/", api_not_found),
 ]

@@ -1,0 +1,103 @@
+import re
+from typing import Any
+
+from django import forms
+from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth.forms import AuthenticationForm
+
+from accounts.models import Channel
+from accounts.services import find_user_by_email
+from accounts.validators import validate_e164
+
+# People write numbers as "+1 (415) 555-1234"; the stored form is E.164, so separators are dropped first.
+_PHONE_SEPARATORS = re.compile(r"[\s().-]")
+
+
+class PhoneNumberField(forms.CharField):
+    default_validators = [validate_e164]
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 24)
+        kwargs.setdefault("label", "Phone number")
+        kwargs.setdefault("help_text", "International format with the country code, for example +14155551234.")
+        super().__init__(**kwargs)
+        self.widget.attrs.update({"type": "tel", "autocomplete": "tel", "inputmode": "tel"})
+
+    def to_python(self, value: Any) -> str:
+        return _PHONE_SEPARATORS.sub("", super().to_python(value) or "")
+
+
+class ChannelField(forms.ChoiceField):
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("choices", Channel.choices)
+        kwargs.setdefault("label", "Preferred channel")
+        kwargs.setdefault("help_text", "Where your assistant reaches you.")
+        kwargs.setdefault("widget", forms.RadioSelect)
+        super().__init__(**kwargs)
+
+
+class SignUpForm(forms.Form):
+    email = forms.EmailField(
+        label="Email", max_length=150, widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True})
+    )
+    password1 = forms.CharField(
+        label="Password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text="At least 8 characters; not a common password and not all digits.",
+    )
+    password2 = forms.CharField(
+        label="Password again",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+    phone_number = PhoneNumberField()
+    channel = ChannelField(initial=Channel.SMS)
+
+    def clean_email(self) -> str:
+        email: str = self.cleaned_data["email"]
+        if find_user_by_email(email) is not None:
+            raise forms.ValidationError("An account with this email already exists. Log in instead.", code="taken")
+        return email
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        first, second = cleaned.get("password1"), cleaned.get("password2")
+        if first and second and first != second:
+            self.add_error("password2", "The two passwords differ. Type the same password twice.")
+        elif first:
+            # The similarity check needs the account the password is for, which does not exist yet.
+            candidate = get_user_model()(username=cleaned.get("email", ""), email=cleaned.get("email", ""))
+            try:
+                password_validation.validate_password(first, candidate)
+            except forms.ValidationError as error:
+                self.add_error("password1", error)
+        return cleaned
+
+
+class ContactForm(forms.Form):
+    phone_number = PhoneNumberField()
+    channel = ChannelField()
+
+
+class EmailAuthenticationForm(AuthenticationForm):
+    """Log in with the email address, whatever its capitalisation (the username is the email as first typed)."""
+
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "invalid_login": "That email and password do not match an account. Check both and try again.",
+    }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["username"] = forms.EmailField(
+            label="Email", max_length=150, widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True})
+        )
+
+    def clean(self) -> dict[str, Any]:
+        email = self.cleaned_data.get("username")
+        if email:
+            user = find_user_by_email(email)
+            if user is not None:
+                self.cleaned_data["username"] = user.get_username()
+        return super().clean()

@@ -1,0 +1,69 @@
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import PasswordChangeForm
+from django.contrib.auth.views import PasswordChangeView
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_http_methods
+
+from accounts import services
+from accounts.forms import ContactForm, SignUpForm
+
+
+def landing(request: HttpRequest) -> HttpResponse:
+    """What the service does, for visitors; signed-in people go straight to their keys."""
+    if request.user.is_authenticated:
+        return redirect("keys:list")
+    return render(request, "landing.html")
+
+
+@sensitive_post_parameters("password1", "password2")
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("keys:list")
+    form = SignUpForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = services.sign_up(
+                email=form.cleaned_data["email"],
+                password=form.cleaned_data["password1"],
+                phone_number=form.cleaned_data["phone_number"],
+                channel=form.cleaned_data["channel"],
+            )
+        except services.EmailTaken:
+            form.add_error("email", "An account with this email already exists. Log in instead.")
+        else:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, "Welcome! Create your first API key to start sending messages.")
+            return redirect("keys:list")
+    return render(request, "accounts/signup.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def contact_settings(request: HttpRequest) -> HttpResponse:
+    profile = services.profile_of(request.user)  # type: ignore[arg-type]
+    initial = {"phone_number": profile.phone_number, "channel": profile.channel}
+    form = ContactForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        services.update_contact(
+            request.user,  # type: ignore[arg-type]
+            phone_number=form.cleaned_data["phone_number"],
+            channel=form.cleaned_data["channel"],
+        )
+        messages.success(request, "Saved. Your assistant will reach you there.")
+        return redirect("accounts:settings")
+    return render(request, "accounts/settings.html", {"form": form})
+
+
+class ConsolePasswordChangeView(PasswordChangeView):
+    template_name = "accounts/password_change.html"
+    success_url = reverse_lazy("accounts:settings")
+
+    def form_valid(self, form: PasswordChangeForm) -> HttpResponse:
+        messages.success(self.request, "Your password was changed.")
+        return super().form_valid(form)

@@ -1,0 +1,16 @@
+from django.http import HttpRequest
+
+# Which top-level section of the console a page belongs to, for the navigation's aria-current.
+_SECTIONS = {
+    "accounts:settings": "settings",
+    "accounts:password_change": "settings",
+    "keys:advanced": "settings",
+    "keys:new-legacy": "settings",
+}
+
+
+def console_section(request: HttpRequest) -> dict[str, str]:
+    match = request.resolver_match
+    if match is None:
+        return {"section": ""}
+    return {"section": _SECTIONS.get(match.view_name, match.namespace)}

@@ -1,0 +1,20 @@
+"""How a message of the thread is described to its owner."""
+
+import json
+from typing import Any
+
+from conversations.models import Message, Source
+
+
+def source_label(message: Message) -> str:
+    """Where the message came from: typed in the app, API via key "name", the legacy webhook, or the assistant."""
+    key_name = message.api_key.name if message.api_key_id and message.api_key else None
+    if message.source == Source.API:
+        return f"API via key “{key_name}”" if key_name else "API (key since removed)"
+    if message.source == Source.LEGACY_WEBHOOK:
+        return f"Legacy webhook via key “{key_name}”" if key_name else "Legacy webhook"
+    return str(message.get_source_display())
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)

@@ -1,0 +1,18 @@
+from typing import Any
+
+from django import template
+
+from conversations import presentation
+from conversations.models import Message
+
+register = template.Library()
+
+
+@register.filter
+def source_label(message: Message) -> str:
+    return presentation.source_label(message)
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    return presentation.pretty_json(value)

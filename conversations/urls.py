@@ -1,0 +1,11 @@
+from django.urls import path
+
+from conversations import views
+
+app_name = "conversations"
+
+urlpatterns = [
+    path("conversation/", views.thread, name="thread"),
+    path("conversation/messages/", views.send, name="send"),
+    path("conversation/updates/", views.updates, name="updates"),
+]

@@ -1,0 +1,94 @@
+from datetime import timedelta
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from conversations.forms import ConsoleMessageForm
+from conversations.models import Conversation, Endpoint, Message
+from conversations.services import conversation_of, record_user_message
+
+PAGE_SIZE = 100
+# A message is visible to readers only once its transaction commits, which can be after a message with a later id
+# has committed. The poll looks back this far from the newest message the page has, and the page skips the ones it
+# already shows, so a late commit is not missed.
+POLL_LOOKBACK = timedelta(seconds=30)
+
+
+def _messages_of(conversation: Conversation) -> QuerySet[Message]:
+    return conversation.messages.select_related("api_key").order_by("created_at", "id")
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+def _thread_context(request: HttpRequest) -> dict[str, object]:
+    conversation = conversation_of(request.user)  # type: ignore[arg-type]
+    messages = list(reversed(_messages_of(conversation).reverse()[:PAGE_SIZE]))
+    return {
+        "messages": messages,
+        "cursor": messages[-1].pk if messages else 0,
+        "total": conversation.messages.count(),
+    }
+
+
+@login_required
+@require_GET
+def thread(request: HttpRequest) -> HttpResponse:
+    return render(request, "conversations/thread.html", {**_thread_context(request), "form": ConsoleMessageForm()})
+
+
+@login_required
+@require_POST
+def send(request: HttpRequest) -> HttpResponse:
+    """Type a message as the user: it goes through the same write path (and hand-off) as the API's messages."""
+    form = ConsoleMessageForm(request.POST)
+    if not form.is_valid():
+        if _wants_json(request):
+            error = form.errors["text"][0]
+            return JsonResponse({"success": False, "message": error, "code": "invalid_body"}, status=400)
+        return render(request, "conversations/thread.html", {**_thread_context(request), "form": form}, status=400)
+    message = record_user_message(
+        user=request.user,  # type: ignore[arg-type]
+        endpoint=Endpoint.CONSOLE,
+        text=form.cleaned_data["text"],
+        request_id=getattr(request, "request_id", ""),
+    )
+    if _wants_json(request):
+        return JsonResponse({"success": True, "id": message.pk}, status=201)
+    return redirect(reverse("conversations:thread") + f"#m-{message.pk}")
+
+
+@login_required
+@never_cache
+@require_GET
+def updates(request: HttpRequest) -> JsonResponse:
+    """The thread's messages from the page's newest one on (and a little before it; see POLL_LOOKBACK)."""
+    conversation = conversation_of(request.user)  # type: ignore[arg-type]
+    try:
+        after = int(request.GET.get("after", "0"))
+    except ValueError:
+        return JsonResponse(
+            {"success": False, "message": "after must be a message id.", "code": "invalid_query"}, status=400
+        )
+    messages = _messages_of(conversation)
+    # Only an id from the user's own thread can anchor the window; any other id reads as "from the start".
+    anchor = conversation.messages.filter(pk=after).values_list("created_at", flat=True).first()
+    if anchor is not None:
+        messages = messages.filter(created_at__gte=anchor - POLL_LOOKBACK)
+    newest = list(reversed(messages.reverse()[:PAGE_SIZE]))
+    return JsonResponse(
+        {
+            "messages": [
+                {"id": m.pk, "html": render_to_string("conversations/_message.html", {"message": m}, request)}
+                for m in newest
+            ],
+            "cursor": newest[-1].pk if newest else after,
+        }
+    )

@@ -1,0 +1,101 @@
+"""A key's requests per day, and the geometry of the small bar chart the key's page draws as inline SVG."""
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from django.db.models import Count
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from conversations.models import Delivery
+from keys.models import ApiKey
+
+DAYS = 14
+
+# The drawing's coordinate system (the SVG viewBox); CSS scales it to the page's width.
+WIDTH = 560
+HEIGHT = 180
+TOP = 22  # room for the count above the tallest bar
+BOTTOM = 28  # room for the day labels
+GAP = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Day:
+    day: date
+    requests: int
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    day: date
+    requests: int
+    x: float
+    y: float
+    width: float
+    height: float
+    label_x: float
+    count_y: float
+    show_day_label: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    bars: list[Bar]
+    total: int
+    peak: int
+    first_day: date | None
+    last_day: date | None
+    width: int = WIDTH
+    height: int = HEIGHT
+    baseline: int = HEIGHT - BOTTOM
+    empty_bar_y: int = HEIGHT - BOTTOM - 2
+    day_label_y: int = HEIGHT - 8
+
+
+def requests_per_day(key: ApiKey, days: int = DAYS, today: date | None = None) -> list[Day]:
+    """Every day of the window, oldest first, including the days without requests (in the site's time zone)."""
+    today = today or timezone.localdate()
+    first = today - timedelta(days=days - 1)
+    rows = (
+        Delivery.objects.filter(api_key=key, created_at__date__gte=first, created_at__date__lte=today)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(requests=Count("id"))
+        .values_list("day", "requests")
+    )
+    counts = dict(rows)
+    window = [first + timedelta(days=offset) for offset in range(days)]
+    return [Day(day, counts.get(day, 0)) for day in window]
+
+
+def bar_chart(series: list[Day]) -> Chart:
+    peak = max((day.requests for day in series), default=0)
+    slot = WIDTH / max(len(series), 1)
+    plot_height = HEIGHT - TOP - BOTTOM
+    bars = []
+    for index, day in enumerate(series):
+        # Days with requests get at least a sliver, so that one request among hundreds is still visible.
+        height = 0.0 if day.requests == 0 else max(plot_height * day.requests / peak, 2.0)
+        x = index * slot + GAP / 2
+        bars.append(
+            Bar(
+                day=day.day,
+                requests=day.requests,
+                x=round(x, 2),
+                y=round(HEIGHT - BOTTOM - height, 2),
+                width=round(slot - GAP, 2),
+                height=round(height, 2),
+                label_x=round(x + (slot - GAP) / 2, 2),
+                count_y=round(HEIGHT - BOTTOM - height - 6, 2),
+                # Every other day is labelled (the newest always), so that labels never overlap at phone width.
+                show_day_label=(len(series) - 1 - index) % 2 == 0,
+            )
+        )
+    return Chart(
+        bars=bars,
+        total=sum(day.requests for day in series),
+        peak=peak,
+        first_day=series[0].day if series else None,
+        last_day=series[-1].day if series else None,
+    )

@@ -1,0 +1,14 @@
+from django.urls import path
+
+from keys import views
+
+app_name = "keys"
+
+urlpatterns = [
+    path("keys/", views.key_list, name="list"),
+    path("keys/new/", views.new_key, name="new"),
+    path("keys/<int:pk>/", views.key_detail, name="detail"),
+    path("keys/<int:pk>/revoke/", views.revoke, name="revoke"),
+    path("settings/advanced/", views.advanced, name="advanced"),
+    path("settings/advanced/legacy-key/", views.new_legacy_key, name="new-legacy"),
+]

@@ -1,0 +1,128 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import F, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from conversations.models import Delivery
+from keys import activity, examples, nonces, services
+from keys.forms import NewKeyForm
+from keys.models import ApiKey, Generation
+
+RECENT_DELIVERIES = 20
+
+ALREADY_CREATED = (
+    "No new key was created: this form had already been used. A key's secret is shown only once — if you did not "
+    "copy it, revoke that key and add a new one."
+)
+
+
+def _owned_key(request: HttpRequest, pk: int) -> ApiKey:
+    # Someone else's key is "not found", never "forbidden": its existence is not ours to confirm.
+    return get_object_or_404(ApiKey, pk=pk, owner_id=request.user.pk)
+
+
+def _keys_of(request: HttpRequest, generation: Generation | None = None) -> QuerySet[ApiKey]:
+    """The user's keys, active ones first (newest first), then revoked ones (most recently revoked first)."""
+    keys = ApiKey.objects.filter(owner_id=request.user.pk)
+    if generation is not None:
+        keys = keys.filter(generation=generation)
+    return keys.order_by(F("revoked_at").desc(nulls_first=True), "-created_at")
+
+
+def _fresh_form(request: HttpRequest, *, autofocus: bool = False) -> NewKeyForm:
+    return NewKeyForm(initial={"nonce": nonces.issue(request.user.pk)}, autofocus=autofocus)  # type: ignore[arg-type]
+
+
+def _list_url_of(generation: str) -> str:
+    return reverse("keys:advanced") if generation == Generation.V1 else reverse("keys:list")
+
+
+def _create_and_show_once(request: HttpRequest, form: NewKeyForm, generation: Generation) -> HttpResponse:
+    """Create the key and answer this very POST with its secret: no redirect, session or URL ever holds it."""
+    back_url = _list_url_of(generation)
+    if not nonces.consume(request.user.pk, form.cleaned_data["nonce"]):  # type: ignore[arg-type]
+        messages.warning(request, ALREADY_CREATED)
+        return redirect(back_url, permanent=False)
+    key, plaintext = services.create_key(request.user, form.cleaned_data["name"], generation)  # type: ignore[arg-type]
+    context = {
+        "key": key,
+        "plaintext": plaintext,
+        "examples": examples.for_new_key(request.build_absolute_uri("/").rstrip("/"), plaintext, generation),
+        "back_url": back_url,
+    }
+    response = render(request, "keys/created.html", context)
+    add_never_cache_headers(response)  # Cache-Control: no-store, so no cache or Back button can show it again
+    return response
+
+
+@login_required
+@require_GET
+def key_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "keys/list.html", {"keys": _keys_of(request)})
+
+
+@login_required
+@never_cache
+@require_http_methods(["GET", "POST"])
+def new_key(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        form = NewKeyForm(request.POST, autofocus=True)
+        if form.is_valid():
+            return _create_and_show_once(request, form, Generation.V2)
+    else:
+        form = _fresh_form(request, autofocus=True)
+    return render(request, "keys/new.html", {"form": form})
+
+
+@login_required
+@require_GET
+def key_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    key = _owned_key(request, pk)
+    deliveries = Delivery.objects.filter(api_key=key).select_related("message").order_by("-created_at", "-id")
+    series = activity.requests_per_day(key)
+    context = {
+        "key": key,
+        "deliveries": deliveries[:RECENT_DELIVERIES],
+        "series": series,
+        "chart": activity.bar_chart(series),
+        "back_url": _list_url_of(key.generation),
+    }
+    return render(request, "keys/detail.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks for confirmation; POST (with its CSRF token) revokes."""
+    key = _owned_key(request, pk)
+    if request.method == "POST":
+        if services.revoke_key(key):
+            messages.success(request, f"Revoked “{key.name}”. Requests with it are refused from now on.")
+        else:
+            messages.info(request, f"“{key.name}” was already revoked.")
+        return redirect(_list_url_of(key.generation))
+    return render(request, "keys/revoke.html", {"key": key, "back_url": _list_url_of(key.generation)})
+
+
+@login_required
+@never_cache
+@require_GET
+def advanced(request: HttpRequest) -> HttpResponse:
+    """Settings → Advanced: the deprecated V1 keys of the legacy webhook."""
+    context = {"keys": _keys_of(request, Generation.V1), "form": _fresh_form(request)}
+    return render(request, "keys/advanced.html", context)
+
+
+@login_required
+@never_cache
+@require_POST
+def new_legacy_key(request: HttpRequest) -> HttpResponse:
+    form = NewKeyForm(request.POST)
+    if form.is_valid():
+        return _create_and_show_once(request, form, Generation.V1)
+    return render(request, "keys/advanced.html", {"keys": _keys_of(request, Generation.V1), "form": form})

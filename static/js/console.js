@@ -1,0 +1,89 @@
+// Small progressive enhancements shared by every console page. Pages work without it.
+(function () {
+  "use strict";
+
+  var timeFormat = new Intl.DateTimeFormat(undefined, {
+    month: "short",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+  });
+
+  // The server writes times in UTC; show them in the reader's own time zone.
+  function localizeTimes(root) {
+    root.querySelectorAll("time[datetime]").forEach(function (element) {
+      var moment = new Date(element.getAttribute("datetime"));
+      if (!isNaN(moment.getTime())) {
+        element.textContent = timeFormat.format(moment);
+      }
+    });
+  }
+
+  function copyWithSelection(text) {
+    var scratch = document.createElement("textarea");
+    scratch.value = text;
+    scratch.setAttribute("readonly", "");
+    scratch.className = "visually-hidden";
+    document.body.appendChild(scratch);
+    scratch.select();
+    var copied = false;
+    try {
+      copied = document.execCommand("copy");
+    } catch (error) {
+      copied = false;
+    }
+    scratch.remove();
+    return copied ? Promise.resolve() : Promise.reject(new Error("copy refused"));
+  }
+
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text).catch(function () {
+        return copyWithSelection(text);
+      });
+    }
+    return copyWithSelection(text);
+  }
+
+  function announce(message) {
+    var status = document.querySelector("[data-copy-status]");
+    if (status) {
+      status.textContent = message;
+    }
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-copy-from]");
+    if (!button) {
+      return;
+    }
+    var source = document.getElementById(button.getAttribute("data-copy-from"));
+    if (!source) {
+      return;
+    }
+    var text = "value" in source && source.tagName === "INPUT" ? source.value : source.textContent;
+    var label = button.firstChild.textContent;
+    copyText(text).then(
+      function () {
+        button.firstChild.textContent = "Copied";
+        announce("Copied to the clipboard.");
+        window.setTimeout(function () {
+          button.firstChild.textContent = label;
+        }, 2000);
+      },
+      function () {
+        if (source.tagName === "INPUT") {
+          source.focus();
+          source.select();
+        }
+        announce("Copying is blocked here: press Ctrl+C (or ⌘C) to copy the selection.");
+      }
+    );
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    localizeTimes(document);
+  });
+
+  window.consoleUi = { localizeTimes: localizeTimes };
+})();

@@ -1,0 +1,81 @@
+"""Drive the console in a real Chromium (Debian's, not Playwright's download) against pytest-django's live server.
+
+The tests skip, with the reason in the summary, when no Chromium is installed; `.ci/run` installs it, so CI runs them.
+"""
+
+import re
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SKIP_REASON = "browser tests need Chromium: apt-get install -y chromium (.ci/run installs it)"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+DESKTOP = {"width": 1280, "height": 860}
+PHONE = {"width": 390, "height": 844}
+
+_skipped: list[str] = []
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if CHROMIUM:
+        return
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
+            _skipped.append(item.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # type: ignore[no-untyped-def]
+    if _skipped:
+        terminalreporter.write_sep("!", f"{len(_skipped)} BROWSER TESTS SKIPPED: {SKIP_REASON}", yellow=True, bold=True)
+
+
+@pytest.fixture(scope="session")
+def browser(django_db_setup, live_server) -> Iterator:
+    # Requesting the database and the server first makes them start before Playwright's event loop runs in this
+    # thread, and stop after it has gone: Django refuses synchronous database work beside a running loop.
+    if not CHROMIUM:
+        pytest.skip(SKIP_REASON)
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop in this thread while the browser is open. The tests' own database
+    # work (seeding, assertions, the transactional flush after each test) is still synchronous and safe.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_playwright() as playwright:
+            launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            yield launched
+            launched.close()
+
+
+@pytest.fixture
+def context(browser, live_server):
+    context = browser.new_context(base_url=live_server.url, viewport=DESKTOP, timezone_id="UTC", locale="en-US")
+    context.set_default_timeout(10_000)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(context):
+    return context.new_page()
+
+
+def sign_up(page, email: str, password: str = "a long and uncommon passphrase", phone: str = "+14155551234") -> None:
+    page.goto("/signup/")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_label("Password again").fill(password)
+    page.get_by_label("Phone number").fill(phone)
+    page.get_by_label("WhatsApp").check()
+    page.get_by_role("button", name="Create account").click()
+    page.wait_for_url(re.compile(r"/keys/$"))

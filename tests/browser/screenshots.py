@@ -1,0 +1,128 @@
+"""Screenshots of the console's main pages for the README: `make screenshots` writes docs/screenshots/*.png.
+
+Not part of `make test` (the file name does not start with test_); run it after changing how a page looks.
+"""
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from accounts.services import sign_up as create_account
+from conversations.models import Delivery, Endpoint, Message, Role, Source
+from conversations.services import conversation_of, record_user_message
+from keys.models import Generation
+from keys.services import create_key, revoke_key
+from tests.browser.conftest import PHONE
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+EMAIL = "ada@example.com"
+PASSWORD = "a long and uncommon passphrase"
+
+
+def _backdate(message: Message, when) -> None:
+    Message.objects.filter(pk=message.pk).update(created_at=when)
+    Delivery.objects.filter(message=message).update(created_at=when)
+
+
+def _seed():
+    user = create_account(email=EMAIL, password=PASSWORD, phone_number="+14155551234", channel="whatsapp")
+    now = timezone.now().replace(second=0, microsecond=0)
+    deploys, _ = create_key(user, "GitHub deploys")
+    monitoring, _ = create_key(user, "Uptime monitor")
+    old, _ = create_key(user, "Old laptop script")
+    revoke_key(old)
+    create_key(user, "iOS Shortcut (legacy)", Generation.V1)
+    daily = [3, 5, 2, 0, 4, 7, 6, 1, 0, 3, 8, 5, 9, 4]
+    for days_ago, count in enumerate(reversed(daily)):
+        for n in range(count):
+            message = record_user_message(
+                user=user,
+                endpoint=Endpoint.CURRENT,
+                text=f"Deployed shop-api to production (run {days_ago * 10 + n})",
+                context={"message": "Deployed", "run": days_ago * 10 + n},
+                api_key=deploys,
+            )
+            _backdate(message, now - timedelta(days=days_ago, hours=n + 1))
+    Delivery.objects.filter(api_key=deploys).update(status="delivered")
+    conversation = conversation_of(user)
+    conversation.messages.all().delete()
+    thread = [
+        (Endpoint.CONSOLE, "Plan my Thursday: I have the dentist at 10 and want two hours for deep work.", None, None),
+        (None, "Done. Deep work 13:00–15:00 on Thursday, blocked in your calendar; dentist stays at 10:00.", None, None),
+        (
+            Endpoint.CURRENT,
+            "The nightly backup of db-01 failed twice. Open a ticket and remind me at 9.",
+            {
+                "message": "The nightly backup of db-01 failed twice. Open a ticket and remind me at 9.",
+                "alert": {"host": "db-01", "check": "backup", "status": "critical"},
+            },
+            monitoring,
+        ),
+        (None, "Ticket OPS-482 opened for the db-01 backup. I'll remind you at 9:00 tomorrow.", None, None),
+        (
+            Endpoint.CURRENT,
+            "Deployed shop-api v2.14.0 to production",
+            {"message": "Deployed shop-api v2.14.0 to production", "sha": "4f2c9e1", "actor": "ada"},
+            deploys,
+        ),
+    ]
+    for minutes, (endpoint, text, context, key) in enumerate(thread):
+        when = now - timedelta(minutes=(len(thread) - minutes) * 7)
+        if endpoint is None:
+            message = Message.objects.create(
+                conversation=conversation, role=Role.ASSISTANT, source=Source.ASSISTANT, text=text
+            )
+        else:
+            message = record_user_message(user=user, endpoint=endpoint, text=text, context=context, api_key=key)
+        _backdate(message, when)
+    return user, deploys
+
+
+def _shoot(page, name: str, full_page: bool = True) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(OUT / f"{name}.png"), full_page=full_page)
+
+
+def test_screenshots(context, browser, live_server):
+    _, deploys = _seed()
+    page = context.new_page()
+    page.goto("/")
+    _shoot(page, "landing")
+
+    page.goto("/login/")
+    page.get_by_label("Email").fill(EMAIL)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/keys/")
+    _shoot(page, "api-keys")
+
+    page.get_by_role("link", name="Add API Key").first.click()
+    page.get_by_label("Name").fill("Nightly backup check")
+    page.get_by_role("button", name="Create key").click()
+    page.get_by_text("It will not be shown again").wait_for()
+    _shoot(page, "key-created")
+
+    page.goto(f"/keys/{deploys.pk}/")
+    _shoot(page, "key-detail")
+
+    page.goto("/conversation/")
+    page.get_by_text("Live").wait_for()
+    page.locator("details").first.evaluate("element => element.open = true")
+    _shoot(page, "conversation")
+
+    page.goto("/settings/advanced/")
+    _shoot(page, "settings-advanced")
+
+    phone = browser.new_context(base_url=live_server.url, viewport=PHONE, timezone_id="UTC", locale="en-US")
+    phone.add_cookies(context.cookies())
+    small = phone.new_page()
+    small.goto("/conversation/")
+    small.get_by_text("Live").wait_for()
+    _shoot(small, "conversation-phone", full_page=False)
+    small.goto("/keys/")
+    _shoot(small, "api-keys-phone", full_page=False)
+    phone.close()
