@@ -31,8 +31,9 @@ def _wants_json(request: HttpRequest) -> bool:
 def _thread_context(request: HttpRequest) -> dict[str, object]:
     conversation = conversation_of(request.user)  # type: ignore[arg-type]
     messages = list(reversed(_messages_of(conversation).reverse()[:PAGE_SIZE]))
+    # Not "messages": that name belongs to django.contrib.messages in every template.
     return {
-        "messages": messages,
+        "thread_messages": messages,
         "cursor": messages[-1].pk if messages else 0,
         "total": conversation.messages.count(),
     }

@@ -13,7 +13,7 @@ from keys.models import ApiKey
 DAYS = 14
 
 # The drawing's coordinate system (the SVG viewBox); CSS scales it to the page's width.
-WIDTH = 560
+WIDTH = 720
 HEIGHT = 180
 TOP = 22  # room for the count above the tallest bar
 BOTTOM = 28  # room for the day labels

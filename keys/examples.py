@@ -52,8 +52,7 @@ def _github_actions(url: str) -> str:
         f"    curl --fail-with-body -sS -X POST {url} \\\n"
         '      -H "Authorization: Bearer $POKE_API_KEY" \\\n'
         '      -H "Content-Type: application/json" \\\n'
-        '      -d "{\\"message\\": \\"Deployed $GITHUB_REPOSITORY at $GITHUB_SHA\\", '
-        '\\"run\\": \\"$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID\\"}"'
+        '      -d "{\\"message\\": \\"Deployed $GITHUB_REPOSITORY at $GITHUB_SHA\\"}"'
     )
 
 

@@ -11,6 +11,7 @@ class NewKeyForm(forms.Form):
         max_length=ApiKey._meta.get_field("name").max_length,
         help_text="What the key is for, so you know which one to revoke later. For example “GitHub deploys”.",
         widget=forms.TextInput(attrs={"autocomplete": "off"}),
+        error_messages={"required": "Give the key a name, for example the automation it is for."},
     )
     # The one-time token that makes resubmitting the same form (reload, Back, a double click) harmless.
     nonce = forms.CharField(widget=forms.HiddenInput, max_length=64)
@@ -19,9 +20,3 @@ class NewKeyForm(forms.Form):
         super().__init__(*args, **kwargs)
         if autofocus:
             self.fields["name"].widget.attrs["autofocus"] = True
-
-    def clean_name(self) -> str:
-        name: str = self.cleaned_data["name"].strip()
-        if not name:
-            raise forms.ValidationError("Give the key a name, for example the automation it is for.", code="blank")
-        return name

@@ -23,6 +23,10 @@
     }
   }
 
+  function scrollToNewest() {
+    window.scrollTo(0, document.body.scrollHeight);
+  }
+
   function nearBottom() {
     return window.innerHeight + window.scrollY >= document.body.scrollHeight - 200;
   }
@@ -50,7 +54,7 @@
         empty.remove();
       }
       if (follow) {
-        thread.lastElementChild.scrollIntoView({ block: "end" });
+        scrollToNewest();
       }
     }
   }
@@ -141,5 +145,9 @@
     });
   }
 
+  // Newest at the bottom, so open the page there (unless a link points at one message).
+  if (!window.location.hash) {
+    scrollToNewest();
+  }
   schedule(0);
 })();

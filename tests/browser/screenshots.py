@@ -36,7 +36,7 @@ def _seed():
     old, _ = create_key(user, "Old laptop script")
     revoke_key(old)
     create_key(user, "iOS Shortcut (legacy)", Generation.V1)
-    daily = [3, 5, 2, 0, 4, 7, 6, 1, 0, 3, 8, 5, 9, 4]
+    daily = [2, 4, 1, 0, 3, 5, 4, 1, 0, 2, 6, 3, 7, 2]
     for days_ago, count in enumerate(reversed(daily)):
         for n in range(count):
             message = record_user_message(
@@ -49,10 +49,14 @@ def _seed():
             _backdate(message, now - timedelta(days=days_ago, hours=n + 1))
     Delivery.objects.filter(api_key=deploys).update(status="delivered")
     conversation = conversation_of(user)
-    conversation.messages.all().delete()
     thread = [
         (Endpoint.CONSOLE, "Plan my Thursday: I have the dentist at 10 and want two hours for deep work.", None, None),
-        (None, "Done. Deep work 13:00–15:00 on Thursday, blocked in your calendar; dentist stays at 10:00.", None, None),
+        (
+            None,
+            "Done. Deep work 13:00–15:00 on Thursday, blocked in your calendar; dentist stays at 10:00.",
+            None,
+            None,
+        ),
         (
             Endpoint.CURRENT,
             "The nightly backup of db-01 failed twice. Open a ticket and remind me at 9.",
@@ -106,13 +110,16 @@ def test_screenshots(context, browser, live_server):
     page.get_by_text("It will not be shown again").wait_for()
     _shoot(page, "key-created")
 
+    page.set_viewport_size({"width": 1280, "height": 1040})
     page.goto(f"/keys/{deploys.pk}/")
-    _shoot(page, "key-detail")
+    _shoot(page, "key-detail", full_page=False)
 
     page.goto("/conversation/")
     page.get_by_text("Live").wait_for()
-    page.locator("details").first.evaluate("element => element.open = true")
-    _shoot(page, "conversation")
+    page.get_by_text("Context JSON").nth(-2).click()
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    _shoot(page, "conversation", full_page=False)
+    page.set_viewport_size({"width": 1280, "height": 860})
 
     page.goto("/settings/advanced/")
     _shoot(page, "settings-advanced")

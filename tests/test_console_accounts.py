@@ -1,0 +1,151 @@
+"""Sign up, log in, log out, password change and contact settings in the console."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "a long and uncommon passphrase"
+CONSOLE_PAGES = ["/keys/", "/keys/new/", "/conversation/", "/settings/", "/settings/password/", "/settings/advanced/"]
+
+
+def signup(client: Client, **overrides: str):
+    data = {
+        "email": "ada@example.com",
+        "password1": PASSWORD,
+        "password2": PASSWORD,
+        "phone_number": "+14155551234",
+        "channel": "whatsapp",
+        **overrides,
+    }
+    return client.post("/signup/", data)
+
+
+def test_signing_up_creates_the_account_with_its_contact_and_logs_in(client):
+    response = signup(client, phone_number="+1 (415) 555-1234")
+
+    assert response.status_code == 302
+    assert response["Location"] == "/keys/"
+    user = get_user_model().objects.get()
+    assert (user.username, user.email) == ("ada@example.com", "ada@example.com")
+    assert user.check_password(PASSWORD)
+    assert (user.profile.phone_number, user.profile.channel) == ("+14155551234", "whatsapp")
+    assert client.get("/keys/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "text"),
+    [
+        ({"email": "not-an-email"}, "email", "valid email"),
+        ({"password2": "something else entirely"}, "password2", "The two passwords differ"),
+        ({"password1": "password", "password2": "password"}, "password1", "too common"),
+        ({"password1": "ada@example.com1", "password2": "ada@example.com1"}, "password1", "too similar"),
+        ({"phone_number": "4155551234"}, "phone_number", "international format"),
+        ({"phone_number": "+1415555"}, "phone_number", "not a valid phone number"),
+        ({"channel": "fax"}, "channel", "Select a valid choice"),
+    ],
+)
+def test_signing_up_with_a_bad_field_says_what_is_wrong_next_to_it(client, overrides, field, text):
+    response = signup(client, **overrides)
+
+    assert response.status_code == 200
+    errors = response.context["form"].errors
+    assert field in errors
+    assert text in " ".join(errors[field])
+    assert f'id="id_{field}_error"' in response.content.decode()
+    assert not get_user_model().objects.exists()
+
+
+def test_signing_up_twice_with_the_same_email_in_other_letters_is_refused(client):
+    UserFactory(email="ada@example.com")
+    response = signup(client, email="ADA@Example.com")
+    assert "already exists" in response.context["form"].errors["email"][0]
+    assert get_user_model().objects.count() == 1
+
+
+def test_logging_in_takes_the_email_in_any_capitalisation(client):
+    signup(Client())
+    response = client.post("/login/", {"username": "Ada@EXAMPLE.com", "password": PASSWORD})
+    assert response.status_code == 302
+    assert response["Location"] == "/keys/"
+
+
+def test_a_wrong_password_is_refused_with_a_clear_message(client):
+    signup(Client())
+    response = client.post("/login/", {"username": "ada@example.com", "password": "nope"})
+    assert response.status_code == 200
+    assert "do not match an account" in response.content.decode()
+
+
+@pytest.mark.parametrize("path", CONSOLE_PAGES)
+def test_every_console_page_needs_a_login(client, path):
+    response = client.get(path)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/?next=")
+
+
+def test_logging_out_takes_a_post_and_ends_the_session(client):
+    client.force_login(UserFactory())
+    assert client.get("/logout/").status_code == 405
+    assert client.post("/logout/").status_code == 302
+    assert client.get("/keys/").status_code == 302
+
+
+def test_the_landing_page_shows_visitors_what_the_service_does_and_sends_members_to_their_keys(client):
+    page = client.get("/").content.decode()
+    assert "/signup/" in page
+    assert "/api/docs/" in page
+    assert "/api/v1/inbound/api-message" in page
+
+    client.force_login(UserFactory())
+    assert client.get("/")["Location"] == "/keys/"
+
+
+def test_contact_settings_show_and_change_the_phone_number_and_channel(client, user):
+    client.force_login(user)
+    page = client.get("/settings/").content.decode()
+    assert 'value="+14155551234"' in page
+
+    response = client.post("/settings/", {"phone_number": "+44 20 7946 0958", "channel": "imessage"})
+
+    assert response.status_code == 302
+    user.profile.refresh_from_db()
+    assert (user.profile.phone_number, user.profile.channel) == ("+442079460958", "imessage")
+
+
+def test_contact_settings_refuse_a_bad_number_and_keep_the_old_one(client, user):
+    client.force_login(user)
+    response = client.post("/settings/", {"phone_number": "call me maybe", "channel": "sms"})
+    assert response.status_code == 200
+    assert "phone_number" in response.context["form"].errors
+    user.profile.refresh_from_db()
+    assert user.profile.phone_number == "+14155551234"
+
+
+def test_changing_the_password_needs_the_old_one(client):
+    user = UserFactory()
+    client.force_login(user)
+    wrong = client.post(
+        "/settings/password/",
+        {"old_password": "wrong", "new_password1": PASSWORD, "new_password2": PASSWORD},
+    )
+    assert "old_password" in wrong.context["form"].errors
+
+    right = client.post(
+        "/settings/password/",
+        {"old_password": "correct horse battery staple", "new_password1": PASSWORD, "new_password2": PASSWORD},
+    )
+    assert right.status_code == 302
+    user.refresh_from_db()
+    assert user.check_password(PASSWORD)
+    assert client.get("/keys/").status_code == 200  # still signed in
+
+
+@pytest.mark.parametrize("path", ["/signup/", "/login/", "/settings/", "/logout/"])
+def test_console_posts_need_the_csrf_token(path):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(UserFactory())
+    assert client.post(path, {}).status_code == 403

@@ -1,0 +1,148 @@
+"""The conversation page: the thread, typing a message, and the JSON view the page polls for new messages."""
+
+import json
+
+import pytest
+from django.test import Client
+
+from conversations.models import Delivery, Endpoint, Message, Role, Source
+from conversations.services import conversation_of, record_user_message
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def signed_in(client, user):
+    client.force_login(user)
+    return client
+
+
+def assistant_reply(user, text: str) -> Message:
+    return Message.objects.create(
+        conversation=conversation_of(user), role=Role.ASSISTANT, source=Source.ASSISTANT, text=text
+    )
+
+
+def test_the_thread_shows_every_message_oldest_first_with_its_source_and_context(signed_in, user, v2, v1):
+    key, _ = v2
+    legacy, _ = v1
+    record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="typed here")
+    record_user_message(
+        user=user, endpoint=Endpoint.CURRENT, text="from ci", context={"message": "from ci", "sha": "4f2c"}, api_key=key
+    )
+    record_user_message(user=user, endpoint=Endpoint.LEGACY, text="from sms", context={"message": "x"}, api_key=legacy)
+    assistant_reply(user, "On it <b>now</b>")
+
+    page = signed_in.get("/conversation/").content.decode()
+
+    order = [page.index(text) for text in ("typed here", "from ci", "from sms", "On it")]
+    assert order == sorted(order)
+    assert "Typed in the app" in page
+    assert "API via key “github actions”" in page
+    assert "Legacy webhook via key “old shortcut”" in page
+    assert "Assistant" in page
+    assert "&quot;sha&quot;: &quot;4f2c&quot;" in page  # the context JSON, escaped, in a <details>
+    assert page.count("<details") == 2
+    assert "On it &lt;b&gt;now&lt;/b&gt;" in page
+
+
+def test_another_users_messages_are_never_shown(signed_in, user):
+    stranger = UserFactory(email="mallory@example.com")
+    secret = record_user_message(user=stranger, endpoint=Endpoint.CONSOLE, text="mallory's secret plans")
+
+    assert "mallory's secret plans" not in signed_in.get("/conversation/").content.decode()
+    updates = signed_in.get(f"/conversation/updates/?after={secret.pk - 1}").json()
+    assert updates["messages"] == []
+
+
+def test_a_typed_message_goes_through_the_write_path_as_the_app(signed_in, user):
+    response = signed_in.post("/conversation/messages/", {"text": "Book a table for two at 8"})
+
+    message = Message.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/conversation/#m-{message.pk}"
+    assert (message.role, message.source, message.text) == (Role.USER, Source.APP, "Book a table for two at 8")
+    assert message.conversation.user == user
+    assert Delivery.objects.get(message=message).endpoint == Endpoint.CONSOLE
+
+
+def test_the_page_can_send_without_leaving_it(signed_in):
+    response = signed_in.post("/conversation/messages/", {"text": "hello"}, headers={"Accept": "application/json"})
+    assert response.status_code == 201
+    assert response.json() == {"success": True, "id": Message.objects.get().pk}
+
+
+@pytest.mark.parametrize("text", ["", "   \n "])
+def test_a_blank_message_is_refused(signed_in, text):
+    page = signed_in.post("/conversation/messages/", {"text": text})
+    assert page.status_code == 400
+    assert "Type a message first." in page.content.decode()
+
+    api = signed_in.post("/conversation/messages/", {"text": text}, headers={"Accept": "application/json"})
+    assert api.status_code == 400
+    assert api.json() == {"success": False, "message": "Type a message first.", "code": "invalid_body"}
+    assert not Message.objects.exists()
+
+
+def test_sending_needs_the_csrf_token(user):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    assert client.post("/conversation/messages/", {"text": "hi"}).status_code == 403
+    assert not Message.objects.exists()
+
+
+def test_updates_return_the_messages_after_the_pages_newest_rendered_like_the_page(signed_in, user, v2):
+    key, _ = v2
+    seen = record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="already on the page")
+    new = record_user_message(user=user, endpoint=Endpoint.CURRENT, text="arrived later", api_key=key)
+    reply = assistant_reply(user, "a reply")
+
+    response = signed_in.get(f"/conversation/updates/?after={seen.pk}")
+
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    data = response.json()
+    ids = [item["id"] for item in data["messages"]]
+    # The page skips ids it already shows; what matters is that everything after its newest is there, in order.
+    assert ids[-2:] == [new.pk, reply.pk]
+    assert data["cursor"] == reply.pk
+    assert f'id="m-{new.pk}"' in data["messages"][-2]["html"]
+    assert "API via key “github actions”" in data["messages"][-2]["html"]
+
+
+def test_updates_look_back_a_little_so_a_late_commit_is_not_missed(signed_in, user):
+    late = record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="committed late")
+    newest = record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="committed first")
+    ids = [item["id"] for item in signed_in.get(f"/conversation/updates/?after={newest.pk}").json()["messages"]]
+    assert late.pk in ids
+
+
+def test_updates_of_an_empty_thread_are_empty(signed_in):
+    assert signed_in.get("/conversation/updates/?after=0").json() == {"messages": [], "cursor": 0}
+
+
+def test_updates_refuse_a_cursor_that_is_not_an_id(signed_in):
+    response = signed_in.get("/conversation/updates/?after=abc")
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_query"
+
+
+def test_updates_need_a_login(client):
+    assert client.get("/conversation/updates/?after=0").status_code == 302
+
+
+def test_a_long_thread_shows_the_newest_hundred(signed_in, user):
+    for n in range(105):
+        record_user_message(user=user, endpoint=Endpoint.CONSOLE, text=f"message number {n:03d}")
+    page = signed_in.get("/conversation/").content.decode()
+    assert "message number 104" in page and "message number 005" in page
+    assert "message number 004" not in page
+    assert "latest 100 of 105" in page
+
+
+def test_context_json_keeps_non_ascii_readable(signed_in, user, v2):
+    key, _ = v2
+    record_user_message(user=user, endpoint=Endpoint.CURRENT, text="x", context={"city": "Zürich"}, api_key=key)
+    page = signed_in.get("/conversation/").content.decode()
+    assert json.dumps({"city": "Zürich"}, ensure_ascii=False)[1:-1].replace('"', "&quot;") in page
