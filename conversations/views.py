@@ -14,7 +14,7 @@ from conversations.models import Conversation, Endpoint, Message
 from conversations.services import conversation_of, record_user_message
 
 PAGE_SIZE = 100
-# A message is visible to readers only once its transaction commits, which can be after a message with a later id
+# A message is visible to readers only once its transaction commits, which can be after a message created later
 # has committed. The poll looks back this far from the newest message the page has, and the page skips the ones it
 # already shows, so a late commit is not missed.
 POLL_LOOKBACK = timedelta(seconds=30)
@@ -34,7 +34,7 @@ def _thread_context(request: HttpRequest) -> dict[str, object]:
     # Not "messages": that name belongs to django.contrib.messages in every template.
     return {
         "thread_messages": messages,
-        "cursor": messages[-1].pk if messages else 0,
+        "cursor": messages[-1].public_id if messages else "",
         "total": conversation.messages.count(),
     }
 
@@ -62,8 +62,8 @@ def send(request: HttpRequest) -> HttpResponse:
         request_id=getattr(request, "request_id", ""),
     )
     if _wants_json(request):
-        return JsonResponse({"success": True, "id": message.pk}, status=201)
-    return redirect(reverse("conversations:thread") + f"#m-{message.pk}")
+        return JsonResponse({"success": True, "id": message.public_id}, status=201)
+    return redirect(reverse("conversations:thread") + f"#{message.public_id}")
 
 
 @login_required
@@ -72,24 +72,19 @@ def send(request: HttpRequest) -> HttpResponse:
 def updates(request: HttpRequest) -> JsonResponse:
     """The thread's messages from the page's newest one on (and a little before it; see POLL_LOOKBACK)."""
     conversation = conversation_of(request.user)  # type: ignore[arg-type]
-    try:
-        after = int(request.GET.get("after", "0"))
-    except ValueError:
-        return JsonResponse(
-            {"success": False, "message": "after must be a message id.", "code": "invalid_query"}, status=400
-        )
+    after = request.GET.get("after", "")
     messages = _messages_of(conversation)
-    # Only an id from the user's own thread can anchor the window; any other id reads as "from the start".
-    anchor = conversation.messages.filter(pk=after).values_list("created_at", flat=True).first()
+    # Only a message of the user's own thread can anchor the window; anything else reads as "from the start".
+    anchor = conversation.messages.filter(public_id=after).values_list("created_at", flat=True).first()
     if anchor is not None:
         messages = messages.filter(created_at__gte=anchor - POLL_LOOKBACK)
     newest = list(reversed(messages.reverse()[:PAGE_SIZE]))
     return JsonResponse(
         {
             "messages": [
-                {"id": m.pk, "html": render_to_string("conversations/_message.html", {"message": m}, request)}
+                {"id": m.public_id, "html": render_to_string("conversations/_message.html", {"message": m}, request)}
                 for m in newest
             ],
-            "cursor": newest[-1].pk if newest else after,
+            "cursor": newest[-1].public_id if newest else after,
         }
     )

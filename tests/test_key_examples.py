@@ -33,7 +33,7 @@ def test_the_curl_example_sends_a_message(live_server):
     output = run(["bash", "-c", code])
 
     assert '"success":true' in output.replace(" ", "")
-    assert Message.objects.get().text == "Remind me to stretch at 3pm"
+    assert Message.objects.get(role="user").text == "Remind me to stretch at 3pm"
 
 
 def test_the_python_example_sends_a_message_with_the_poke_sdk(live_server):
@@ -44,7 +44,7 @@ def test_the_python_example_sends_a_message_with_the_poke_sdk(live_server):
     output = run([sys.executable, "-c", code], POKE_API=f"{live_server.url}/api/v1", POKE_API_KEY=plaintext)
 
     assert "Message sent successfully" in output
-    assert Message.objects.get().text == "Remind me to review the pull requests at 4pm"
+    assert Message.objects.get(role="user").text == "Remind me to review the pull requests at 4pm"
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
@@ -57,7 +57,7 @@ def test_the_github_actions_step_runs_its_script_with_the_secret_from_the_enviro
 
     run(["bash", "-c", script], POKE_API_KEY=plaintext, GITHUB_REPOSITORY="ada/shop", GITHUB_SHA="4f2c9e1")
 
-    assert Message.objects.get().text == "Deployed ada/shop at 4f2c9e1"
+    assert Message.objects.get(role="user").text == "Deployed ada/shop at 4f2c9e1"
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")

@@ -11,7 +11,7 @@
     return;
   }
   var updatesUrl = thread.getAttribute("data-updates-url");
-  var cursor = thread.getAttribute("data-cursor") || "0";
+  var cursor = thread.getAttribute("data-cursor") || "";
   var status = document.querySelector("[data-live-status]");
   var timer = null;
   var inFlight = false;
@@ -35,7 +35,7 @@
     var follow = nearBottom();
     var added = 0;
     items.forEach(function (item) {
-      if (document.getElementById("m-" + item.id)) {
+      if (document.getElementById(item.id)) {
         return; // already on the page (the poll looks back a little; see the view)
       }
       var holder = document.createElement("template");

@@ -58,9 +58,11 @@ def test_sign_up_add_a_key_send_with_it_see_it_arrive_then_revoke_it(page, conte
     page.get_by_text("Live").wait_for()
     status, body = post_api(live_server.url, CURRENT, secret, {"message": "Deploy of shop-api finished", "sha": "4f2c"})
     assert (status, body["success"]) == (200, True)
-    arrived = page.locator(".msg", has_text="Deploy of shop-api finished")
+    arrived = page.locator(".msg--user", has_text="Deploy of shop-api finished")
     arrived.wait_for()
     assert "API via key “GitHub deploys”" in arrived.inner_text()
+    # The assistant's reply (the built-in local assistant in tests) joins the thread the same way.
+    page.locator(".msg--assistant", has_text="Received through your API key “GitHub deploys”").wait_for()
     arrived.get_by_text("Context JSON").click()
     assert '"sha": "4f2c"' in arrived.locator("pre").inner_text()
     assert page.get_by_text("No messages yet").count() == 0
@@ -68,7 +70,7 @@ def test_sign_up_add_a_key_send_with_it_see_it_arrive_then_revoke_it(page, conte
     # Typing in the box sends as the user, without leaving the page.
     page.get_by_role("textbox", name="Message").fill("Also book the retro for Friday")
     page.get_by_role("textbox", name="Message").press("Control+Enter")
-    typed = page.locator(".msg", has_text="Also book the retro for Friday")
+    typed = page.locator(".msg--user", has_text="Also book the retro for Friday")
     typed.wait_for()
     assert "Typed in the app" in typed.inner_text()
     assert page.get_by_role("textbox", name="Message").input_value() == ""
@@ -189,5 +191,5 @@ def test_at_phone_width_with_the_keyboard_only(browser, live_server):
     page.get_by_role("textbox", name="Message").focus()
     keys.type("Sent from my phone")
     keys.press("Control+Enter")
-    page.locator(".msg", has_text="Sent from my phone").wait_for()
+    page.locator(".msg--user", has_text="Sent from my phone").wait_for()
     context.close()
