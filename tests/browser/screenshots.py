@@ -91,8 +91,11 @@ def _shoot(page, name: str, full_page: bool = True) -> None:
     page.screenshot(path=str(OUT / f"{name}.png"), full_page=full_page)
 
 
-def test_screenshots(context, browser, live_server):
+def test_screenshots(context, browser, live_server, settings):
+    # Seed the thread with hand-written assistant replies rather than the built-in assistant's receipts.
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}}
     _, deploys = _seed()
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
     page = context.new_page()
     page.goto("/")
     _shoot(page, "landing")
