@@ -1,0 +1,231 @@
+"""Real servers for the tests that need more than the test client: a private PostgreSQL database, Redis, gunicorn
+processes, and a TCP proxy that can cut the database off. Tests that use them skip, saying why, when PostgreSQL or
+Redis cannot be reached."""
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+import redis
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "limits"  # every database these tests create carries it
+
+
+def postgres_server_url() -> str:
+    """The PostgreSQL server of DATABASE_URL when it is one, else the local default; path set to 'postgres'."""
+    configured = os.environ.get("DATABASE_URL", "")
+    url = configured if configured.startswith(("postgres://", "postgresql://")) else "postgres://postgres@127.0.0.1:5432/x"
+    return urlunsplit(urlsplit(url)._replace(path="/postgres"))
+
+
+def redis_url() -> str:
+    return os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+
+
+def require_postgres_and_redis() -> None:
+    try:
+        psycopg.connect(postgres_server_url(), connect_timeout=3).close()
+    except psycopg.Error as error:
+        pytest.skip(f"needs a reachable PostgreSQL server ({type(error).__name__}); CI always has one")
+    try:
+        redis.Redis.from_url(redis_url(), socket_connect_timeout=3).ping()
+    except redis.RedisError as error:
+        pytest.skip(f"needs a reachable Redis ({type(error).__name__}); CI always has one")
+
+
+@contextmanager
+def private_database(purpose: str) -> Iterator[str]:
+    """A new, migrated PostgreSQL database named after this test suite; dropped afterwards. Yields its URL."""
+    name = f"{NAME}_{purpose}_{os.getpid()}_{secrets.token_hex(3)}"
+    server = postgres_server_url()
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    try:
+        manage(["migrate", "--no-input", "-v", "0"], {"DATABASE_URL": url})
+        yield url
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def service_env(**overrides: str) -> dict[str, str]:
+    """Production-like settings for a server process: DEBUG off, a real secret, no test-runner shortcuts."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST", "DJANGO_SETTINGS"))}
+    env.update(
+        {
+            "DEBUG": "0",
+            "SECRET_KEY": "two-processes-" + "x" * 50,
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "LOG_LEVEL": "WARNING",
+            "REDIS_URL": "",
+        }
+    )
+    env.update(overrides)
+    return env
+
+
+def manage(arguments: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *arguments],
+        cwd=ROOT, env=service_env(**env), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if done.returncode:
+        raise RuntimeError(f"manage.py {arguments[0]} failed:\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def run_python(code: str, env: dict[str, str]) -> Any:
+    """Run Django code against a server's database (in a separate process, with its settings); returns its JSON."""
+    return json.loads(manage(["shell", "-c", code], env).strip().splitlines()[-1])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Gunicorn:
+    """One gunicorn master with its workers on a free port."""
+
+    def __init__(self, env: dict[str, str], workers: int = 2) -> None:
+        self.port = free_port()
+        self.log = open(f"/tmp/{NAME}-gunicorn-{self.port}.log", "w")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-m", "gunicorn", "config.wsgi:application",
+                "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers), "--timeout", "30",
+            ],
+            cwd=ROOT, env=service_env(**env), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        self._wait_ready()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {self.process.returncode}; see {self.log.name}")
+            try:
+                urllib.request.urlopen(f"{self.url}/api/schema/", timeout=2).close()
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"gunicorn did not answer within {timeout} s; see {self.log.name}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+@dataclass
+class Answer:
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+def send(base_url: str, path: str, key: str, body: Any, headers: dict[str, str] | None = None) -> Answer:
+    request = urllib.request.Request(
+        base_url + path,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json", **(headers or {})},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return Answer(response.status, json.loads(response.read()), dict(response.headers))
+    except urllib.error.HTTPError as error:
+        return Answer(error.code, json.loads(error.read()), dict(error.headers))
+
+
+class CuttableProxy:
+    """A TCP proxy on 127.0.0.1 in front of a server. ``cut()`` drops every connection and refuses new ones (the
+    database went away); ``restore()`` lets connections through again."""
+
+    def __init__(self, upstream_host: str, upstream_port: int) -> None:
+        self.upstream = (upstream_host, upstream_port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._cut = threading.Event()
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if self._cut.is_set():
+                client.close()
+                continue
+            try:
+                server = socket.create_connection(self.upstream, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._open.update((client, server))
+            for source, target in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+        try:
+            while chunk := source.recv(65536):
+                target.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            self._drop(source, target)
+
+    def _drop(self, *sockets: socket.socket) -> None:
+        for sock in sockets:
+            with self._lock:
+                self._open.discard(sock)
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def cut(self) -> None:
+        self._cut.set()
+        with self._lock:
+            current = list(self._open)
+        self._drop(*current)
+
+    def restore(self) -> None:
+        self._cut.clear()
+
+    def close(self) -> None:
+        self._closed = True
+        self.cut()
+        self.listener.close()
