@@ -9,6 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
+try:
+    from playwright.sync_api import Error as PlaywrightError
+except ImportError:  # the browser tests skip; the name is only needed when they run
+    PlaywrightError = Exception  # type: ignore[misc,assignment]
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SKIP_REASON = "browser tests need Chromium: apt-get install -y chromium (.ci/run installs it)"
 CHROMIUM_ARGS = [
@@ -20,6 +25,12 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 DESKTOP = {"width": 1280, "height": 860}
+# The strict policy production is meant to send (no inline script or style, nothing from another host). The tests add
+# it to every response themselves, so the console is held to it whatever the settings of the day say.
+STRICT_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
 PHONE = {"width": 390, "height": 844}
 
 _skipped: list[str] = []
@@ -57,12 +68,40 @@ def browser(django_db_setup, live_server) -> Iterator:
             launched.close()
 
 
+def new_context(browser, live_server, viewport: dict[str, int]):
+    """A browser context that records every script error and console error (a CSP violation is one) of its pages."""
+    context = browser.new_context(base_url=live_server.url, viewport=viewport, timezone_id="UTC", locale="en-US")
+    context.set_default_timeout(10_000)
+    context.problems = []
+
+    def watch(page) -> None:
+        page.on("pageerror", lambda error: context.problems.append(f"{page.url}: {error}"))
+        page.on(
+            "console",
+            lambda message: message.type == "error" and context.problems.append(f"{page.url}: {message.text}"),
+        )
+
+    context.on("page", watch)
+
+    def with_strict_csp(route) -> None:
+        try:
+            response = route.fetch(max_redirects=0)
+            route.fulfill(response=response, headers={**response.headers, "content-security-policy": STRICT_CSP})
+        except PlaywrightError:
+            # The page went away while its request was under way (a poll when the test closes the context).
+            pass
+
+    context.route("**/*", with_strict_csp)
+    return context
+
+
 @pytest.fixture
 def context(browser, live_server):
-    context = browser.new_context(base_url=live_server.url, viewport=DESKTOP, timezone_id="UTC", locale="en-US")
-    context.set_default_timeout(10_000)
+    context = new_context(browser, live_server, DESKTOP)
     yield context
+    problems = context.problems
     context.close()
+    assert problems == [], "the pages logged errors"
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from conversations.models import Delivery, Endpoint, Message, Role, Source
 from conversations.services import conversation_of, record_user_message
 from keys.models import Generation
 from keys.services import create_key, revoke_key
-from tests.browser.conftest import PHONE
+from tests.browser.conftest import PHONE, new_context
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -127,7 +127,7 @@ def test_screenshots(context, browser, live_server, settings):
     page.goto("/settings/advanced/")
     _shoot(page, "settings-advanced")
 
-    phone = browser.new_context(base_url=live_server.url, viewport=PHONE, timezone_id="UTC", locale="en-US")
+    phone = new_context(browser, live_server, PHONE)
     phone.add_cookies(context.cookies())
     small = phone.new_page()
     small.goto("/conversation/")

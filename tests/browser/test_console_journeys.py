@@ -9,7 +9,7 @@ import pytest
 
 from accounts.models import Profile
 from keys.models import ApiKey
-from tests.browser.conftest import PHONE, sign_up
+from tests.browser.conftest import PHONE, new_context, sign_up
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -145,12 +145,12 @@ def test_a_legacy_key_under_settings_advanced(page, live_server):
 
 
 def fits_the_screen(page) -> bool:
+    page.wait_for_load_state("load")  # the stylesheet is in
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
 def test_at_phone_width_with_the_keyboard_only(browser, live_server):
-    context = browser.new_context(base_url=live_server.url, viewport=PHONE, timezone_id="UTC", locale="en-US")
-    context.set_default_timeout(10_000)
+    context = new_context(browser, live_server, PHONE)
     page = context.new_page()
     keys = page.keyboard
 
@@ -192,4 +192,6 @@ def test_at_phone_width_with_the_keyboard_only(browser, live_server):
     keys.type("Sent from my phone")
     keys.press("Control+Enter")
     page.locator(".msg--user", has_text="Sent from my phone").wait_for()
+    problems = context.problems
     context.close()
+    assert problems == []
