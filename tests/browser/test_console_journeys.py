@@ -38,6 +38,7 @@ def add_key(page, name: str) -> None:
     page.get_by_label("Name").fill(name)
     page.get_by_role("button", name="Create key").click()
     page.get_by_text("It will not be shown again").wait_for()
+    page.wait_for_load_state("load")  # the page's scripts (copy button, history) have run
 
 
 def test_sign_up_add_a_key_send_with_it_see_it_arrive_then_revoke_it(page, context, live_server):
@@ -97,7 +98,7 @@ def test_reloading_or_going_back_never_shows_the_secret_again_nor_makes_a_second
     sign_up(page, "grace@example.com")
     add_key(page, "nightly backup")
     secret = page.get_by_label("Your new API key").input_value()
-    assert page.url.endswith("/keys/")  # the history entry already points at the list
+    page.wait_for_url(re.compile(r"/keys/$"))  # once.js has pointed the history entry at the list
 
     page.reload()
     page.get_by_role("heading", name="API Keys").wait_for()
