@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from assistant.signing import secret_bytes
 from config.env import env_bool, env_choice, env_float, env_int, env_list, env_rate, env_str, env_timestamp
@@ -51,9 +52,12 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "ops.middleware.OperatorEndpointsMiddleware",  # /healthz, /readyz, metrics: before host checks and redirects
     "config.middleware.RequestIdMiddleware",
+    "ops.middleware.RequestTelemetryMiddleware",  # after the request id, which its log line carries
     "ingestion.throttling.RateLimitHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -77,6 +81,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "config.context_processors.console_section",
+                "django.template.context_processors.csp",
             ],
         },
     },
@@ -108,6 +113,14 @@ elif "postgresql" in DATABASES["default"]["ENGINE"] and env_bool("DATABASE_PREPA
         "server_side_binding": True,
         "prepare_threshold": 5,
     }
+if "postgresql" in DATABASES["default"]["ENGINE"]:
+    # Persistent connections (CONN_MAX_AGE, health-checked before reuse), not Django's psycopg pool: connections
+    # are per thread, and a gunicorn thread serves one request at a time, so each thread keeping its own connection
+    # already is a pool of exactly the right size, with no checkout per request and no pool thread per worker.
+    # Connections in use = WEB_CONCURRENCY x WEB_THREADS per web process (+1 per task worker, +1 for release);
+    # keep that under the plan's connection limit (see README, Deployment). A server that does not answer fails
+    # the request (503) and /readyz within DATABASE_CONNECT_TIMEOUT seconds instead of hanging the thread.
+    DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -122,6 +135,8 @@ if REDIS_URL:
             "LOCATION": REDIS_URL,
             # Lets several deployments (or test runs) share one Redis database without sharing counters.
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX"),
+            # Fail fast (503, /readyz) rather than hold a worker thread when Redis does not answer.
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
         }
     }
 else:
@@ -145,7 +160,7 @@ USE_TZ = True
 
 # --- Static files ---------------------------------------------------------------------------------------------
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -258,12 +273,67 @@ ASSISTANT_SYSTEM_PROMPT = env_str(
 )
 
 # --- Logging --------------------------------------------------------------------------------------------------
+# One JSON object per line in production (ops/jsonlog.py), readable text for development. Each API request gets one
+# line from the "api.access" logger (ops/middleware.py); errors carry their traceback and request id.
+LOG_FORMAT = env_str("LOG_FORMAT", "text" if DEBUG else "json")
+if LOG_FORMAT not in ("json", "text"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "json": {"()": "ops.jsonlog.JsonFormatter"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # Refused requests already have their access line; from django.request only server errors, with tracebacks.
+    "loggers": {"django.request": {"level": "ERROR"}},
 }
+
+# --- Production: HTTPS, security headers, operators' endpoints, error reporting ------------------------------
+# The PaaS router terminates TLS and tells us the original scheme in X-Forwarded-Proto (it overwrites whatever a
+# client sent). HTTPS_ONLY (on unless DEBUG or under pytest) redirects plain HTTP, sends HSTS and marks cookies
+# Secure; turn it off only for a server that is really reached over plain HTTP.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+HTTPS_ONLY = env_bool("HTTPS_ONLY", not (DEBUG or TESTING))
+SECURE_SSL_REDIRECT = HTTPS_ONLY
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if HTTPS_ONLY else 0)
+# Every subdomain must be HTTPS too before these two are safe; set them to 0 if one is not.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+SESSION_COOKIE_SECURE = HTTPS_ONLY
+CSRF_COOKIE_SECURE = HTTPS_ONLY
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True  # forms carry the token; no script needs to read the cookie
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Django's own Content Security Policy: nothing inline unless it carries the per-response nonce (the admin's few
+# inline blocks do), nothing from other origins, no framing. Templates use static files, not inline code.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.NONCE],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+
+# Prometheus metrics (ops/metrics.py) at METRICS_PATH, only for a bearer token and/or from listed client networks;
+# with neither set the path does not exist (404).
+METRICS_PATH = env_str("METRICS_PATH", "/metrics")
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS")
+
+SENTRY_DSN = env_str("SENTRY_DSN")
+if SENTRY_DSN:
+    from ops.sentry import init_sentry
+
+    init_sentry(SENTRY_DSN, traces_sample_rate=env_float("SENTRY_TRACES_SAMPLE_RATE", 0.0))
 
 if TESTING:
     # Tests create many users; the real hasher's deliberate slowness would dominate the suite's run time.

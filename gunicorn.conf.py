@@ -1,0 +1,80 @@
+"""gunicorn settings for the PaaS (`web: gunicorn --config gunicorn.conf.py config.wsgi` in the Procfile).
+
+Every number can be changed from the environment; the defaults suit a 2-core machine. See README, Deployment.
+"""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+def _cores() -> int:
+    # The cores this process may run on (a container's CPU set), not every core of the host.
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# --- Where and how many -------------------------------------------------------------------------------------------
+# All interfaces by default: the platform's router reaches the process from outside its network namespace.
+bind = f"{os.environ.get('BIND_HOST', '0.0.0.0')}:{_env_int('PORT', 8000)}"  # noqa: S104
+# A request is mostly Python work between two short database round trips: processes, one per core and one more,
+# do the work; a few threads each keep a core busy while one of them waits for PostgreSQL or Redis. The platform
+# may set WEB_CONCURRENCY for its machine size. Database connections in use: workers x threads.
+workers = _env_int("WEB_CONCURRENCY", _cores() + 1)
+threads = _env_int("WEB_THREADS", 4)
+worker_class = "gthread"
+# The router queues connections; this only bounds what waits in the kernel.
+backlog = 512
+
+# --- Time limits ----------------------------------------------------------------------------------------------------
+# A worker silent for longer than this is killed and replaced (Heroku's router gives up after 30 s anyway).
+timeout = _env_int("GUNICORN_TIMEOUT", 30)
+# On SIGTERM (a deploy, a restart) workers stop accepting and finish what they hold for up to this long. PaaS
+# platforms send SIGKILL 30 s after SIGTERM, so finish before that.
+graceful_timeout = _env_int("GUNICORN_GRACEFUL_TIMEOUT", 25)
+# Keep idle connections from the router open a little, so it can reuse them.
+keepalive = _env_int("GUNICORN_KEEPALIVE", 5)
+# Heartbeat files in memory, not on a disk that can stall (containers often have a slow overlay /tmp).
+_SHARED_MEMORY = "/dev/shm"  # noqa: S108 (gunicorn creates its own private files inside)
+worker_tmp_dir = _SHARED_MEMORY if os.path.isdir(_SHARED_MEMORY) else None
+
+# --- Logs -----------------------------------------------------------------------------------------------------------
+# Access lines to stdout. The format names its fields one by one: no request headers (so never Authorization), no
+# query string, no "%(u)s" (the user name of Basic auth); the request id ties the line to the app's JSON line.
+accesslog = None if os.environ.get("ACCESS_LOG", "on").strip().lower() in ("off", "0", "false", "no") else "-"
+access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms request_id=%({x-request-id}o)s "%(a)s"'
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+# Several servers may share a machine (tests, benchmarks); none of them needs gunicorn's control socket.
+control_socket_disable = True
+
+# --- Prometheus counters shared by the workers ----------------------------------------------------------------------
+# prometheus_client keeps each worker's counters in files under this directory and a scrape adds them up. It must
+# be set before a worker imports the app, and emptied when the server starts: files from an earlier run would
+# be added in. Each server gets its own directory unless the operator names one.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="gunicorn-metrics-")
+_metrics_dir = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+
+
+def on_starting(server: Any) -> None:
+    _metrics_dir.mkdir(parents=True, exist_ok=True)
+    for stale in _metrics_dir.glob("*.db"):
+        stale.unlink()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid, str(_metrics_dir))
+
+
+def on_exit(server: Any) -> None:
+    if _metrics_dir.name.startswith("gunicorn-metrics-"):
+        shutil.rmtree(_metrics_dir, ignore_errors=True)

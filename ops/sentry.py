@@ -1,0 +1,33 @@
+"""Error reporting to Sentry, only when SENTRY_DSN is set. SENTRY_ENVIRONMENT and SENTRY_RELEASE are read by the
+SDK itself. Events never carry the Authorization header, cookies, request bodies (the messages people send) or
+personal data."""
+
+from typing import Any
+
+import sentry_sdk
+from sentry_sdk.integrations.django import DjangoIntegration
+
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+
+
+def scrub_event(event: Any, hint: Any) -> Any:
+    request = event.get("request") or {}
+    headers = request.get("headers")
+    if isinstance(headers, dict):
+        request["headers"] = {
+            name: ("[Filtered]" if name.lower() in _SECRET_HEADERS else value) for name, value in headers.items()
+        }
+    request.pop("data", None)
+    request.pop("cookies", None)
+    return event
+
+
+def init_sentry(dsn: str, *, traces_sample_rate: float = 0.0) -> None:
+    sentry_sdk.init(
+        dsn=dsn,
+        integrations=[DjangoIntegration()],
+        send_default_pii=False,
+        max_request_body_size="never",
+        traces_sample_rate=traces_sample_rate,
+        before_send=scrub_event,
+    )

@@ -1,0 +1,90 @@
+"""Production settings, read the way the platform reads them: a fresh `manage.py` process with only the environment
+an operator sets (no DEBUG, no pytest in the process)."""
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def production_env(**overrides: str) -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if name not in {"DEBUG", "DJANGO_SETTINGS_MODULE"}}
+    env.update(
+        SECRET_KEY=secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="ingest.example.com",
+        CSRF_TRUSTED_ORIGINS="https://ingest.example.com",
+    )
+    env.update(overrides)
+    return {name: value for name, value in env.items() if value is not None}
+
+
+def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_check_deploy_prints_no_warnings_under_production_settings():
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=production_env())
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+    assert "WARNINGS" not in result.stdout + result.stderr
+
+
+def test_check_deploy_warns_when_https_is_turned_off():
+    # The test above is not vacuous: the same command notices a weaker configuration.
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=production_env(HTTPS_ONLY="0"))
+
+    assert result.returncode != 0
+    assert "security.W008" in result.stderr  # SECURE_SSL_REDIRECT
+    assert "security.W012" in result.stderr  # SESSION_COOKIE_SECURE
+
+
+def test_a_missing_secret_key_stops_start_up_with_a_clear_error():
+    env = production_env()
+    del env["SECRET_KEY"]
+
+    result = manage("check", env=env)
+
+    assert result.returncode != 0
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("django.core.exceptions.ImproperlyConfigured: SECRET_KEY is not set.")
+    assert "token_urlsafe" in last_line  # it says how to make one
+
+
+def test_production_settings_harden_https_cookies_and_headers():
+    script = (
+        "from django.conf import settings as s;"
+        "print(s.DEBUG, s.SECURE_SSL_REDIRECT, s.SECURE_HSTS_SECONDS, s.SESSION_COOKIE_SECURE,"
+        " s.CSRF_COOKIE_SECURE, s.CSRF_COOKIE_HTTPONLY, s.SECURE_PROXY_SSL_HEADER, s.CSRF_TRUSTED_ORIGINS,"
+        " s.STORAGES['staticfiles']['BACKEND'])"
+    )
+    result = manage("shell", "--no-imports", "-c", script, env=production_env())
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "False",
+        "True",
+        "31536000",
+        "True",
+        "True",
+        "True",
+        "('HTTP_X_FORWARDED_PROTO',",
+        "'https')",
+        "['https://ingest.example.com']",
+        "whitenoise.storage.CompressedManifestStaticFilesStorage",
+    ]
+
+
+@pytest.mark.parametrize("name, value", [("LOG_FORMAT", "xml"), ("HTTPS_ONLY", "maybe")])
+def test_a_setting_that_cannot_be_understood_stops_start_up(name, value):
+    result = manage("check", env=production_env(**{name: value}))
+
+    assert result.returncode != 0
+    assert name in result.stderr.strip().splitlines()[-1]

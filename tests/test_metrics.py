@@ -1,0 +1,133 @@
+"""Prometheus metrics: counted on every request at no database cost, served only to operators."""
+
+import pytest
+from django.test import override_settings
+from prometheus_client import REGISTRY
+
+from ops import metrics
+from tests.conftest import CURRENT, LEGACY, post
+
+TOKEN = "metrics-token-for-tests-0123456789"
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def scrape(client, **meta: str):
+    return client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, **meta)
+
+
+def test_metrics_do_not_exist_until_an_operator_configures_who_may_read_them(client):
+    assert client.get("/metrics").status_code == 404
+
+
+@override_settings(METRICS_TOKEN=TOKEN)
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x"])
+def test_metrics_refuse_a_missing_or_wrong_token(client, authorization):
+    headers = {"Authorization": authorization} if authorization else {}
+    response = client.get("/metrics", headers=headers)
+
+    assert response.status_code == 401
+    assert response.json()["code"] == "unauthorized"
+    assert "http_requests_total" not in response.content.decode()
+
+
+@override_settings(METRICS_TOKEN=TOKEN)
+@pytest.mark.django_db
+def test_metrics_are_served_with_the_token(client):
+    response = scrape(client)
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain; version=0.0.4")
+    body = response.content.decode()
+    assert "# TYPE http_requests_total counter" in body
+    assert 'ingest_deliveries{status="queued"}' in body
+
+
+@override_settings(METRICS_ALLOWED_IPS=["10.0.0.0/8", "192.0.2.7"])
+@pytest.mark.django_db
+@pytest.mark.parametrize(("address", "status"), [("10.20.30.40", 200), ("192.0.2.7", 200), ("192.0.2.8", 403)])
+def test_metrics_can_be_limited_to_client_networks(client, address, status):
+    assert client.get("/metrics", REMOTE_ADDR=address).status_code == status
+
+
+@override_settings(METRICS_ALLOWED_IPS=["10.0.0.0/8"], METRICS_TOKEN=TOKEN)
+@pytest.mark.django_db
+def test_with_both_set_metrics_need_both_the_network_and_the_token(client):
+    assert client.get("/metrics", REMOTE_ADDR="10.0.0.1").status_code == 401
+    assert scrape(client, REMOTE_ADDR="127.0.0.1").status_code == 403  # the test client's default address
+    assert scrape(client, REMOTE_ADDR="10.0.0.1").status_code == 200
+
+
+@pytest.mark.django_db
+def test_an_accepted_message_is_counted_once_it_is_committed(client, v2, django_capture_on_commit_callbacks):
+    accepted = sample("ingest_messages_accepted_total", endpoint="api_message")
+    served = sample("http_requests_total", endpoint="api_message", method="POST", status="200")
+    timed = sample("http_request_duration_seconds_count", endpoint="api_message", status="200")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 200
+
+    assert sample("ingest_messages_accepted_total", endpoint="api_message") == accepted + 1
+    assert sample("http_requests_total", endpoint="api_message", method="POST", status="200") == served + 1
+    assert sample("http_request_duration_seconds_count", endpoint="api_message", status="200") == timed + 1
+
+
+@pytest.mark.django_db
+def test_a_message_whose_transaction_rolls_back_is_not_counted(client, v2, django_capture_on_commit_callbacks):
+    accepted = sample("ingest_messages_accepted_total", endpoint="api_message")
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        post(client, CURRENT, v2[1], {"message": "hi"})
+
+    assert len(callbacks) >= 1  # counting waits for the commit, which never came
+    assert sample("ingest_messages_accepted_total", endpoint="api_message") == accepted
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("path", "key", "body", "reason", "endpoint"),
+    [
+        (CURRENT, "psk_notakey", {"message": "hi"}, "invalid_api_key", "api_message"),
+        (CURRENT, None, {"message": "hi"}, "missing_authorization", "api_message"),
+        (CURRENT, "v2", {"message": "  "}, "invalid_body", "api_message"),
+        (LEGACY, "v2", {"message": "hi"}, "wrong_key_generation", "legacy_webhook"),
+    ],
+)
+def test_refused_requests_are_counted_by_reason(client, v2, path, key, body, reason, endpoint):
+    before = sample("ingest_requests_rejected_total", endpoint=endpoint, reason=reason)
+
+    response = post(client, path, v2[1] if key == "v2" else key, body)
+
+    assert response.json()["code"] == reason
+    assert sample("ingest_requests_rejected_total", endpoint=endpoint, reason=reason) == before + 1
+
+
+def test_other_modules_count_rate_limits_and_delivery_outcomes_through_small_functions():
+    limited = sample("ingest_rate_limited_total", scope="key")
+    delivered = sample("ingest_delivery_attempts_total", outcome="delivered")
+
+    metrics.rate_limited("key")
+    metrics.delivery_attempt_finished("delivered")
+
+    assert sample("ingest_rate_limited_total", scope="key") == limited + 1
+    assert sample("ingest_delivery_attempts_total", outcome="delivered") == delivered + 1
+
+
+def test_invented_methods_share_one_label(client):
+    before = sample("http_requests_total", endpoint="unmatched", method="OTHER", status="404")
+    client.generic("BREW", "/no-such-page/")
+    assert sample("http_requests_total", endpoint="unmatched", method="OTHER", status="404") == before + 1
+
+
+@override_settings(METRICS_TOKEN=TOKEN)
+@pytest.mark.django_db
+def test_deliveries_are_counted_by_status_from_the_database(client, v2):
+    post(client, CURRENT, v2[1], {"message": "one"})
+    post(client, CURRENT, v2[1], {"message": "two"})
+
+    body = scrape(client).content.decode()
+
+    assert 'ingest_deliveries{status="queued"} 2.0' in body
+    assert 'ingest_deliveries{status="failed"} 0.0' in body
