@@ -24,6 +24,7 @@ from rest_framework.throttling import BaseThrottle
 from ingestion.client_ip import client_network
 from ingestion.exceptions import RateLimited
 from keys.models import ApiKey
+from ops import metrics
 
 PER_KEY = "per-key"
 AUTH_FAILURES = "auth-failures"
@@ -89,6 +90,7 @@ class ApiKeyRateThrottle(BaseThrottle):
         _remember(request, usage)
         if over:
             wait = max(1, usage.reset)
+            metrics.rate_limited("key")
             raise RateLimited(
                 f"Rate limit exceeded: this API key may make {describe_rate(settings.INGEST_RATE_LIMIT)}. "
                 f"Retry in {wait} seconds; to send more, combine several messages into one, or use a separate "
@@ -105,6 +107,7 @@ def _blocked_marker(network: str) -> str:
 def _auth_failures_limited(request: Any, wait: int) -> RateLimited:
     limit, window = parse_rate(settings.AUTH_FAILURE_RATE_LIMIT)
     _remember(request, Usage(AUTH_FAILURES, limit, window, 0, wait))
+    metrics.rate_limited("client_ip")
     return RateLimited(
         "Too many failed authentication attempts from your address "
         f"(the limit is {describe_rate(settings.AUTH_FAILURE_RATE_LIMIT)}). "

@@ -12,8 +12,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def production_env(**overrides: str) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items() if name not in {"DEBUG", "DJANGO_SETTINGS_MODULE"}}
+def production_env(**overrides: str | None) -> dict[str, str]:
+    ignored = {"DEBUG", "DJANGO_SETTINGS_MODULE", "SENTRY_DSN", "HTTPS_ONLY", "LOG_FORMAT"}
+    env: dict[str, str | None] = {name: value for name, value in os.environ.items() if name not in ignored}
     env.update(
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="ingest.example.com",
@@ -88,3 +89,12 @@ def test_a_setting_that_cannot_be_understood_stops_start_up(name, value):
 
     assert result.returncode != 0
     assert name in result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(("dsn", "active"), [(None, "False"), ("http://publickey@127.0.0.1:9/1", "True")])
+def test_sentry_reports_errors_only_when_a_dsn_is_set(dsn, active):
+    script = "import sentry_sdk; print(sentry_sdk.get_client().is_active())"
+    result = manage("shell", "--no-imports", "-c", script, env=production_env(SENTRY_DSN=dsn))
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == active

@@ -4,6 +4,8 @@ import pytest
 from django.test import override_settings
 from prometheus_client import REGISTRY
 
+from keys import tokens
+from keys.models import Generation
 from ops import metrics
 from tests.conftest import CURRENT, LEGACY, post
 
@@ -131,3 +133,27 @@ def test_deliveries_are_counted_by_status_from_the_database(client, v2):
 
     assert 'ingest_deliveries{status="queued"} 2.0' in body
     assert 'ingest_deliveries{status="failed"} 0.0' in body
+
+
+@pytest.mark.django_db
+def test_a_key_over_its_rate_limit_is_counted_as_rate_limited(client, v2, settings):
+    settings.INGEST_RATE_LIMIT = "1/m"
+    limited = sample("ingest_rate_limited_total", scope="key")
+    rejected = sample("ingest_requests_rejected_total", endpoint="api_message", reason="rate_limited")
+
+    statuses = [post(client, CURRENT, v2[1], {"message": "hi"}).status_code for _ in range(3)]
+
+    assert statuses == [200, 429, 429]
+    assert sample("ingest_rate_limited_total", scope="key") == limited + 2
+    assert sample("ingest_requests_rejected_total", endpoint="api_message", reason="rate_limited") == rejected + 2
+
+
+@pytest.mark.django_db
+def test_an_address_over_the_failed_authentication_limit_is_counted_by_its_scope(client, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = "1/m"
+    limited = sample("ingest_rate_limited_total", scope="client_ip")
+
+    statuses = [post(client, CURRENT, tokens.generate(Generation.V2), {"message": "hi"}).status_code for _ in range(3)]
+
+    assert statuses == [401, 429, 429]
+    assert sample("ingest_rate_limited_total", scope="client_ip") == limited + 2
