@@ -1,6 +1,5 @@
 """Writes to the thread. Every entry point (the two endpoints, the console) records messages through here."""
 
-from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -11,7 +10,6 @@ from conversations.models import Conversation, Delivery, Endpoint, Message, Role
 from conversations.tasks import enqueue_delivery
 from keys.models import ApiKey
 from keys.services import note_key_used
-from ops import metrics
 
 _SOURCE_OF_ENDPOINT = {
     Endpoint.CURRENT: Source.API,
@@ -58,5 +56,4 @@ def record_user_message(
     enqueue_delivery(delivery.pk)
     if api_key is not None:
         note_key_used(api_key)
-    transaction.on_commit(partial(metrics.message_accepted, str(endpoint)))
     return message

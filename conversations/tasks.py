@@ -7,13 +7,18 @@ from django.db import transaction
 from django.tasks import task
 from django_tasks_db import DatabaseBackend
 
+from ops import metrics
+
 
 @task
 def deliver_message(delivery_id: int) -> str:
     """One attempt to hand a recorded message to the assistant; returns the delivery's status afterwards."""
     from conversations.handoff import attempt_delivery
 
-    return attempt_delivery(delivery_id)
+    status = attempt_delivery(delivery_id)
+    if status != "skipped":
+        metrics.delivery_attempt_finished("retrying" if status == "queued" else status)
+    return status
 
 
 def can_defer() -> bool:

@@ -34,7 +34,7 @@ http_request_duration = Histogram(
 )
 messages_accepted = Counter(
     "ingest_messages_accepted",
-    "Messages recorded in a thread (counted when the transaction commits), by endpoint.",
+    "Messages the API accepted and recorded (replays of an Idempotency-Key not counted), by endpoint.",
     ["endpoint"],
 )
 requests_rejected = Counter(

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
+from ingestion.idempotency import REPLAYED_HEADER
 from ops import exposition, metrics
 from ops.health import OK, readiness
 
@@ -101,8 +102,13 @@ class RequestTelemetryMiddleware:
         status = response.status_code
         metrics.request_served(endpoint, method, status, seconds)
         code = _error_code(response) if status >= 400 else None
-        if is_message_endpoint and status >= 400:
-            metrics.request_rejected(endpoint, code or f"http_{status}")
+        if is_message_endpoint:
+            if status >= 400:
+                metrics.request_rejected(endpoint, code or f"http_{status}")
+            elif status < 300 and REPLAYED_HEADER not in response:
+                # Accepted means recorded: the view answers 2xx only after the message's transaction committed, and
+                # a replayed Idempotency-Key response recorded nothing new.
+                metrics.message_accepted(endpoint)
         if request.path_info.startswith("/api/") and access_log.isEnabledFor(logging.INFO):
             access_log.info("request", extra={"fields": _log_fields(request, response, endpoint, code, seconds)})
         return response

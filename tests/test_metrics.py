@@ -1,13 +1,18 @@
 """Prometheus metrics: counted on every request at no database cost, served only to operators."""
 
+import socket
+
 import pytest
 from django.test import override_settings
 from prometheus_client import REGISTRY
 
+from conversations.models import Delivery, DeliveryStatus
+from conversations.tasks import deliver_message
 from keys import tokens
 from keys.models import Generation
 from ops import metrics
 from tests.conftest import CURRENT, LEGACY, post
+from tests.factories import make_key
 
 TOKEN = "metrics-token-for-tests-0123456789"
 
@@ -63,13 +68,12 @@ def test_with_both_set_metrics_need_both_the_network_and_the_token(client):
 
 
 @pytest.mark.django_db
-def test_an_accepted_message_is_counted_once_it_is_committed(client, v2, django_capture_on_commit_callbacks):
+def test_an_accepted_message_is_counted(client, v2):
     accepted = sample("ingest_messages_accepted_total", endpoint="api_message")
     served = sample("http_requests_total", endpoint="api_message", method="POST", status="200")
     timed = sample("http_request_duration_seconds_count", endpoint="api_message", status="200")
 
-    with django_capture_on_commit_callbacks(execute=True):
-        assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 200
+    assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 200
 
     assert sample("ingest_messages_accepted_total", endpoint="api_message") == accepted + 1
     assert sample("http_requests_total", endpoint="api_message", method="POST", status="200") == served + 1
@@ -77,14 +81,16 @@ def test_an_accepted_message_is_counted_once_it_is_committed(client, v2, django_
 
 
 @pytest.mark.django_db
-def test_a_message_whose_transaction_rolls_back_is_not_counted(client, v2, django_capture_on_commit_callbacks):
-    accepted = sample("ingest_messages_accepted_total", endpoint="api_message")
+def test_a_replayed_idempotent_request_is_not_counted_as_accepted_again(client, v2):
+    accepted = sample("ingest_messages_accepted_total", endpoint="legacy_webhook")
+    _, v1 = make_key(generation=Generation.V1)
 
-    with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        post(client, CURRENT, v2[1], {"message": "hi"})
+    for _ in range(3):
+        response = post(client, LEGACY, v1, {"message": "hi"}, **{"Idempotency-Key": "nightly-42"})
+        assert response.status_code == 200
 
-    assert len(callbacks) >= 1  # counting waits for the commit, which never came
-    assert sample("ingest_messages_accepted_total", endpoint="api_message") == accepted
+    assert response["Idempotent-Replayed"] == "true"
+    assert sample("ingest_messages_accepted_total", endpoint="legacy_webhook") == accepted + 1
 
 
 @pytest.mark.django_db
@@ -157,3 +163,28 @@ def test_an_address_over_the_failed_authentication_limit_is_counted_by_its_scope
 
     assert statuses == [401, 429, 429]
     assert sample("ingest_rate_limited_total", scope="client_ip") == limited + 2
+
+
+@pytest.mark.django_db
+def test_hand_off_attempts_are_counted_by_outcome(send, v2, settings):
+    def counted(outcome: str) -> float:
+        return sample("ingest_delivery_attempts_total", outcome=outcome)
+
+    before = {outcome: counted(outcome) for outcome in ("delivered", "retrying", "failed")}
+
+    send(v2[1], {"message": "to the built-in assistant"})
+    assert counted("delivered") == before["delivered"] + 1
+
+    with socket.socket() as probe:  # a port nothing listens on: the remote assistant is down
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.ASSISTANT_BACKEND = "webhook"
+    settings.ASSISTANT_WEBHOOK_URL = f"http://127.0.0.1:{port}/hook"
+    settings.ASSISTANT_WEBHOOK_KEY = b"k" * 32
+    settings.ASSISTANT_MAX_ATTEMPTS = 2
+    send(v2[1], {"message": "to a runtime that is down"})
+    assert counted("retrying") == before["retrying"] + 1
+
+    deliver_message.call(Delivery.objects.get(status=DeliveryStatus.QUEUED).pk)
+    assert counted("failed") == before["failed"] + 1
+    assert counted("delivered") == before["delivered"] + 1
