@@ -13,12 +13,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def production_env(**overrides: str | None) -> dict[str, str]:
-    ignored = {"DEBUG", "DJANGO_SETTINGS_MODULE", "SENTRY_DSN", "HTTPS_ONLY", "LOG_FORMAT"}
+    ignored = {"DEBUG", "DJANGO_SETTINGS_MODULE", "SENTRY_DSN", "HTTPS_ONLY", "LOG_FORMAT", "TASK_BACKEND"}
     env: dict[str, str | None] = {name: value for name, value in os.environ.items() if name not in ignored}
     env.update(
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="ingest.example.com",
         CSRF_TRUSTED_ORIGINS="https://ingest.example.com",
+        TASK_BACKEND="database",  # the hand-off runs in the Procfile's worker process
     )
     env.update(overrides)
     return {name: value for name, value in env.items() if value is not None}

@@ -144,7 +144,16 @@ class Server:
 
 def production_env(**settings: str) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if not name.startswith(("PYTEST", "DJANGO"))}
-    for name in ("DEBUG", "PROMETHEUS_MULTIPROC_DIR", "HTTPS_ONLY", "SENTRY_DSN", "ACCESS_LOG", "LOG_FORMAT"):
+    overridden = (
+        "DEBUG",
+        "PROMETHEUS_MULTIPROC_DIR",
+        "HTTPS_ONLY",
+        "SENTRY_DSN",
+        "ACCESS_LOG",
+        "LOG_FORMAT",
+        "TASK_BACKEND",
+    )
+    for name in overridden:
         env.pop(name, None)
     env.update(
         SECRET_KEY=secrets.token_urlsafe(50),
@@ -154,6 +163,7 @@ def production_env(**settings: str) -> dict[str, str]:
         WEB_THREADS="2",
         METRICS_TOKEN=METRICS_TOKEN,
         CACHE_KEY_PREFIX=f"smoke-{secrets.token_hex(4)}",  # counters of this run only, in a shared Redis database
+        TASK_BACKEND="database",  # as in production: the hand-off waits in PostgreSQL for the worker process
     )
     env.update(settings)
     return env
@@ -193,7 +203,7 @@ def hashed_static_path(server: Server, name: str) -> str:
 
 def count_messages(server: Server) -> int:
     with psycopg.connect(server.env["DATABASE_URL"]) as db:
-        row = db.execute("SELECT count(*) FROM conversations_message").fetchone()
+        row = db.execute("SELECT count(*) FROM conversations_message WHERE role = 'user'").fetchone()
     assert row is not None
     return row[0]
 
@@ -214,6 +224,9 @@ def test_the_production_server_journey(production):
     assert sent.headers["strict-transport-security"].startswith("max-age=31536000")
     assert sent.headers["x-content-type-options"] == "nosniff"
     assert re.fullmatch(r"[0-9a-f]{32}", sent.headers["x-request-id"])
+
+    # The Procfile's worker hands it to the assistant (here: one batch, then it exits).
+    production.manage("db_worker", "--batch", "--no-reload", "--no-startup-delay")
 
     # A wrong key is refused.
     refused = production.request("POST", CURRENT, {"message": "hi"}, Authorization=f"Bearer {key[:-1]}x", **ROUTER)
@@ -248,7 +261,7 @@ def test_the_production_server_journey(production):
     assert 'ingest_messages_accepted_total{endpoint="api_message"} 1.0' in scraped
     assert 'ingest_requests_rejected_total{endpoint="api_message",reason="invalid_api_key"} 1.0' in scraped
     assert 'http_requests_total{endpoint="api_message",method="POST",status="200"} 1.0' in scraped
-    assert "ingest_deliveries{status=" in scraped
+    assert 'ingest_deliveries{status="delivered"} 1.0' in scraped
 
     # Stopped the way the platform stops it: SIGTERM, a clean exit.
     assert production.stop() == 0
