@@ -13,8 +13,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def production_env(**overrides: str | None) -> dict[str, str]:
-    ignored = {"DEBUG", "DJANGO_SETTINGS_MODULE", "SENTRY_DSN", "HTTPS_ONLY", "LOG_FORMAT", "TASK_BACKEND"}
-    env: dict[str, str | None] = {name: value for name, value in os.environ.items() if name not in ignored}
+    # Not what an operator sets: DJANGO_* comes from the test run (browser tests set DJANGO_ALLOW_ASYNC_UNSAFE).
+    ignored = {"DEBUG", "SENTRY_DSN", "HTTPS_ONLY", "LOG_FORMAT", "TASK_BACKEND"}
+    env: dict[str, str | None] = {
+        name: value for name, value in os.environ.items() if name not in ignored and not name.startswith("DJANGO")
+    }
     env.update(
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="ingest.example.com",
