@@ -50,6 +50,7 @@ def service_environment() -> dict[str, str]:
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "bench.settings",
         "DEBUG": "0",
+        "HTTPS_ONLY": "0",  # plain HTTP on 127.0.0.1 (in production the router terminates TLS in front)
         "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DATABASE_URL": DATABASE_URL,

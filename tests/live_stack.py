@@ -72,6 +72,7 @@ def service_env(**overrides: str) -> dict[str, str]:
     env.update(
         {
             "DEBUG": "0",
+            "HTTPS_ONLY": "0",  # plain HTTP on 127.0.0.1: no TLS-terminating router in front to redirect to
             "SECRET_KEY": "two-processes-" + "x" * 50,
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "LOG_LEVEL": "WARNING",
