@@ -5,7 +5,6 @@ import re
 from django.test import Client
 
 _NONCE = re.compile(r'name="nonce" value="([^"]+)"')
-_SECRET = re.compile(r'data-secret[^>]*|value="((?:psk|pk)_[0-9A-Za-z]+)"')
 
 
 def form_nonce(client: Client, path: str) -> str:
