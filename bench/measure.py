@@ -1,13 +1,19 @@
-"""In-process measurements: SQL statements per request (from Django's query log) and the cost of one key check.
+"""In-process measurements: SQL statements per request (from Django's query log), the work one request costs in
+Python and in PostgreSQL, and the cost of one key check.
 
-Kept free of timing assertions so the test suite can run them once as a smoke test.
+Function calls and database CPU per request barely move when other programs load the machine, unlike requests per
+second, so they show what a change did. Kept free of timing assertions so the test suite can run them once.
 """
 
+import cProfile
 import hashlib
 import json
+import os
+import pstats
 import secrets
 import timeit
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
@@ -41,6 +47,53 @@ def queries_of_request(path: str, body: Any, authorization: str | None, client: 
     with CaptureQueriesContext(connection) as captured:
         response = client.post(path, data=data, content_type="application/json", headers=headers)
     return QueryCount(response.status_code, [q["sql"] for q in captured.captured_queries])
+
+
+def _post(client: Client, path: str, data: str, authorization: str | None) -> int:
+    headers = {"Authorization": authorization} if authorization else {}
+    return client.post(path, data=data, content_type="application/json", headers=headers).status_code
+
+
+def python_calls_per_request(path: str, body: Any, authorization: str | None, requests: int = 20) -> float:
+    """Python function calls per request (cProfile's count, which is deterministic), after a warm-up."""
+    client, data = Client(HTTP_HOST="127.0.0.1"), json.dumps(body)
+    for _ in range(3):
+        _post(client, path, data, authorization)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(requests):
+        _post(client, path, data, authorization)
+    profiler.disable()
+    return pstats.Stats(profiler).total_calls / requests
+
+
+def _backend_cpu_seconds(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None  # PostgreSQL runs elsewhere (or as another user we cannot see)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def database_cpu_per_request(path: str, body: Any, authorization: str | None, requests: int = 200) -> float | None:
+    """Seconds of CPU the PostgreSQL backend serving this process spends per request (best of three rounds), or
+    None when that backend is not a local process."""
+    if connection.vendor != "postgresql":
+        return None
+    client, data = Client(HTTP_HOST="127.0.0.1"), json.dumps(body)
+    for _ in range(10):  # also lets psycopg prepare the statements it repeats
+        _post(client, path, data, authorization)
+    pid = connection.connection.info.backend_pid
+    rounds = []
+    for _ in range(3):
+        before = _backend_cpu_seconds(pid)
+        for _ in range(requests):
+            _post(client, path, data, authorization)
+        after = _backend_cpu_seconds(pid)
+        if before is None or after is None:
+            return None
+        rounds.append((after - before) / requests)
+    return min(rounds)
 
 
 def _per_call_seconds(check: Any, number: int) -> float:

@@ -28,10 +28,16 @@ def results_table(runs: list[dict[str, Any]]) -> str:
 
 
 def queries_table(queries: dict[str, dict[str, Any]]) -> str:
-    lines = ["| scenario | status | queries (transaction control aside) | statements |", "|---|---:|---:|---|"]
+    lines = [
+        "| scenario | status | SQL queries (transaction control aside) | statements | Python calls | database CPU µs |",
+        "|---|---:|---:|---|---:|---:|",
+    ]
     for name, q in queries.items():
         statements = ", ".join(s.split()[0] for s in q["work"]) or "none"
-        lines.append(f"| {name} | {q['status']} | {len(q['work'])} | {statements} |")
+        cpu = "–" if q.get("database_cpu_us") is None else f"{q['database_cpu_us']:.0f}"
+        lines.append(
+            f"| {name} | {q['status']} | {len(q['work'])} | {statements} | {q.get('python_calls', 0):,.0f} | {cpu} |"
+        )
     return "\n".join(lines)
 
 
@@ -63,8 +69,10 @@ def markdown(result: dict[str, Any], plot_name: str) -> str:
             "",
             f"![throughput and p99 latency against connections](benchmarks/{plot_name})",
             "",
-            "SQL per request, from Django's query log (the second request with the key, so the once-a-minute",
-            "last-used stamp is not counted):",
+            "Per request, measured in-process with the server's settings: SQL from Django's query log (the second",
+            "request with the key, so the once-a-minute last-used stamp is not counted), Python function calls",
+            "(cProfile's count, through Django's test client and the whole middleware stack) and the CPU time of",
+            "the PostgreSQL backend serving it (from /proc, best of three rounds of 200 requests):",
             "",
             queries_table(result["queries"]),
             "",

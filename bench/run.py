@@ -135,13 +135,21 @@ def check_answers(url: str, scenario: Scenario) -> None:
 
 
 def count_queries(all_scenarios: list[Scenario]) -> dict[str, dict[str, Any]]:
-    from bench.measure import queries_of_request
+    """Per scenario, in this process with the server's settings: its SQL, its Python calls, its database CPU."""
+    from bench.measure import database_cpu_per_request, python_calls_per_request, queries_of_request
 
     body = json.loads(BODY_FILE.read_text())
     counted = {}
     for scenario in all_scenarios:
         q = queries_of_request(scenario.path, body, scenario.authorization)
-        counted[scenario.name] = {"status": q.status, "statements": q.statements, "work": q.work}
+        database_cpu = database_cpu_per_request(scenario.path, body, scenario.authorization)
+        counted[scenario.name] = {
+            "status": q.status,
+            "statements": q.statements,
+            "work": q.work,
+            "python_calls": python_calls_per_request(scenario.path, body, scenario.authorization),
+            "database_cpu_us": None if database_cpu is None else database_cpu * 1e6,
+        }
     return counted
 
 

@@ -2,9 +2,10 @@
 production. No timings are asserted here; `make bench` measures them."""
 
 import pytest
+from django.db import connection
 from django.test import override_settings
 
-from bench.measure import key_check_costs, queries_of_request
+from bench.measure import database_cpu_per_request, key_check_costs, python_calls_per_request, queries_of_request
 from conversations.models import Message
 from tests.conftest import CURRENT
 
@@ -50,3 +51,19 @@ def test_the_key_check_micro_benchmark_compares_three_checks():
 
     assert len(costs["seconds_per_check"]) == 3
     assert all(seconds > 0 for seconds in costs["seconds_per_check"].values())
+
+
+def test_the_python_work_of_a_request_is_counted(v2):
+    accepted = python_calls_per_request(CURRENT, {"message": "hi"}, f"Bearer {v2[1]}", requests=2)
+    refused = python_calls_per_request(CURRENT, {"message": "hi"}, "Bearer psk_typo", requests=2)
+
+    assert accepted > refused > 0
+
+
+def test_the_database_cpu_of_a_request_is_read_where_postgresql_is_local(v2):
+    seconds = database_cpu_per_request(CURRENT, {"message": "hi"}, f"Bearer {v2[1]}", requests=2)
+
+    if connection.vendor == "postgresql":
+        assert seconds is not None and seconds >= 0
+    else:
+        assert seconds is None
