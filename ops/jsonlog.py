@@ -5,6 +5,9 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+# Built once: json.dumps with non-default options would build a new encoder for every line.
+_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":"))
+
 
 class JsonFormatter(logging.Formatter):
     """time, level, logger and message, then the record's `fields` (structured extras), the request id of the
@@ -28,4 +31,4 @@ class JsonFormatter(logging.Formatter):
             entry["traceback"] = self.formatException(record.exc_info)
         elif record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(entry, default=str, ensure_ascii=False, separators=(",", ":"))
+        return _ENCODER.encode(entry)

@@ -1,0 +1,80 @@
+"""gunicorn.conf.py: the numbers the platform's environment controls, and the counters' folder kept clean."""
+
+import os
+import runpy
+from pathlib import Path
+
+import pytest
+
+CONF = Path(__file__).resolve().parent.parent / "gunicorn.conf.py"
+SETTINGS = ("PORT", "BIND_HOST", "WEB_CONCURRENCY", "WEB_THREADS", "GUNICORN_TIMEOUT", "ACCESS_LOG")
+
+
+@pytest.fixture
+def load(monkeypatch):
+    """Reads gunicorn.conf.py under a given environment; whatever it writes to os.environ is undone afterwards."""
+    for name in (*SETTINGS, "PROMETHEUS_MULTIPROC_DIR"):
+        monkeypatch.setenv(name, "placeholder")  # remembers the real value (or its absence) for the teardown
+        monkeypatch.delenv(name)
+
+    def load(**env: str) -> dict:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        return runpy.run_path(str(CONF))
+
+    return load
+
+
+def test_the_defaults_suit_a_small_machine_behind_a_router(load):
+    conf = load()
+
+    assert conf["bind"] == "0.0.0.0:8000"
+    assert conf["workers"] == len(os.sched_getaffinity(0)) + 1
+    assert conf["threads"] == 4
+    assert conf["worker_class"] == "gthread"
+    assert (conf["timeout"], conf["graceful_timeout"]) == (30, 25)  # both under the platform's 30 s SIGKILL
+    assert conf["accesslog"] == "-"
+    assert conf["control_socket_disable"] is True
+    conf["on_exit"](None)
+
+
+def test_the_platform_sets_port_and_concurrency(load):
+    conf = load(PORT="5123", BIND_HOST="127.0.0.1", WEB_CONCURRENCY="7", WEB_THREADS="2", GUNICORN_TIMEOUT="20")
+
+    assert conf["bind"] == "127.0.0.1:5123"
+    assert (conf["workers"], conf["threads"], conf["timeout"]) == (7, 2, 20)
+    conf["on_exit"](None)
+
+
+def test_the_access_log_names_no_header_query_string_or_user(load):
+    conf = load()
+    log_format = conf["access_log_format"]
+
+    assert "}i)s" not in log_format  # no request header of any kind, so never Authorization
+    for atom in ("%(r)s", "%(q)s", "%(u)s"):  # request line with query string, query string, Basic-auth user
+        assert atom not in log_format
+    assert "%({x-request-id}o)s" in log_format
+    assert load(ACCESS_LOG="off")["accesslog"] is None
+    conf["on_exit"](None)
+
+
+def test_each_server_gets_its_own_counters_folder_and_removes_it(load):
+    conf = load()
+    folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    assert folder.is_dir()
+    assert folder.name.startswith("gunicorn-metrics-")
+
+    conf["on_exit"](None)
+
+    assert not folder.exists()
+
+
+def test_an_operators_counters_folder_is_emptied_at_start_and_kept(load, tmp_path):
+    (tmp_path / "counter_4242.db").write_bytes(b"from the last run")
+    (tmp_path / "notes.txt").write_text("not ours")
+    conf = load(PROMETHEUS_MULTIPROC_DIR=str(tmp_path))
+
+    conf["on_starting"](None)
+    conf["on_exit"](None)
+
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
