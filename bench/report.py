@@ -62,7 +62,7 @@ def markdown(result: dict[str, Any], plot_name: str) -> str:
             f"- Versions: {versions}.",
             f"- Command: `{result['command']}`",
             f"- Server: `{' '.join(result['server']['command'])}` ({result['server']['workers']} workers, "
-            f"{result['server']['threads_per_worker']} threads each).",
+            f"{result["server"]["threads_per_worker"]} OS threads each).",
             f"- Peak RSS per worker: {', '.join(f'{v:.0f}' for v in rss)} MiB (max {max(rss, default=0):.0f} MiB).",
             "",
             results_table(result["runs"]),

@@ -6,6 +6,7 @@ Every load run is bounded in time (--seconds per cell) and stops by itself. Resu
 
 import argparse
 import json
+import logging
 import os
 import platform
 import secrets
@@ -35,6 +36,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated scenario names to run (default: all)")
     parser.add_argument("--gunicorn-arg", action="append", default=[], help="extra gunicorn argument (repeatable)")
     parser.add_argument("--no-docs", action="store_true", help="print results only; leave docs/ alone")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     parser.add_argument(
         "--profile",
         metavar="SCENARIO",
@@ -93,6 +95,10 @@ def prepare_data() -> dict[str, str]:
     from keys.models import Generation
     from keys.services import create_key
 
+    # This process serves requests too (to count their SQL and work); its log lines would bury the results.
+    for handler in logging.getLogger().handlers + logging.getLogger("api.access").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(open(os.devnull, "w"))  # noqa: SIM115 (for the life of the process)
     call_command("migrate", verbosity=0)
     cache.clear()  # our own Redis database only: rate-limit counters from an earlier run
     user = User.objects.create_user("bench@example.com", "bench@example.com")
@@ -251,6 +257,8 @@ def main() -> None:
 
     print(report.queries_table(queries))
     print(report.results_table(runs))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     if args.no_docs:
         return
     (DOCS / "benchmarks").mkdir(parents=True, exist_ok=True)
