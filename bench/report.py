@@ -55,14 +55,15 @@ def markdown(result: dict[str, Any], plot_name: str) -> str:
     return "\n".join(
         [
             BEGIN,
-            f"Run at {result['started_at']} UTC, {result['seconds_per_run']} s per cell, one wrk thread.",
+            f"Run at {result['started_at']} UTC, {result['seconds_per_run']} s per run, one wrk thread; "
+            f"each cell is the median-throughput run of {result.get('rounds', 1)} interleaved round(s).",
             "",
             f"- Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']:.1f} GiB memory. "
             f"Load average before / after: {m['load_before']} / {m['load_after']}.",
             f"- Versions: {versions}.",
             f"- Command: `{result['command']}`",
             f"- Server: `{' '.join(result['server']['command'])}` ({result['server']['workers']} workers, "
-            f"{result["server"]["threads_per_worker"]} OS threads each).",
+            f"{result['server']['threads_per_worker']} OS threads each).",
             f"- Peak RSS per worker: {', '.join(f'{v:.0f}' for v in rss)} MiB (max {max(rss, default=0):.0f} MiB).",
             "",
             results_table(result["runs"]),
