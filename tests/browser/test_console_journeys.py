@@ -156,7 +156,9 @@ def test_at_phone_width_with_the_keyboard_only(browser, live_server):
     keys = page.keyboard
 
     page.goto("/signup/")
-    # The email field has the focus; every other field is one Tab further, and Enter sends the form.
+    # The email field has the focus (autofocus, applied once the page is ready: wait for it, or the first
+    # keystrokes go nowhere); every other field is one Tab further, and Enter sends the form.
+    page.wait_for_function("document.activeElement && document.activeElement.name === 'email'")
     keys.type("hopper@example.com")
     for name, text in (("password1", PASSWORD), ("password2", PASSWORD), ("phone_number", "+1 415 555 1234")):
         keys.press("Tab")
@@ -179,6 +181,7 @@ def test_at_phone_width_with_the_keyboard_only(browser, live_server):
     assert page.evaluate("document.activeElement.textContent.trim()") == "Add API Key"
     keys.press("Enter")
     page.wait_for_url(re.compile(r"/keys/new/$"))
+    page.wait_for_function("document.activeElement && document.activeElement.name === 'name'")
     keys.type("phone shortcut")  # the name field has the focus
     keys.press("Enter")
     page.get_by_text("It will not be shown again").wait_for()
