@@ -17,7 +17,7 @@ from ingestion.exceptions import (
     Unauthorized,
     WrongKeyGeneration,
 )
-from keys import tokens
+from keys import lookup, tokens
 from keys.models import ApiKey, Generation
 
 CURRENT_PATH = "/api/v1/inbound/api-message"
@@ -49,9 +49,9 @@ def bearer_token(header: str | None) -> str:
 class ApiKeyAuthentication(BaseAuthentication):
     # The generation the endpoint accepts; None accepts either (the receipts endpoint).
     generation: ClassVar[Generation | None] = None
-    # What the endpoint needs next, brought by the key's own query: the owner's thread, where the message goes.
-    # Each table joined here costs SQL to compile and rows to build on every request, so only what is used.
-    related: ClassVar[tuple[str, ...]] = ("owner__conversation",)
+    # The key's own query always brings the owner's thread (where the message goes); the profile only where the
+    # reply needs it: each table joined costs rows to build on every request.
+    with_profile: ClassVar[bool] = False
 
     def authenticate(self, request: Request) -> tuple[User, ApiKey]:
         # An address that failed too often is refused before its key costs a query (DESIGN.md "Limits").
@@ -68,10 +68,9 @@ class ApiKeyAuthentication(BaseAuthentication):
             raise InvalidApiKey()
         if self.generation is not None and presented.generation != self.generation:
             raise WrongKeyGeneration(_WRONG_GENERATION[(presented.generation, self.generation)])
-        try:
-            key = ApiKey.objects.select_related(*self.related).get(digest=presented.digest)
-        except ApiKey.DoesNotExist:
-            raise InvalidApiKey() from None
+        key = lookup.key_with_owner(presented.digest, with_profile=self.with_profile)
+        if key is None:
+            raise InvalidApiKey()
         if key.is_revoked:
             raise RevokedApiKey()
         return key.owner, key
@@ -86,7 +85,7 @@ class V2KeyAuthentication(ApiKeyAuthentication):
 
 class V1KeyAuthentication(ApiKeyAuthentication):
     generation = Generation.V1
-    related = ("owner__conversation", "owner__profile")  # the legacy reply carries the phone number and channel
+    with_profile = True  # the legacy reply carries the phone number and channel
 
 
 class AnyKeyAuthentication(ApiKeyAuthentication):

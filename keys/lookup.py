@@ -1,0 +1,122 @@
+"""The key lookup of every API request: one indexed query that also brings the key's owner and their thread (and,
+for the legacy endpoint, their profile), with its SQL written once per process.
+
+Through the ORM (``select_related(...).get(digest=...)``) Django compiles the same joined SELECT again on every
+request: some 1,500 Python calls, a fifth of an accepted request's Python work (docs/benchmarks.md). The statement
+depends only on the models, so it is built once from their metadata; the rows become model instances through
+``Model.from_db`` with the same value converters the ORM applies, and are linked the way ``select_related`` links
+them, so callers see exactly what the ORM query gave them.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Field, Model
+
+from accounts.models import Profile
+from conversations.models import Conversation
+from keys.models import ApiKey
+
+Converter = Callable[[Any, Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One model's columns in the joined row."""
+
+    model: type[Model]
+    names: list[str]  # attribute names, in column order
+    converters: list[tuple[int, list[Converter], Any]]  # (column, converters, expression) where any apply
+
+    def load(self, values: Sequence[Any], connection: Any) -> Model | None:
+        values = list(values)
+        if values[0] is None:  # an outer join found no row
+            return None
+        for index, converters, expression in self.converters:
+            for convert in converters:
+                values[index] = convert(values[index], expression, connection)
+        return self.model.from_db(DEFAULT_DB_ALIAS, self.names, values)
+
+
+def _part(model: type[Model], alias: str, connection: Any) -> tuple[_Part, str]:
+    fields: list[Field[Any, Any]] = [f for f in model._meta.concrete_fields]  # primary key first
+    converters = []
+    for index, field in enumerate(fields):
+        column = field.get_col(alias)
+        found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if found:
+            converters.append((index, found, column))
+    quote = connection.ops.quote_name
+    select = ", ".join(f"{alias}.{quote(field.column)}" for field in fields)
+    return _Part(model, [field.attname for field in fields], converters), select
+
+
+@cache
+def _statement(with_profile: bool) -> tuple[str, list[_Part]]:
+    connection = connections[DEFAULT_DB_ALIAS]
+    quote = connection.ops.quote_name
+    user_model = get_user_model()
+    user_id = f"u.{quote(_column(user_model, user_model._meta.pk.name))}"
+
+    def users_row(model: type[Model], alias: str) -> str:
+        own_user_id = f"{alias}.{quote(_column(model, 'user'))}"
+        return f"LEFT OUTER JOIN {quote(model._meta.db_table)} {alias} ON {own_user_id} = {user_id}"
+
+    joined: list[tuple[type[Model], str, str]] = [  # (model, alias, its part of the FROM clause)
+        (ApiKey, "k", f"{quote(ApiKey._meta.db_table)} k"),
+        (
+            user_model,
+            "u",
+            f"INNER JOIN {quote(user_model._meta.db_table)} u ON {user_id} = k.{quote(_column(ApiKey, 'owner'))}",
+        ),
+        (Conversation, "c", users_row(Conversation, "c")),
+    ]
+    if with_profile:
+        joined.append((Profile, "p", users_row(Profile, "p")))
+    parts, selects = zip(*(_part(model, alias, connection) for model, alias, _ in joined), strict=True)
+    # Table and column names come from the models' metadata; the digest is the statement's only parameter.
+    sql = (
+        f"SELECT {', '.join(selects)} FROM {' '.join(source for _, _, source in joined)} "  # noqa: S608
+        f"WHERE k.{quote(_column(ApiKey, 'digest'))} = %s"
+    )
+    return sql, list(parts)
+
+
+def _column(model: type[Model], name: str) -> str:
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.column
+    return field.column
+
+
+def key_with_owner(digest: str, *, with_profile: bool = False) -> ApiKey | None:
+    """The key with this digest, revoked or not, its owner and their conversation (and profile) loaded; or None."""
+    sql, parts = _statement(with_profile)
+    connection = connections[DEFAULT_DB_ALIAS]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [digest])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    instances, start = [], 0
+    for part in parts:
+        instances.append(part.load(row[start : start + len(part.names)], connection))
+        start += len(part.names)
+    key, owner, thread = instances[0], instances[1], instances[2]
+    assert isinstance(key, ApiKey) and owner is not None
+    ApiKey._meta.get_field("owner").set_cached_value(key, owner)
+    _link_one_to_one(Conversation, owner, thread)
+    if with_profile:
+        _link_one_to_one(Profile, owner, instances[3])
+    return key
+
+
+def _link_one_to_one(model: type[Model], owner: Model, related: Model | None) -> None:
+    """Cache both directions of a user's one-to-one row, as select_related does (None: accessing it raises)."""
+    field = model._meta.get_field("user")
+    field.remote_field.set_cached_value(owner, related)  # type: ignore[union-attr]
+    if related is not None:
+        field.set_cached_value(related, owner)  # type: ignore[union-attr]
