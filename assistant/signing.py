@@ -61,7 +61,8 @@ def verify(key: bytes, headers: Mapping[str, str], body: bytes, now: int, tolera
         raise SignatureError("Sign the request with the webhook-id, webhook-timestamp and webhook-signature headers.")
     if len(webhook_id) > 255:
         raise SignatureError("The webhook-id header is longer than 255 characters.")
-    if not raw_timestamp.isascii() or not raw_timestamp.isdigit():
+    # Unix seconds have 10 digits; a longer run of digits is no timestamp (and past 4300, int() refuses it).
+    if not raw_timestamp.isascii() or not raw_timestamp.isdigit() or len(raw_timestamp) > 15:
         raise SignatureError("The webhook-timestamp header must be Unix seconds.")
     timestamp = int(raw_timestamp)
     if abs(now - timestamp) > tolerance:
