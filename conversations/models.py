@@ -1,3 +1,4 @@
+import re
 import secrets
 import string
 
@@ -8,11 +9,18 @@ from django.utils import timezone
 _ID_ALPHABET = string.digits + string.ascii_uppercase + string.ascii_lowercase
 MESSAGE_ID_PREFIX = "msg_"
 MESSAGE_ID_LENGTH = len(MESSAGE_ID_PREFIX) + 24
+_MESSAGE_ID = re.compile(r"msg_[0-9A-Za-z]{24}")
 
 
 def new_message_id() -> str:
     """A public id such as msg_4fT9…: random (143 bits), so ids reveal neither counts nor other users' messages."""
     return MESSAGE_ID_PREFIX + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
+
+
+def is_message_id(value: str) -> bool:
+    """Whether a caller's value has the shape of a public id. Check it before it reaches a query: anything else
+    cannot match, and a NUL character in a query is an error (a 500) on PostgreSQL."""
+    return _MESSAGE_ID.fullmatch(value) is not None
 
 
 class Conversation(models.Model):

@@ -10,7 +10,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from conversations.forms import ConsoleMessageForm
-from conversations.models import Conversation, Endpoint, Message
+from conversations.models import Conversation, Endpoint, Message, is_message_id
 from conversations.services import conversation_of, record_user_message
 
 PAGE_SIZE = 100
@@ -75,9 +75,12 @@ def updates(request: HttpRequest) -> JsonResponse:
     after = request.GET.get("after", "")
     messages = _messages_of(conversation)
     # Only a message of the user's own thread can anchor the window; anything else reads as "from the start".
-    anchor = conversation.messages.filter(public_id=after).values_list("created_at", flat=True).first()
-    if anchor is not None:
-        messages = messages.filter(created_at__gte=anchor - POLL_LOOKBACK)
+    if is_message_id(after):
+        anchor = conversation.messages.filter(public_id=after).values_list("created_at", flat=True).first()
+        if anchor is not None:
+            messages = messages.filter(created_at__gte=anchor - POLL_LOOKBACK)
+    else:
+        after = ""  # not echoed back as the cursor either
     newest = list(reversed(messages.reverse()[:PAGE_SIZE]))
     return JsonResponse(
         {

@@ -3,12 +3,9 @@
 Not the delivery's last error: it describes our side and the assistant runtime, which is for staff.
 """
 
-import re
 from typing import Any
 
 from conversations.models import Delivery, DeliveryStatus, Message
-
-MESSAGE_ID = re.compile(r"^msg_[0-9A-Za-z]{24}$")
 
 
 def _summary(delivery: Delivery) -> str:

@@ -9,14 +9,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.models import Endpoint, Message, Role
+from conversations.models import Endpoint, Message, Role, is_message_id
 from conversations.services import record_user_message
 from ingestion import body as body_rules
 from ingestion import openapi
 from ingestion.authentication import CURRENT_PATH, AnyKeyAuthentication, V1KeyAuthentication, V2KeyAuthentication
 from ingestion.exceptions import InvalidJson, LengthRequired, MessageNotFound, NotFound
 from ingestion.idempotency import idempotent
-from ingestion.receipts import MESSAGE_ID, receipt
+from ingestion.receipts import receipt
 from keys.models import ApiKey
 
 SENT = "Message sent successfully"
@@ -103,7 +103,7 @@ class MessageReceiptView(APIView):
     def get(self, request: Request, message_id: str) -> Response:
         key = request.auth
         assert isinstance(key, ApiKey)
-        if not MESSAGE_ID.match(message_id):
+        if not is_message_id(message_id):
             raise MessageNotFound()
         message = (
             Message.objects.select_related("delivery__reply")

@@ -128,6 +128,16 @@ def test_updates_from_an_unknown_cursor_start_from_the_beginning(signed_in, user
     assert [item["id"] for item in updates["messages"]] == [message.public_id]
 
 
+@pytest.mark.parametrize("cursor", ["%00", "msg_%00" + "a" * 20, "x" * 5000])
+def test_updates_from_a_malformed_cursor_start_from_the_beginning(signed_in, user, cursor):
+    # A NUL in a query reaches PostgreSQL as an error (a 500) unless the cursor is checked first.
+    message = record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="first")
+    response = signed_in.get(f"/conversation/updates/?after={cursor}")
+    assert response.status_code == 200
+    assert response.json() == {"messages": [response.json()["messages"][0]], "cursor": message.public_id}
+    assert response.json()["messages"][0]["id"] == message.public_id
+
+
 def test_updates_need_a_login(client):
     assert client.get("/conversation/updates/?after=0").status_code == 302
 
