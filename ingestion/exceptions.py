@@ -158,10 +158,18 @@ class ServiceUnavailable(ApiError):
     default_detail = "The service is briefly unavailable and nothing was recorded. Retry in a few seconds."
 
 
-def _from_drf(exc: exceptions.APIException) -> tuple[str, str]:
+def _what_to_send(view: Any) -> str:
+    """The fix for a 405, from the methods the view takes (the receipts endpoint reads; the others take a POST)."""
+    methods = [method for method in getattr(view, "allowed_methods", ["POST"]) if method not in ("HEAD", "OPTIONS")]
+    if "POST" in methods:
+        return "Send a POST with a JSON body."
+    return f"Send a {' or '.join(methods)}."
+
+
+def _from_drf(exc: exceptions.APIException, view: Any) -> tuple[str, str]:
     """Our code and message for the exceptions DRF raises itself."""
     if isinstance(exc, exceptions.MethodNotAllowed):
-        return "method_not_allowed", f"{exc.detail} Send a POST with a JSON body."
+        return "method_not_allowed", f"{exc.detail} {_what_to_send(view)}"
     if isinstance(exc, exceptions.UnsupportedMediaType):
         return "unsupported_media_type", (
             f"{exc.detail} Send the body as JSON with the header 'Content-Type: application/json'."
@@ -204,7 +212,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, ApiError):
         code, message = exc.default_code, str(exc.detail)
     else:
-        code, message = _from_drf(exc)
+        code, message = _from_drf(exc, context.get("view"))
     headers: dict[str, str] = {}
     wait = getattr(exc, "wait", None)
     if wait is not None:

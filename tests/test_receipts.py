@@ -132,6 +132,9 @@ def test_it_only_reads(client, v2):
     message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
     response = post(client, RECEIPTS + message_id, v2[1], {"message": "x"})
     assert (response.status_code, response.json()["code"]) == (405, "method_not_allowed")
+    # The text names what the endpoint takes, not the message endpoints' POST.
+    assert "Send a GET" in response.json()["message"]
+    assert "POST with a JSON body" not in response.json()["message"]
 
 
 def test_a_receipt_costs_two_queries(client, v2, django_assert_num_queries):
