@@ -24,6 +24,7 @@ from ingestion.exceptions import (
     TimestampOutOfTolerance,
     UnsupportedMediaType,
 )
+from ingestion.negotiation import JsonOnly
 from ingestion.parsers import StrictJSONParser
 
 _EXAMPLE = 'for example {"message_id": "msg_…", "reply": "Done: reminder set for 5pm."}'
@@ -32,6 +33,7 @@ _EXAMPLE = 'for example {"message_id": "msg_…", "reply": "Done: reminder set f
 class AssistantReplyView(APIView):
     authentication_classes: list[Any] = []  # the signature is the authentication, checked before the body is read
     http_method_names = ["post", "options"]
+    content_negotiation_class = JsonOnly
 
     def post(self, request: Request) -> Response:
         if not settings.ASSISTANT_WEBHOOK_KEY:

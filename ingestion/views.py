@@ -16,6 +16,7 @@ from ingestion import openapi
 from ingestion.authentication import CURRENT_PATH, AnyKeyAuthentication, V1KeyAuthentication, V2KeyAuthentication
 from ingestion.exceptions import InvalidJson, LengthRequired, MessageNotFound, NotFound
 from ingestion.idempotency import idempotent
+from ingestion.negotiation import JsonOnly
 from ingestion.receipts import receipt
 from keys.models import ApiKey
 
@@ -26,6 +27,7 @@ class _MessageView(APIView):
     """POST a JSON body with a Bearer key; the message is recorded in the key owner's thread."""
 
     http_method_names = ["post", "options"]
+    content_negotiation_class = JsonOnly
     endpoint: Endpoint
     text_of: Callable[[Any], str]
 
@@ -98,6 +100,7 @@ class MessageReceiptView(APIView):
 
     authentication_classes = [AnyKeyAuthentication]
     http_method_names = ["get", "head", "options"]
+    content_negotiation_class = JsonOnly
 
     @openapi.receipt_endpoint
     def get(self, request: Request, message_id: str) -> Response:

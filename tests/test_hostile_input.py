@@ -144,3 +144,26 @@ def test_the_query_string_is_ignored(client, v2):
     )  # fmt: skip
     assert response.status_code == 200
     assert Message.objects.get().context == {"message": "from the body"}
+
+
+@pytest.mark.parametrize(
+    ("accept", "query"),
+    [("text/html", ""), ("application/xml", ""), ("text/plain;q=1, application/json;q=0", ""), ("", "?format=xml")],
+)
+def test_the_answer_is_json_whatever_the_client_accepts(client, v2, accept, query):
+    # A browser extension or a monitoring hook may send its own Accept; the API speaks JSON only, so it answers
+    # JSON rather than 406 (or, for ?format=, a 404 that says the endpoint does not exist).
+    response = client.post(
+        CURRENT + query, data={"message": "hi"}, content_type="application/json",
+        headers={"Authorization": f"Bearer {v2[1]}", "Accept": accept},
+    )  # fmt: skip
+    assert response.status_code == 200, response.content[:200]
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["id"] == Message.objects.get().public_id
+
+
+def test_a_receipt_is_json_whatever_the_client_accepts(client, v2):
+    message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
+    headers = {"Authorization": f"Bearer {v2[1]}", "Accept": "text/html"}
+    response = client.get(f"/api/v1/inbound/messages/{message_id}?format=xml", headers=headers)
+    assert (response.status_code, response.json()["id"]) == (200, message_id)
