@@ -59,6 +59,8 @@ def test_createapikey_reuses_the_user_and_sets_contact_details():
         ["--email", "a@example.com", "--name", "  "],
         ["--email", "a@example.com", "--name", "x", "--phone", "0791 112 3456"],
         ["--email", "a@example.com", "--name", "x", "--phone", "+1 415 555 1234"],
+        ["--email", "a@example.com", "--name", "x" * 101],  # over the column (on PostgreSQL a DataError)
+        ["--email", "a@example.com", "--name", "a\x00b"],  # a NUL (PostgreSQL cannot store it)
     ],
 )
 def test_createapikey_refuses_bad_input_and_creates_nothing(args):

@@ -7,6 +7,7 @@ from django.db import transaction
 
 from accounts.models import Channel
 from accounts.services import get_or_create_user, update_contact
+from keys.forms import NewKeyForm
 from keys.models import Generation
 from keys.services import create_key
 
@@ -30,8 +31,11 @@ class Command(BaseCommand):
             validate_email(email)
         except ValidationError:
             raise CommandError(f"{email!r} is not a valid email address.") from None
-        if not options["name"].strip():
-            raise CommandError("--name must not be blank.")
+        try:
+            # The console's own rules for a name: not blank, no NUL, no longer than the column.
+            name = NewKeyForm.base_fields["name"].clean(options["name"])
+        except ValidationError as error:
+            raise CommandError(f"--name: {' '.join(error.messages)}") from None
         with transaction.atomic():
             user, created = get_or_create_user(email)
             if options["phone"] is not None or options["channel"] is not None:
@@ -39,7 +43,7 @@ class Command(BaseCommand):
                     update_contact(user, phone_number=options["phone"], channel=options["channel"])
                 except ValidationError as error:
                     raise CommandError("; ".join(error.messages)) from None
-            key, plaintext = create_key(user, options["name"], Generation(options["generation"]))
+            key, plaintext = create_key(user, name, Generation(options["generation"]))
         self.stdout.write(f"{'Created' if created else 'Found'} user {email}.")
         self.stdout.write(
             f"Created {key.generation.upper()} key {key.name!r} ({key.hint}). Store it now; it is not shown again:"
