@@ -1,19 +1,18 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from accounts.views import landing
 from config import errors
-from ingestion.views import api_not_found
+from ingestion.views import DocsView, SchemaView, api_not_found
 
 urlpatterns = [
     path("", include("ingestion.urls")),
     path("", include("assistant.urls")),
     path("admin/", admin.site.urls),
     # The OpenAPI document, and a docs page that renders it with assets served from here (no CDN).
-    path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
+    path("api/schema/", SchemaView.as_view(), name="openapi-schema"),
     # The split view serves its script from a URL, not inline, for the Content Security Policy.
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="openapi-schema"), name="api-docs"),
+    path("api/docs/", DocsView.as_view(url_name="openapi-schema"), name="api-docs"),
     # The web console: server-rendered pages, session-authenticated, CSRF on every POST.
     path("", landing, name="landing"),
     path("", include("accounts.urls")),

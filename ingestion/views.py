@@ -5,6 +5,8 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.utils.http import http_date
 from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -124,6 +126,23 @@ def add_deprecation_headers(request: Request, response: Response) -> None:
     response["Link"] = f'<{request.build_absolute_uri(CURRENT_PATH)}>; rel="successor-version"'
     if settings.LEGACY_SUNSET_AT:
         response["Sunset"] = http_date(settings.LEGACY_SUNSET_AT)
+
+
+class _JsonErrors(APIView):
+    """Errors as JSON, like the rest of /api/, where the view's own renderer is YAML or an HTML page."""
+
+    def handle_exception(self, exc: Exception) -> Response:
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
+
+class SchemaView(_JsonErrors, SpectacularAPIView):
+    """GET /api/schema/: the OpenAPI document."""
+
+
+class DocsView(_JsonErrors, SpectacularSwaggerSplitView):
+    """GET /api/docs/: Swagger UI for the document."""
 
 
 @csrf_exempt

@@ -88,6 +88,22 @@ def test_the_docs_page_loads_its_assets_from_here_not_a_cdn(client, db):
     assert not re.search(r"https?://(?!127\.0\.0\.1|localhost)", html)
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("post", "/api/docs/", 405),
+        ("delete", "/api/schema/", 405),
+        ("get", "/api/schema/?format=xml", 404),
+    ],
+)
+def test_the_schema_and_docs_answer_errors_in_json_like_the_rest_of_the_api(client, db, method, path, status):
+    # Not the docs page's HTML nor the schema's YAML: every error under /api/ is JSON of one shape.
+    response = getattr(client, method)(path)
+    assert response.status_code == status
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["success"] is False
+
+
 @pytest.mark.django_db(transaction=True)
 def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, settings):
     settings.INGEST_RATE_LIMIT = "1000000/m"  # thousands of generated requests come from one key and one address
