@@ -166,6 +166,10 @@ def _what_to_send(view: Any) -> str:
     return f"Send a {' or '.join(methods)}."
 
 
+def _media_types(view: Any) -> str:
+    return " or ".join(renderer.media_type for renderer in getattr(view, "renderer_classes", []))
+
+
 def _from_drf(exc: exceptions.APIException, view: Any) -> tuple[str, str]:
     """Our code and message for the exceptions DRF raises itself."""
     if isinstance(exc, exceptions.MethodNotAllowed):
@@ -174,6 +178,8 @@ def _from_drf(exc: exceptions.APIException, view: Any) -> tuple[str, str]:
         return "unsupported_media_type", (
             f"{exc.detail} Send the body as JSON with the header 'Content-Type: application/json'."
         )
+    if isinstance(exc, exceptions.NotAcceptable):  # only the schema and docs views negotiate (YAML, JSON, HTML)
+        return "not_acceptable", f"{exc.detail} Send no Accept header, or one that allows {_media_types(view)}."
     if isinstance(exc, exceptions.ParseError):
         return "invalid_json", str(exc.detail)
     if isinstance(exc, exceptions.Throttled):

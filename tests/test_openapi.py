@@ -89,19 +89,23 @@ def test_the_docs_page_loads_its_assets_from_here_not_a_cdn(client, db):
 
 
 @pytest.mark.parametrize(
-    ("method", "path", "status"),
+    ("method", "path", "accept", "status", "code"),
     [
-        ("post", "/api/docs/", 405),
-        ("delete", "/api/schema/", 405),
-        ("get", "/api/schema/?format=xml", 404),
+        ("post", "/api/docs/", "", 405, "method_not_allowed"),
+        ("delete", "/api/schema/", "", 405, "method_not_allowed"),
+        ("get", "/api/schema/?format=xml", "", 404, "not_found"),
+        ("get", "/api/schema/", "text/html", 406, "not_acceptable"),
+        ("get", "/api/docs/", "application/json", 406, "not_acceptable"),
     ],
 )
-def test_the_schema_and_docs_answer_errors_in_json_like_the_rest_of_the_api(client, db, method, path, status):
+def test_the_schema_and_docs_answer_errors_in_json_like_the_rest_of_the_api(
+    client, db, method, path, accept, status, code
+):
     # Not the docs page's HTML nor the schema's YAML: every error under /api/ is JSON of one shape.
-    response = getattr(client, method)(path)
+    response = getattr(client, method)(path, headers={"Accept": accept} if accept else {})
     assert response.status_code == status
     assert response["Content-Type"] == "application/json"
-    assert response.json()["success"] is False
+    assert (response.json()["success"], response.json()["code"]) == (False, code)
 
 
 @pytest.mark.django_db(transaction=True)
