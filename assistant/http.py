@@ -33,11 +33,12 @@ _opener = urllib.request.build_opener(_RefuseRedirects)
 
 
 def post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Response:
-    """POST a JSON body; return any HTTP answer, raise TransientFailure when there is none."""
-    request = urllib.request.Request(  # noqa: S310  (the URL is operator configuration, checked to be http(s))
-        url, data=body, method="POST", headers={"Content-Type": "application/json", **headers}
-    )
+    """POST a JSON body; return any HTTP answer, raise TransientFailure when there is none (PermanentFailure when
+    the request cannot even be built)."""
     try:
+        request = urllib.request.Request(  # noqa: S310  (the URL is operator configuration, checked to be http(s))
+            url, data=body, method="POST", headers={"Content-Type": "application/json", **headers}
+        )
         with _opener.open(request, timeout=timeout) as answer:
             return Response(answer.status, answer.read(MAX_RESPONSE_BYTES), answer.headers)
     except urllib.error.HTTPError as error:
@@ -51,6 +52,11 @@ def post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) ->
         raise TransientFailure(f"Could not connect: {error.reason}.") from None
     except (http.client.HTTPException, ConnectionError) as error:
         raise TransientFailure(f"The connection failed: {type(error).__name__}.") from None
+    except ValueError:
+        # urllib and http.client quote the URL or the header value they refuse, and a header holds the API key.
+        raise PermanentFailure(
+            "The request could not be built: check the backend's URL and that its API key has no line breaks."
+        ) from None
 
 
 # Statuses that say "not now" rather than "never": worth another attempt after a while.

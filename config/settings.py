@@ -263,7 +263,7 @@ except ValueError as error:
 ASSISTANT_CALLBACK_TOLERANCE_SECONDS = env_int("ASSISTANT_CALLBACK_TOLERANCE_SECONDS", 300)
 
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
-OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY").strip()  # a key pasted with its line break would be refused
 OPENAI_MODEL = env_str("OPENAI_MODEL", "gpt-4o-mini")
 ASSISTANT_SYSTEM_PROMPT = env_str(
     "ASSISTANT_SYSTEM_PROMPT",

@@ -131,3 +131,23 @@ def test_a_malformed_completion_fails_the_delivery(send, llm, v2, body):
     assert delivery().status == DeliveryStatus.FAILED
     assert delivery().reply is None
     assert "chat-completions API" in delivery().last_error
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        ("OPENAI_API_KEY", API_KEY + "\r\nX-Injected: 1"),  # http.client refuses it, quoting the header's value
+        ("OPENAI_BASE_URL", f"example.com/v1?key={API_KEY}"),  # no scheme: urllib refuses it, quoting the URL
+    ],
+)
+def test_a_request_that_cannot_be_built_fails_without_the_key_in_the_log_or_the_delivery(
+    send, llm, v2, settings, caplog, setting
+):
+    name, value = setting
+    setattr(settings, name, value)
+    send(v2[1], {"message": "hi"})
+
+    assert delivery().status == DeliveryStatus.FAILED
+    assert API_KEY not in delivery().last_error
+    assert API_KEY not in caplog.text
+    assert not llm.received
