@@ -59,6 +59,12 @@ def post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) ->
         ) from None
 
 
+def printable(text: str, limit: int = 200) -> str:
+    """A remote server's text, for staff: control characters as spaces (a NUL cannot be stored in PostgreSQL, and
+    escape codes do not belong in the admin), white space folded, short."""
+    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())[:limit]
+
+
 # Statuses that say "not now" rather than "never": worth another attempt after a while.
 _RETRYABLE = {408, 425, 429}
 

@@ -1,6 +1,7 @@
 """What an assistant backend can answer: a reply now, an acceptance (the reply comes later), or a failure."""
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +17,18 @@ class Accepted:
 
 
 Outcome = Reply | Accepted
+
+
+def storable_reply(value: Any) -> str | None:
+    """The text of a backend's reply if the thread can take it: a non-blank string with no NUL (PostgreSQL refuses
+    it) and no lone surrogate (it has no UTF-8); else None."""
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return value
 
 
 class DeliveryFailure(Exception):

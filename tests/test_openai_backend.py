@@ -122,6 +122,8 @@ def test_the_ollama_error_shape_is_shown_to_staff(send, llm, v2):
         completion(""),
         completion(["a"]),
         {"choices": [{"message": "text"}]},
+        completion("a\u0000b"),
+        completion("\ud800 hi"),
     ],
 )
 def test_a_malformed_completion_fails_the_delivery(send, llm, v2, body):
@@ -151,3 +153,12 @@ def test_a_request_that_cannot_be_built_fails_without_the_key_in_the_log_or_the_
     assert API_KEY not in delivery().last_error
     assert API_KEY not in caplog.text
     assert not llm.received
+
+
+def test_an_error_text_with_control_characters_is_kept_printable(send, llm, v2):
+    # PostgreSQL cannot store a NUL: left in, it made recording the failure itself fail, and the delivery hung.
+    llm.answer(400, {"error": {"message": "bad\u0000request\u001b[31m here"}})
+    send(v2[1], {"message": "hi"})
+
+    assert delivery().status == DeliveryStatus.FAILED
+    assert delivery().last_error.endswith("HTTP 400: bad request [31m here")

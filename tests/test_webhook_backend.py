@@ -194,7 +194,16 @@ def test_a_redirect_is_not_followed(send, runtime, v2):
 
 @pytest.mark.parametrize(
     "body",
-    [b"<html>ok</html>", b"[1, 2]", b'{"reply": 5}', b'{"reply": "   "}', b'{"reply": ["a"]}', b"\xff\xfe"],
+    [
+        b"<html>ok</html>",
+        b"[1, 2]",
+        b'{"reply": 5}',
+        b'{"reply": "   "}',
+        b'{"reply": ["a"]}',
+        b"\xff\xfe",
+        b'{"reply": "a\\u0000b"}',  # a NUL, which PostgreSQL cannot store
+        b'{"reply": "\\ud800 hi"}',  # a lone surrogate, which no database can store as UTF-8
+    ],
 )
 def test_a_malformed_reply_fails_without_retrying(send, runtime, v2, body):
     runtime.answer(200, body)

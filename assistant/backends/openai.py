@@ -11,7 +11,7 @@ from django.conf import settings
 
 from assistant import http
 from assistant.conversation import AssistantRequest, ThreadEntry
-from assistant.outcomes import PermanentFailure, Reply
+from assistant.outcomes import PermanentFailure, Reply, storable_reply
 
 SERVICE = "The chat-completions API"
 
@@ -52,9 +52,10 @@ def _reply_text(body: bytes) -> str:
         content = answer["choices"][0]["message"]["content"]
     except (ValueError, UnicodeDecodeError, KeyError, IndexError, TypeError):
         raise PermanentFailure(f"{SERVICE} answered without choices[0].message.content.") from None
-    if not isinstance(content, str) or not content.strip() or "\x00" in content:
+    text = storable_reply(content)
+    if text is None:
         raise PermanentFailure(f"{SERVICE} answered with an empty or non-text message content.")
-    return content
+    return text
 
 
 def _error_detail(body: bytes) -> str:
@@ -69,4 +70,4 @@ def _error_detail(body: bytes) -> str:
         return ""
     if settings.OPENAI_API_KEY:
         detail = detail.replace(settings.OPENAI_API_KEY, "[redacted]")
-    return " ".join(detail.split())[:200]
+    return http.printable(detail)

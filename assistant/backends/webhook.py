@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from assistant import http, signing
 from assistant.conversation import AssistantRequest
-from assistant.outcomes import Accepted, Outcome, PermanentFailure, Reply
+from assistant.outcomes import Accepted, Outcome, PermanentFailure, Reply, storable_reply
 
 SERVICE = "The assistant webhook"
 EVENT_TYPE = "message.received"
@@ -64,12 +64,12 @@ def _outcome(response: http.Response) -> Outcome:
     reply = answer.get("reply")
     if reply is None:
         return Accepted()
-    if not isinstance(reply, str) or not reply.strip() or "\x00" in reply:
-        raise PermanentFailure(f"{SERVICE} answered with a 'reply' that is not a non-blank string.")
-    return Reply(reply)
+    text = storable_reply(reply)
+    if text is None:
+        raise PermanentFailure(f"{SERVICE} answered with a 'reply' that is not a non-blank string we can store.")
+    return Reply(text)
 
 
 def _snippet(body: bytes) -> str:
     """The start of an error body, for staff: printable text only, short."""
-    text = body[:300].decode("utf-8", errors="replace")
-    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())[:200]
+    return http.printable(body[:300].decode("utf-8", errors="replace"))
