@@ -10,6 +10,17 @@ def _is_api(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
 
 
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Django's refusal of a suspicious request before any view, most often a Host not in ALLOWED_HOSTS."""
+    if _is_api(request):
+        message = (
+            "The request was refused as malformed: send it to this server's own host name (the Host header) "
+            "with well-formed headers."
+        )
+        return JsonResponse({"success": False, "message": message, "code": "bad_request"}, status=400)
+    return defaults.bad_request(request, exception)
+
+
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if _is_api(request):
         return JsonResponse({"success": False, "message": "Not found.", "code": "not_found"}, status=404)

@@ -22,5 +22,6 @@ urlpatterns = [
     re_path(r"^api/", api_not_found),
 ]
 
+handler400 = errors.bad_request
 handler404 = errors.not_found
 handler500 = errors.server_error

@@ -167,3 +167,10 @@ def test_a_receipt_is_json_whatever_the_client_accepts(client, v2):
     headers = {"Authorization": f"Bearer {v2[1]}", "Accept": "text/html"}
     response = client.get(f"/api/v1/inbound/messages/{message_id}?format=xml", headers=headers)
     assert (response.status_code, response.json()["id"]) == (200, message_id)
+
+
+@pytest.mark.parametrize("path", [CURRENT, "/api/v1/inbound/messages/msg_" + "a" * 24, "/api/nowhere"])
+def test_a_host_this_server_does_not_serve_is_a_json_400(client, v2, path):
+    # Django refuses it before any view (DisallowedHost); under /api/ the refusal is JSON too, never the HTML page.
+    response = post(client, path, v2[1], {"message": "hi"}, Host="evil.example")
+    assert_refused(response, 400, "bad_request", "Host")
