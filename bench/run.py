@@ -257,7 +257,11 @@ def main() -> None:
         "machine": {**machine(load_before), "load_after": load_average()},
         "versions": versions(),
         "server": {
-            "command": [Path(server.command[0]).name, *server.command[1:]],
+            # As an operator would type it: no absolute paths, no ephemeral port.
+            "command": [
+                Path(server.command[0]).name,
+                *(a.replace(f"{ROOT}/", "").replace(str(server.port), "PORT") for a in server.command[1:]),
+            ],
             "workers": len(server.peak_rss_kib),
             "threads_per_worker": max(server.threads_per_worker.values(), default=0),
             "peak_rss_mib_per_worker": [kib / 1024 for kib in server.peak_rss_kib.values()],
