@@ -25,7 +25,7 @@ from ingestion.exceptions import (
     UnsupportedMediaType,
 )
 from ingestion.negotiation import JsonOnly
-from ingestion.parsers import StrictJSONParser
+from ingestion.parsers import StrictJSONParser, declared_length
 
 _EXAMPLE = 'for example {"message_id": "msg_…", "reply": "Done: reminder set for 5pm."}'
 
@@ -69,11 +69,7 @@ class AssistantReplyView(APIView):
 def _raw_body(request: Request) -> bytes:
     """The exact bytes that were signed, read no further than the body size limit."""
     limit = settings.INGEST_MAX_BODY_BYTES
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
-    if declared > limit:
+    if (declared_length(request) or 0) > limit:
         raise PayloadTooLarge(f"The body is larger than the limit of {limit} bytes.")
     return request._request.body
 

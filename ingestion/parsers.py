@@ -60,8 +60,8 @@ class StrictJSONParser(BaseParser):
 
         request = (parser_context or {}).get("request")
         limit = settings.INGEST_MAX_BODY_BYTES
-        declared_length = _content_length(request)
-        if declared_length is not None and declared_length > limit:
+        length = declared_length(request)
+        if length is not None and length > limit:
             raise _too_large()  # refuse before reading a byte of it
         raw = stream.read(limit + 1)
         if len(raw) > limit:
@@ -96,7 +96,8 @@ def _declared_charset(media_type: str) -> str:
     return ""
 
 
-def _content_length(request: Any) -> int | None:
+def declared_length(request: Any) -> int | None:
+    """The request's Content-Length, or None when there is none or it is not a number (a Django or DRF request)."""
     if request is None:
         return None
     try:

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from ingestion.idempotency import REPLAYED_HEADER
+from ingestion.parsers import declared_length
 from ops import exposition, metrics
 from ops.health import OK, readiness
 
@@ -136,10 +137,6 @@ def _log_fields(
     # The key authentication accepted, if any (DRF copies it onto the Django request): its id and display hint,
     # never the key itself nor its digest.
     key = getattr(request, "auth", None)
-    try:
-        bytes_in = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        bytes_in = 0
     return {
         "request_id": getattr(request, "request_id", None),
         "method": request.method,
@@ -151,6 +148,6 @@ def _log_fields(
         "key_id": getattr(key, "pk", None),
         "key_hint": getattr(key, "hint", None),
         "user_id": getattr(key, "owner_id", None),
-        "bytes_in": bytes_in,
+        "bytes_in": declared_length(request) or 0,
         "bytes_out": None if response.streaming else len(response.content),
     }
