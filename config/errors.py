@@ -5,6 +5,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
+from ingestion.views import api_not_found
+
 
 def _is_api(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
@@ -23,7 +25,7 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if _is_api(request):
-        return JsonResponse({"success": False, "message": "Not found.", "code": "not_found"}, status=404)
+        return api_not_found(request)  # the same answer as an unknown path under /api/
     return defaults.page_not_found(request, exception)
 
 

@@ -174,3 +174,12 @@ def test_a_host_this_server_does_not_serve_is_a_json_400(client, v2, path):
     # Django refuses it before any view (DisallowedHost); under /api/ the refusal is JSON too, never the HTML page.
     response = post(client, path, v2[1], {"message": "hi"}, Host="evil.example")
     assert_refused(response, 400, "bad_request", "Host")
+
+
+def test_the_404_handler_answers_under_api_like_an_unknown_api_path(client, rf):
+    from config.errors import not_found
+
+    handled = not_found(rf.get("/api/v1/inbound/messages/"))
+    unknown = client.get("/api/v1/nowhere")
+    assert (handled.status_code, handled["Content-Type"]) == (404, "application/json")
+    assert handled.content == unknown.content
