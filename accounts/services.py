@@ -5,14 +5,23 @@ from django.db import IntegrityError, transaction
 from accounts.models import Profile
 
 
+def _normalized(email: str) -> str:
+    return get_user_model().objects.normalize_email(email.strip())
+
+
+def _username_for(email: str) -> str:
+    # Addresses are matched without regard to case (login, sign-up checks), so the username, whose unique index is
+    # what settles two sign-ups racing for one address, is the address in lower case.
+    return email.lower()
+
+
 def get_or_create_user(email: str) -> tuple[User, bool]:
-    """The account for an email address (the email is also the username), created without a usable password."""
-    User = get_user_model()
-    email = User.objects.normalize_email(email.strip())
-    user = User.objects.filter(email__iexact=email).first()
+    """The account for an email address, created without a usable password."""
+    user = find_user_by_email(email)
     if user is not None:
         return user, False
-    user = User.objects.create_user(username=email, email=email)
+    email = _normalized(email)
+    user = get_user_model().objects.create_user(username=_username_for(email), email=email)
     return user, True
 
 
@@ -39,15 +48,14 @@ def find_user_by_email(email: str) -> User | None:
 
 @transaction.atomic
 def sign_up(*, email: str, password: str, phone_number: str, channel: str) -> User:
-    """A new account with a usable password and its contact details (the email is also the username)."""
-    User = get_user_model()
-    email = User.objects.normalize_email(email.strip())
+    """A new account with a usable password and its contact details."""
+    email = _normalized(email)
     if find_user_by_email(email) is not None:
         raise EmailTaken(email)
     try:
         # A savepoint, so that losing a race for the same email leaves the outer transaction usable.
         with transaction.atomic():
-            user = User.objects.create_user(username=email, email=email, password=password)
+            user = get_user_model().objects.create_user(username=_username_for(email), email=email, password=password)
     except IntegrityError:
         raise EmailTaken(email) from None
     update_contact(user, phone_number=phone_number, channel=channel)

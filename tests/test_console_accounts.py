@@ -36,6 +36,15 @@ def test_signing_up_creates_the_account_with_its_contact_and_logs_in(client):
     assert client.get("/keys/").status_code == 200
 
 
+def test_the_username_settles_sign_ups_that_differ_only_in_case(client, db):
+    from accounts.services import get_or_create_user, sign_up
+
+    user = sign_up(email="Ada@Example.com", password=PASSWORD, phone_number="+14155551234", channel="sms")
+    assert (user.username, user.email) == ("ada@example.com", "Ada@example.com")
+    assert get_or_create_user("ADA@example.COM") == (user, False)
+    # Any later spelling of the address maps to the same username, so two racing sign-ups meet its unique index.
+
+
 @pytest.mark.parametrize(
     ("overrides", "field", "text"),
     [
