@@ -76,7 +76,7 @@ def _after_transient_failure(delivery: Delivery, failure: TransientFailure) -> s
             updated_at=now,
         )
         if requeued and deferrable:
-            enqueue_delivery(delivery.pk, run_after=next_attempt_at)
+            enqueue_delivery(delivery.message.public_id, run_after=next_attempt_at)
     if requeued and not deferrable:
         logger.warning(
             "delivery %s: attempt %s failed (%s); the task backend cannot defer, so the retry due at %s waits "
@@ -168,7 +168,7 @@ def retry_delivery(delivery: Delivery) -> bool:
             status=DeliveryStatus.QUEUED, attempts=0, next_attempt_at=None, updated_at=now
         )
         if requeued:
-            enqueue_delivery(delivery.pk)
+            enqueue_delivery(delivery.message.public_id)
     if requeued:
         logger.info("delivery %s queued again by staff", delivery.pk)
     return bool(requeued)

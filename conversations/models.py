@@ -46,9 +46,11 @@ class Source(models.TextChoices):
 
 
 class Message(models.Model):
-    # What callers and staff quote; the integer primary key stays internal.
-    public_id = models.CharField(max_length=MESSAGE_ID_LENGTH, unique=True, default=new_message_id, editable=False)
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    # What callers and staff quote; the integer primary key stays internal. Unique through a constraint rather
+    # than unique=True, which on PostgreSQL adds a second (LIKE) index that no query uses.
+    public_id = models.CharField(max_length=MESSAGE_ID_LENGTH, default=new_message_id, editable=False)
+    # db_index=False: the (conversation, created_at) index below serves every lookup by conversation.
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages", db_index=False)
     role = models.CharField(max_length=16, choices=Role.choices)
     source = models.CharField(max_length=16, choices=Source.choices)
     text = models.TextField(blank=True)
@@ -62,6 +64,7 @@ class Message(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["conversation", "created_at"])]
+        constraints = [models.UniqueConstraint(fields=["public_id"], name="conversations_message_public_id_unique")]
 
     def __str__(self) -> str:
         return f"{self.get_role_display()}: {self.text[:60]}"
@@ -94,8 +97,9 @@ class Delivery(models.Model):
     """
 
     message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="delivery")
+    # db_index=False: the (api_key, created_at) index below serves every lookup by key.
     api_key = models.ForeignKey(
-        "keys.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries"
+        "keys.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries", db_index=False
     )
     endpoint = models.CharField(max_length=16, choices=Endpoint.choices)
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.QUEUED)

@@ -4,10 +4,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db.models import Model
 
+from conversations.inserts import insert_together
 from conversations.models import Conversation, Delivery, Endpoint, Message, Role, Source
-from conversations.tasks import enqueue_delivery
+from conversations.tasks import announce_enqueued, enqueue_delivery, new_task_row
 from keys.models import ApiKey
 from keys.services import note_key_used
 
@@ -26,7 +27,6 @@ def conversation_of(user: User) -> Conversation:
         return conversation
 
 
-@transaction.atomic
 def record_user_message(
     *,
     user: User,
@@ -37,8 +37,9 @@ def record_user_message(
     request_id: str = "",
 ) -> Message:
     """Record a message in the user's thread, its delivery record and the task that hands it to the assistant,
-    together or not at all (DESIGN.md, "Conversations and the assistant hand-off")."""
-    message = Message.objects.create(
+    together or not at all (DESIGN.md, "Conversations and the assistant hand-off"): with the database task
+    backend on PostgreSQL, in one statement."""
+    message = Message(
         conversation=conversation_of(user),
         role=Role.USER,
         source=_SOURCE_OF_ENDPOINT[endpoint],
@@ -46,14 +47,20 @@ def record_user_message(
         context=context,
         api_key=api_key,
     )
-    delivery = Delivery.objects.create(
+    delivery = Delivery(
         message=message,
         api_key=api_key,
         endpoint=endpoint,
         request_id=request_id,
         backend=settings.ASSISTANT_BACKEND,
     )
-    enqueue_delivery(delivery.pk)
+    task_row = new_task_row(message.public_id)
+    rows: list[Model] = [message, delivery] if task_row is None else [message, delivery, task_row]
+    insert_together(rows)
+    if task_row is None:
+        enqueue_delivery(message.public_id)  # after the commit: the backend is not in the database
+    else:
+        announce_enqueued(task_row)
     if api_key is not None:
         note_key_used(api_key)
     return message

@@ -31,7 +31,11 @@ NAME = "limits"  # every database these tests create carries it
 def postgres_server_url() -> str:
     """The PostgreSQL server of DATABASE_URL when it is one, else the local default; path set to 'postgres'."""
     configured = os.environ.get("DATABASE_URL", "")
-    url = configured if configured.startswith(("postgres://", "postgresql://")) else "postgres://postgres@127.0.0.1:5432/x"
+    url = (
+        configured
+        if configured.startswith(("postgres://", "postgresql://"))
+        else "postgres://postgres@127.0.0.1:5432/x"
+    )
     return urlunsplit(urlsplit(url)._replace(path="/postgres"))
 
 

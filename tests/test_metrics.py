@@ -185,6 +185,6 @@ def test_hand_off_attempts_are_counted_by_outcome(send, v2, settings):
     send(v2[1], {"message": "to a runtime that is down"})
     assert counted("retrying") == before["retrying"] + 1
 
-    deliver_message.call(Delivery.objects.get(status=DeliveryStatus.QUEUED).pk)
+    deliver_message.call(Delivery.objects.get(status=DeliveryStatus.QUEUED).message.public_id)
     assert counted("failed") == before["failed"] + 1
     assert counted("delivered") == before["delivered"] + 1

@@ -1,0 +1,136 @@
+"""New rows that belong together, written at once: on PostgreSQL in one statement, elsewhere by the ORM's own
+saves inside one transaction.
+
+An accepted message is three new rows (the message, its delivery record, the hand-off task). Through
+``Model.objects.create`` each one is compiled anew and sent on its own between BEGIN and COMMIT: five round trips
+and some 2,000 Python calls, half of an accepted request's work (docs/benchmarks.md). PostgreSQL inserts them in
+one statement with data-modifying WITH queries, which is atomic by itself. The statement depends only on the
+models, so it is written once per process; every value is prepared by its own field (``pre_save``, then
+``get_db_prep_save``), as ``Model.save()`` prepares it.
+
+It sends ``pre_save`` and ``post_save`` as ``save()`` does (django-tasks-db, for one, fills in a task row's
+``run_after`` in a ``pre_save`` receiver).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import Field, ForeignKey, Model
+from django.db.models.signals import post_save, pre_save
+
+# A foreign key whose target is an earlier, unsaved row of the same batch: (row, the field's name, that row)
+Reference = tuple[int, str, int]
+
+
+@dataclass(frozen=True)
+class _Table:
+    """How one model's rows are inserted."""
+
+    fields: list[Field[Any, Any]]  # the columns written, in order
+    returned: Field[Any, Any] | None  # the primary key the database assigns, if it does
+    foreign_keys: list[ForeignKey]  # to look for references to other rows of the batch
+
+    def __post_init__(self) -> None:
+        for field in self.fields:
+            if hasattr(field, "get_placeholder"):  # a field that needs its own SQL around the value
+                raise TypeError(f"{field} cannot be inserted by conversations.inserts")
+
+
+@cache
+def _table(model: type[Model]) -> _Table:
+    meta = model._meta
+    if meta.parents:
+        raise TypeError(f"{model.__name__}: multi-table inheritance is not supported")
+    fields = [field for field in meta.local_concrete_fields if field is not meta.auto_field]
+    foreign_keys = [field for field in fields if isinstance(field, ForeignKey)]  # OneToOneField included
+    return _Table(fields, meta.auto_field, foreign_keys)
+
+
+@cache
+def _statement(models: tuple[type[Model], ...], references: tuple[Reference, ...]) -> str:
+    """WITH r0 AS (INSERT … RETURNING id), r1 AS (INSERT … VALUES (…, (SELECT id FROM r0), …)) … SELECT ids."""
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+
+    def column(field: Field[Any, Any]) -> str:
+        assert field.column is not None  # concrete fields have one
+        return str(quote(field.column))
+
+    referenced = {(row, name): target for row, name, target in references}
+    queries, returned = [], []
+    for row, model in enumerate(models):
+        table = _table(model)
+        values = []
+        for field in table.fields:
+            target = referenced.get((row, field.name))
+            if target is None:
+                values.append("%s")
+            else:
+                target_pk = _table(models[target]).returned
+                assert target_pk is not None  # _references only points at rows whose key the database assigns
+                values.append(f"(SELECT {column(target_pk)} FROM r{target})")  # noqa: S608 (names only)
+        columns = ", ".join(column(field) for field in table.fields)
+        returning = ""
+        if table.returned is not None:
+            returning = f" RETURNING {column(table.returned)}"
+            returned.append(f"(SELECT {column(table.returned)} FROM r{row})")  # noqa: S608 (names only)
+        queries.append(
+            f"r{row} AS (INSERT INTO {quote(model._meta.db_table)} ({columns}) "  # noqa: S608 (names only)
+            f"VALUES ({', '.join(values)}){returning})"
+        )
+    # Table and column names come from the models' metadata; every value is a parameter.
+    return f"WITH {', '.join(queries)} SELECT {', '.join(returned) or 'NULL'}"
+
+
+def _references(rows: Sequence[Model]) -> tuple[Reference, ...]:
+    """Foreign keys that point at an earlier row of the batch: its key is known only once it is inserted."""
+    found = []
+    for row, instance in enumerate(rows):
+        for field in _table(type(instance)).foreign_keys:
+            if not field.is_cached(instance):
+                continue
+            target = field.get_cached_value(instance)
+            if target is None or target.pk is not None:
+                continue
+            earlier = [index for index in range(row) if rows[index] is target]
+            if not earlier or _table(type(target)).returned is None:
+                raise ValueError(f"{type(instance).__name__}.{field.name} points at an unsaved row outside the batch")
+            found.append((row, field.name, earlier[0]))
+    return tuple(found)
+
+
+def insert_together(rows: Sequence[Model]) -> None:
+    """Insert new model instances (in order: a row may point at an earlier one) all at once or not at all, and
+    set their primary keys and foreign keys as ``save()`` would."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            for instance in rows:
+                instance.save(force_insert=True)
+        return
+    for instance in rows:
+        pre_save.send(type(instance), instance=instance, raw=False, using=DEFAULT_DB_ALIAS, update_fields=None)
+    references = _references(rows)
+    pointed = {(row, name) for row, name, _ in references}
+    params = []
+    for row, instance in enumerate(rows):
+        for field in _table(type(instance)).fields:
+            if (row, field.name) not in pointed:
+                params.append(field.get_db_prep_save(field.pre_save(instance, add=True), connection))
+    with connection.cursor() as cursor:
+        cursor.execute(_statement(tuple(type(instance) for instance in rows), references), params)
+        assigned = iter(cursor.fetchone() or ())
+    for instance in rows:
+        returned = _table(type(instance)).returned
+        if returned is not None:
+            setattr(instance, returned.attname, next(assigned))
+        instance._state.adding = False
+        instance._state.db = DEFAULT_DB_ALIAS
+    for row, name, target in references:
+        setattr(rows[row], name, rows[target])  # the key column and the cached object, as save() leaves them
+    for instance in rows:
+        post_save.send(
+            type(instance), instance=instance, created=True, update_fields=None, raw=False, using=DEFAULT_DB_ALIAS
+        )

@@ -1,0 +1,111 @@
+"""conversations.inserts: rows that belong together are written at once (one statement on PostgreSQL, a
+transaction elsewhere) and come back as ``save()`` leaves them. Run on whichever DATABASE_URL selects."""
+
+import pytest
+from django.db import IntegrityError, connection
+from django.db.models.signals import post_save, pre_save
+from django.test.utils import CaptureQueriesContext
+from django_tasks_db.models import DBTaskResult
+
+from conversations.inserts import insert_together
+from conversations.models import Delivery, Endpoint, Message, Role, Source
+from conversations.tasks import new_task_row
+
+
+@pytest.fixture
+def database_tasks(settings):
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+
+
+def new_rows(user, api_key=None, text="hello"):
+    message = Message(
+        conversation=user.conversation, role=Role.USER, source=Source.API, text=text, context={"n": 1}, api_key=api_key
+    )
+    delivery = Delivery(message=message, api_key=api_key, endpoint=Endpoint.CURRENT, backend="local")
+    return message, delivery
+
+
+def test_the_rows_are_written_and_left_as_save_leaves_them(user, v2, database_tasks):
+    message, delivery = new_rows(user, v2[0])
+    task_row = new_task_row(message.public_id)
+    assert task_row is not None
+
+    insert_together([message, delivery, task_row])
+
+    stored = Delivery.objects.select_related("message").get()
+    assert (stored.pk, stored.message.pk) == (delivery.pk, message.pk)
+    assert stored.message.public_id == message.public_id
+    assert (stored.message.text, stored.message.context, stored.message.api_key_id) == ("hello", {"n": 1}, v2[0].pk)
+    assert delivery.message_id == message.pk and delivery.message is message  # key and cached object, as save()
+    assert not any(row._state.adding for row in (message, delivery, task_row))
+    assert stored.updated_at is not None and stored.updated_at == delivery.updated_at  # auto_now, via pre_save
+    task = DBTaskResult.objects.get()
+    assert task.pk == task_row.pk and task.args_kwargs == {"args": [message.public_id], "kwargs": {}}
+    assert task.task_result.task.run_after is None  # django-tasks-db's own pre_save receiver filled run_after
+
+
+def test_postgresql_gets_one_statement_and_other_databases_one_transaction(user, database_tasks):
+    message, delivery = new_rows(user)
+    with CaptureQueriesContext(connection) as captured:
+        insert_together([message, delivery, new_task_row(message.public_id)])
+
+    statements = [q["sql"].split()[0] for q in captured.captured_queries]
+    if connection.vendor == "postgresql":
+        assert statements == ["WITH"]
+    else:
+        assert statements == ["SAVEPOINT", "INSERT", "INSERT", "INSERT", "RELEASE"]  # inside the test's transaction
+
+
+@pytest.mark.django_db(transaction=True)
+def test_when_one_row_fails_none_is_written(user, database_tasks):
+    """A priority outside django-tasks-db's check constraint makes the last row fail: the message and its
+    delivery before it must not be left behind (autocommit here, as in a request)."""
+    message, delivery = new_rows(user)
+    task_row = new_task_row(message.public_id)
+    task_row.priority = 10_000
+    assert connection.get_autocommit()
+
+    with pytest.raises(IntegrityError):
+        insert_together([message, delivery, task_row])
+
+    assert (Message.objects.count(), Delivery.objects.count(), DBTaskResult.objects.count()) == (0, 0, 0)
+
+
+def test_save_signals_are_sent_for_every_row(user):
+    seen = []
+
+    def before(sender, instance, **kwargs):
+        seen.append(("pre", sender.__name__, instance.pk))
+
+    def after(sender, instance, created, **kwargs):
+        seen.append(("post", sender.__name__, created, instance.pk is not None))
+
+    pre_save.connect(before, dispatch_uid="test-inserts-pre")
+    post_save.connect(after, dispatch_uid="test-inserts-post")
+    try:
+        insert_together(list(new_rows(user)))
+    finally:
+        pre_save.disconnect(dispatch_uid="test-inserts-pre")
+        post_save.disconnect(dispatch_uid="test-inserts-post")
+
+    assert ("pre", "Message", None) in seen and ("pre", "Delivery", None) in seen
+    assert ("post", "Message", True, True) in seen and ("post", "Delivery", True, True) in seen
+
+
+def test_a_row_pointing_at_an_unsaved_row_outside_the_batch_is_refused(user):
+    _, delivery = new_rows(user)
+
+    with pytest.raises(ValueError, match="unsaved"):
+        insert_together([delivery])  # its message is neither saved nor in the batch
+
+    assert not Message.objects.exists() and not Delivery.objects.exists()
+
+
+def test_a_row_may_point_at_a_saved_row(user):
+    message, _ = new_rows(user)
+    message.save()
+    delivery = Delivery(message=message, endpoint=Endpoint.CONSOLE)
+
+    insert_together([delivery])
+
+    assert Delivery.objects.get().message_id == message.pk
