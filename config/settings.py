@@ -113,6 +113,9 @@ elif "postgresql" in DATABASES["default"]["ENGINE"] and env_bool("DATABASE_PREPA
         "server_side_binding": True,
         "prepare_threshold": 5,
     }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend, with a health check that sends no SELECT 1 while the connection is quiet (see the module).
+    DATABASES["default"]["ENGINE"] = "config.postgresql"
 if "postgresql" in DATABASES["default"]["ENGINE"]:
     # Persistent connections (CONN_MAX_AGE, health-checked before reuse), not Django's psycopg pool: connections
     # are per thread, and a gunicorn thread serves one request at a time, so each thread keeping its own connection

@@ -1,6 +1,6 @@
 """Bearer API-key authentication: a malformed key is refused with no query, a well-formed one costs one query
 that also brings the owner and their conversation, and for the legacy endpoint their profile (what the request
-needs next)."""
+needs next). Only a failure touches the failed-authentication limit."""
 
 from typing import ClassVar
 
@@ -54,11 +54,13 @@ class ApiKeyAuthentication(BaseAuthentication):
     with_profile: ClassVar[bool] = False
 
     def authenticate(self, request: Request) -> tuple[User, ApiKey]:
-        # An address that failed too often is refused before its key costs a query (DESIGN.md "Limits").
-        throttling.refuse_if_blocked(request)
         try:
             return self.identify(request)
         except Unauthorized:
+            # The per-address limit is on failed attempts (DESIGN.md "Limits"): an address over it gets 429 for
+            # each further failure, while a valid key is never taxed with the check, nor locked out by someone
+            # else's failures behind the same address.
+            throttling.refuse_if_blocked(request)
             throttling.count_failed_authentication(request)
             raise
 

@@ -3,8 +3,11 @@
 - Per API key, after authentication (INGEST_RATE_LIMIT): an add that opens the window and an atomic increment, at
   most two cache round trips (config/cache.py makes the increment one).
 - Per client address, on failed authentication (AUTH_FAILURE_RATE_LIMIT): each failure is counted, and the failure
-  that goes over the limit leaves a marker until the window ends. Every request checks that marker with one cache
-  read before its key is looked up, so once an address is limited its flood of bad keys costs no database query.
+  that goes over the limit leaves a marker until the window ends. A failed attempt reads that marker before it is
+  counted, so a limited address gets 429 for every further bad key at the cost of one cache read (plus the one
+  indexed lookup a well-formed key costs). A request with a valid key never reads it: an accepted message costs
+  the per-key limit's two round trips and no more, and a limited address (a shared NAT, an office) is not locked
+  out of keys that work.
 
 Responses carry the IETF RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers), a 429 also
 Retry-After.
