@@ -15,7 +15,8 @@ def profile_scenario(server: Server, scenario: Scenario, body_file: Path, second
     py_spy = Path(sys.executable).with_name("py-spy")
     sampler = subprocess.Popen(
         [str(py_spy), "record", "--pid", str(server.process.pid), "--subprocesses", "--rate", "250",
-         "--duration", str(seconds + 1), "--format", "raw", "--output", str(PROFILE), "--nonblocking"],
+         "--duration", str(seconds + 1), "--format", "raw", "--output", str(PROFILE), "--nonblocking",
+         "--gil"],  # only the thread that holds the GIL: where the worker's CPU goes, not where its threads wait
     )  # fmt: skip
     run = run_wrk(server.url, scenario, body_file, 32, seconds)
     sampler.wait(timeout=seconds + 60)

@@ -1,9 +1,11 @@
 """The hand-off task, and how it is enqueued so that it exists exactly when the delivery record does."""
 
+import logging
 from datetime import datetime
 from functools import partial
 
 from django.db import transaction
+from django.tasks import signals as task_signals
 from django.tasks import task
 from django.tasks.signals import task_enqueued
 from django_tasks_db import DatabaseBackend
@@ -55,8 +57,16 @@ def new_task_row(message_id: str) -> DBTaskResult | None:
 
 
 def announce_enqueued(row: DBTaskResult) -> None:
-    """What ``DatabaseBackend.enqueue`` does after writing its row: the ``task_enqueued`` signal."""
-    task_enqueued.send(DatabaseBackend, task_result=row.task_result)
+    """What ``DatabaseBackend.enqueue`` does after writing its row: the ``task_enqueued`` signal.
+
+    The ``TaskResult`` the signal carries costs about as much to build as the rest of the hand-off's Python, and
+    the only receiver Django connects logs at DEBUG; so the signal is sent when anyone would notice: another
+    receiver, or that logger enabled for DEBUG.
+    """
+    receivers, async_receivers = task_enqueued._live_receivers(DatabaseBackend)
+    others = [r for r in [*receivers, *async_receivers] if r is not task_signals.log_task_enqueued]
+    if others or task_signals.logger.isEnabledFor(logging.DEBUG):
+        task_enqueued.send(DatabaseBackend, task_result=row.task_result)
 
 
 def enqueue_delivery(message_id: str, run_after: datetime | None = None) -> None:

@@ -1,10 +1,13 @@
 """The hand-off through the production task backend (django-tasks-db): the task row is written in the request's
 transaction, and `manage.py db_worker` runs it. On SQLite and on PostgreSQL, whichever DATABASE_URL selects."""
 
+import logging
+
 import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django_tasks_db import DatabaseBackend
 from django_tasks_db.models import DBTaskResult
 
 from conversations.models import Delivery, DeliveryStatus, Message, Role
@@ -114,3 +117,29 @@ def test_a_later_retry_waits_for_its_time(client, v2, database_tasks, settings, 
     assert (delivery.status, delivery.attempts) == (DeliveryStatus.QUEUED, 1)
     assert len(assistant_server.received) == 1
     assert DBTaskResult.objects.filter(status="READY", run_after=delivery.next_attempt_at).count() == 1
+
+
+@pytest.mark.django_db
+def test_the_enqueued_signal_reaches_its_receivers(client, v2, database_tasks):
+    from django.tasks.signals import task_enqueued
+
+    seen = []
+
+    def receiver(sender, task_result, **kwargs):
+        seen.append((sender, task_result.args, task_result.task.func))
+
+    task_enqueued.connect(receiver, dispatch_uid="test-enqueued")
+    try:
+        message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
+    finally:
+        task_enqueued.disconnect(dispatch_uid="test-enqueued")
+
+    assert seen == [(DatabaseBackend, [message_id], deliver_message.func)]
+
+
+@pytest.mark.django_db
+def test_django_s_own_enqueued_log_line_appears_at_debug(client, v2, database_tasks, caplog):
+    with caplog.at_level(logging.DEBUG, logger="django.tasks"):
+        post(client, CURRENT, v2[1], {"message": "hi"})
+
+    assert any("enqueued" in r.getMessage() and "deliver_message" in r.getMessage() for r in caplog.records)
