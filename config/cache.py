@@ -1,4 +1,5 @@
-"""Django's Redis cache with an atomic increment in one round trip, and one Redis client per connection pool.
+"""Django's Redis cache with an atomic increment in one round trip, a window counter in one round trip, and one
+Redis client per connection pool.
 
 Django's own ``incr`` asks Redis whether the key exists, then increments it: two round trips per rate-limit hit, and
 a counter that expires between the two comes back as a new counter with no expiry. One Lua call does both at once.
@@ -17,6 +18,15 @@ if redis.call('exists', KEYS[1]) == 1 then
   return redis.call('incrby', KEYS[1], ARGV[1])
 end
 return false
+"""
+
+# Count a hit in a fixed window: the first hit creates the counter with the window's expiry, in the same call.
+_COUNT_IN_WINDOW = """
+local count = redis.call('incr', KEYS[1])
+if count == 1 then
+  redis.call('expire', KEYS[1], ARGV[1])
+end
+return count
 """
 
 
@@ -41,8 +51,16 @@ class _AtomicIncrClient(RedisCacheClient):
             raise ValueError(f"Key {key!r} not found.")
         return int(value)
 
+    def count_in_window(self, key: Any, seconds: int) -> int:
+        return int(self.get_client(key, write=True).eval(_COUNT_IN_WINDOW, 1, key, seconds))
+
 
 class AtomicIncrRedisCache(RedisCache):
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._class = _AtomicIncrClient
+
+    def count_in_window(self, key: str, seconds: int) -> int:
+        """One more hit on ``key``, a counter that lives ``seconds`` from its first hit; returns the count so far."""
+        cache: Any = self  # Django's private helpers, which its type stubs leave out
+        return int(cache._cache.count_in_window(self.make_and_validate_key(key), seconds))

@@ -1,8 +1,11 @@
-"""Rate limits (DESIGN.md "Limits"), counted by django-ratelimit in the Django cache (Redis when REDIS_URL is set).
+"""Rate limits (DESIGN.md "Limits"), counted in the Django cache (Redis when REDIS_URL is set).
 
-- Per API key, after authentication (INGEST_RATE_LIMIT): an add that opens the window and an atomic increment, at
-  most two cache round trips (config/cache.py makes the increment one).
-- Per client address, on failed authentication (AUTH_FAILURE_RATE_LIMIT): each failure is counted, and the failure
+- Per API key, after authentication (INGEST_RATE_LIMIT): one round trip on every accepted request, a Lua call that
+  counts the hit and gives a new window's counter its expiry (config/cache.py). django-ratelimit's counting (an add
+  that opens the window, then an increment) took two, and the per-key count is on the path of every message.
+  Windows are fixed and staggered per key as django-ratelimit staggers them; RATELIMIT_ENABLE switches both off.
+- Per client address, on failed authentication (AUTH_FAILURE_RATE_LIMIT), counted by django-ratelimit (failures
+  are off the accepted path, so its two round trips cost nothing there): each failure is counted, and the failure
   that goes over the limit leaves a marker until the window ends. A failed attempt reads that marker before it is
   counted, so a limited address gets 429 for every further bad key at the cost of one cache read (plus the one
   indexed lookup a well-formed key costs). A request with a valid key never reads it: an accepted message costs
@@ -34,6 +37,7 @@ AUTH_FAILURES = "auth-failures"
 _USAGE_ATTRIBUTE = "rate_limit_usage"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _UNIT_NAMES = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}
+_EXPIRY_MARGIN = 5  # seconds a counter outlives its window, so clocks a little apart still find it
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,27 @@ def _count(request: Any, policy: str, rate: str, subject: str) -> tuple[Usage, b
     return usage, counted["should_limit"]
 
 
+def _count_in_window(cache_key: str, seconds: int) -> int:
+    count_in_window = getattr(cache, "count_in_window", None)
+    if count_in_window is not None:  # Redis: one round trip
+        return int(count_in_window(cache_key, seconds))
+    cache.add(cache_key, 0, seconds)  # local memory: one process, nothing to race with but its own threads
+    return int(cache.incr(cache_key))
+
+
+def count_key_request(key: ApiKey) -> tuple[Usage, bool] | None:
+    """Count one request for ``key`` in its current window; None when rate limiting is switched off."""
+    if not getattr(settings, "RATELIMIT_ENABLE", True):
+        return None
+    rate = settings.INGEST_RATE_LIMIT
+    limit, window = parse_rate(rate)
+    now = int(time.time())
+    # Fixed windows, each key's offset by its id so that not every key's window turns over at the same second.
+    ends = now + window - (now - key.pk) % window
+    count = _count_in_window(f"rl:{PER_KEY}:{key.pk}:{limit}/{window}s:{ends}", window + _EXPIRY_MARGIN)
+    return Usage(PER_KEY, limit, window, max(0, limit - count), ends - now), count > limit
+
+
 class ApiKeyRateThrottle(BaseThrottle):
     """The per-key limit. Raises our own 429 (with the limit in the text) rather than DRF's generic one."""
 
@@ -86,7 +111,7 @@ class ApiKeyRateThrottle(BaseThrottle):
         key = request.auth
         if not isinstance(key, ApiKey):
             return True
-        counted = _count(request, PER_KEY, settings.INGEST_RATE_LIMIT, str(key.pk))
+        counted = count_key_request(key)
         if counted is None:
             return True
         usage, over = counted

@@ -187,9 +187,9 @@ def test_rates_are_read_and_described(rate, parsed, described):
 
 
 @pytest.mark.skipif(not django_settings.REDIS_URL, reason="counts Redis round trips; set REDIS_URL")
-def test_an_accepted_request_costs_at_most_two_redis_round_trips(client, v2, monkeypatch):
-    """Budget (DESIGN.md "The request path"): the per-key limit in at most two round trips (an add that opens the
-    window, then one atomic increment). A valid key does not read the failed-authentication marker."""
+def test_an_accepted_request_costs_one_redis_round_trip(client, v2, monkeypatch):
+    """Budget (DESIGN.md "The request path": the rate limit in at most two round trips): one Lua call counts the hit
+    and gives a new window its expiry. A valid key does not read the failed-authentication marker."""
     commands: list[str] = []
     original = redis.Redis.execute_command
 
@@ -198,10 +198,23 @@ def test_an_accepted_request_costs_at_most_two_redis_round_trips(client, v2, mon
         return original(self, *args, **options)
 
     monkeypatch.setattr(redis.Redis, "execute_command", counting)
-    post(client, CURRENT, v2[1], BODY)  # opens the window: SET NX
-    opened = list(commands)
-    commands.clear()
-    post(client, CURRENT, v2[1], BODY)  # SET NX (refused), EVAL increment
+    for _ in range(2):  # the window's first hit, then a later one
+        post(client, CURRENT, v2[1], BODY)
 
-    assert opened == ["SET"]
-    assert commands == ["SET", "EVAL"]
+    assert commands == ["EVAL", "EVAL"]
+
+
+@pytest.mark.skipif(not django_settings.REDIS_URL, reason="reads the counter's expiry in Redis; set REDIS_URL")
+def test_a_window_counter_expires_after_its_window(v2, settings):
+    from django.core.cache import cache
+
+    from ingestion.throttling import count_key_request
+
+    settings.INGEST_RATE_LIMIT = "10/m"
+    usage, over = count_key_request(v2[0])
+    client = cache._cache.get_client()
+    (counter,) = [k for k in client.keys("*") if b"per-key" in k]
+
+    assert (usage.remaining, over) == (9, False)
+    assert 60 < client.ttl(counter) <= 65  # the window plus a margin, set by the first hit itself
+    assert 1 <= usage.reset <= 60
