@@ -102,7 +102,7 @@ def prepare_data() -> dict[str, str]:
     from keys.services import create_key
 
     # This process serves requests too (to count their SQL and work); its log lines would bury the results.
-    for handler in logging.getLogger().handlers + logging.getLogger("api.access").handlers:
+    for handler in logging.getLogger().handlers + logging.getLogger("access").handlers:
         if isinstance(handler, logging.StreamHandler):
             handler.setStream(open(os.devnull, "w"))  # noqa: SIM115 (for the life of the process)
     call_command("migrate", verbosity=0)

@@ -276,8 +276,8 @@ ASSISTANT_SYSTEM_PROMPT = env_str(
 )
 
 # --- Logging --------------------------------------------------------------------------------------------------
-# One JSON object per line in production (ops/jsonlog.py), readable text for development. Each API request gets one
-# line from the "api.access" logger (ops/middleware.py); errors carry their traceback and request id.
+# One JSON object per line in production (ops/jsonlog.py), readable text for development. Each request gets one
+# line from the "access" logger (ops/middleware.py); errors carry their traceback and request id.
 LOG_FORMAT = env_str("LOG_FORMAT", "text" if DEBUG else "json")
 if LOG_FORMAT not in ("json", "text"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, got {LOG_FORMAT!r}")

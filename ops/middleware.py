@@ -12,12 +12,13 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
+from ingestion.client_ip import client_ip
 from ingestion.idempotency import REPLAYED_HEADER
 from ingestion.parsers import declared_length
 from ops import exposition, metrics
 from ops.health import OK, readiness
 
-access_log = logging.getLogger("api.access")
+access_log = logging.getLogger("access")
 
 _PROBE_METHODS = ("GET", "HEAD")
 # Label values must come from a small set: a client inventing methods must not invent time series.
@@ -86,8 +87,9 @@ class OperatorEndpointsMiddleware:
 
 
 class RequestTelemetryMiddleware:
-    """Counts every request by endpoint and status, and writes one JSON line per API request. It reads only what
-    the request already holds (the key authentication loaded), so it adds no query and no cache round trip."""
+    """Counts every request by endpoint and status, and writes one JSON line per request: the service's access log
+    (gunicorn's own access line is off by default, so a request is logged once). It reads only what the request
+    already holds (the key authentication loaded), so it adds no query and no cache round trip."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -110,7 +112,7 @@ class RequestTelemetryMiddleware:
                 # Accepted means recorded: the view answers 2xx only after the message's transaction committed, and
                 # a replayed Idempotency-Key response recorded nothing new.
                 metrics.message_accepted(endpoint)
-        if request.path_info.startswith("/api/") and access_log.isEnabledFor(logging.INFO):
+        if access_log.isEnabledFor(logging.INFO):
             access_log.info("request", extra={"fields": _log_fields(request, response, endpoint, code, seconds)})
         return response
 
@@ -148,6 +150,8 @@ def _log_fields(
         "key_id": getattr(key, "pk", None),
         "key_hint": getattr(key, "hint", None),
         "user_id": getattr(key, "owner_id", None),
+        "client_ip": client_ip(request),
+        "user_agent": request.META.get("HTTP_USER_AGENT", "")[:200] or None,
         "bytes_in": declared_length(request) or 0,
         "bytes_out": None if response.streaming else len(response.content),
     }

@@ -33,7 +33,7 @@ def test_the_defaults_suit_a_small_machine_behind_a_router(load):
     assert conf["threads"] == 4
     assert conf["worker_class"] == "gthread"
     assert (conf["timeout"], conf["graceful_timeout"]) == (30, 25)  # both under the platform's 30 s SIGKILL
-    assert conf["accesslog"] == "-"
+    assert conf["accesslog"] is None  # the app's JSON line is the access log
     assert conf["control_socket_disable"] is True
     conf["on_exit"](None)
 
@@ -54,7 +54,7 @@ def test_the_access_log_names_no_header_query_string_or_user(load):
     for atom in ("%(r)s", "%(q)s", "%(u)s"):  # request line with query string, query string, Basic-auth user
         assert atom not in log_format
     assert "%({x-request-id}o)s" in log_format
-    assert load(ACCESS_LOG="off")["accesslog"] is None
+    assert load(ACCESS_LOG="on")["accesslog"] == "-"
     conf["on_exit"](None)
 
 

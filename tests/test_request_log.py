@@ -1,4 +1,4 @@
-"""One JSON line per API request, with what an operator needs and nothing secret; tracebacks to the log only."""
+"""One JSON line per request, with what an operator needs and nothing secret; tracebacks to the log only."""
 
 import json
 import logging
@@ -24,7 +24,7 @@ urlpatterns = [path("api/v1/boom", boom), path("boom", boom)]
 handler500 = errors.server_error
 
 
-def lines(caplog, logger: str = "api.access") -> list[dict]:
+def lines(caplog, logger: str = "access") -> list[dict]:
     formatter = JsonFormatter()
     return [json.loads(formatter.format(record)) for record in caplog.records if record.name == logger]
 
@@ -40,7 +40,7 @@ def test_an_accepted_request_is_one_line_with_who_what_and_how_long(client, capl
 
     [line] = lines(caplog)
     assert line["request_id"] == "trace-42" == response["X-Request-ID"]
-    assert line["logger"] == "api.access"
+    assert line["logger"] == "access"
     assert line["method"] == "POST"
     assert line["path"] == CURRENT
     assert line["endpoint"] == "api_message"
@@ -85,9 +85,20 @@ def test_unknown_api_paths_are_logged_too(client, caplog):
     assert line["endpoint"] == "ingestion.views.api_not_found"
 
 
-def test_pages_outside_the_api_are_not_logged_by_it(client, caplog):
-    client.get("/admin/login/")
-    assert lines(caplog) == []
+def test_pages_outside_the_api_are_logged_alike(client, caplog):
+    client.get("/admin/login/", headers={"User-Agent": "Mozilla/5.0 (X11)"})
+
+    [line] = lines(caplog)
+    assert (line["method"], line["path"], line["status"]) == ("GET", "/admin/login/", 200)
+    assert (line["endpoint"], line["key_id"], line["user_agent"]) == ("admin:login", None, "Mozilla/5.0 (X11)")
+
+
+def test_the_line_names_the_client_address_the_limits_count(client, caplog, settings):
+    settings.TRUSTED_PROXY_COUNT = 1
+    client.get("/", headers={"X-Forwarded-For": "198.51.100.7, 203.0.113.9"})
+
+    [line] = lines(caplog)
+    assert line["client_ip"] == "203.0.113.9"  # what the router appended, not what the client wrote
 
 
 def test_refused_requests_do_not_add_a_second_line_from_django(client, caplog):
