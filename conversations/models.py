@@ -109,9 +109,19 @@ class Delivery(models.Model):
     """
 
     message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="delivery")
+    # The message's key, repeated so the key page and the admin can read a key's deliveries by (api_key, created_at)
+    # without a join. The message's column carries the database constraint; this copy does not, so recording a
+    # message checks (and share-locks) the key's row once, not twice: under concurrent requests with one key that
+    # lock is what PostgreSQL's row-sharing bookkeeping contends on. Deleting a key still sets it to NULL (the ORM).
     # db_index=False: the (api_key, created_at) index below serves every lookup by key.
     api_key = models.ForeignKey(
-        "keys.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries", db_index=False
+        "keys.ApiKey",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="deliveries",
+        db_index=False,
+        db_constraint=False,
     )
     endpoint = models.CharField(max_length=16, choices=Endpoint.choices)
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.QUEUED)
