@@ -14,6 +14,7 @@ It sends ``pre_save`` and ``post_save`` as ``save()`` does (django-tasks-db, for
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from functools import cache
 from typing import Any
 
@@ -118,7 +119,10 @@ def insert_together(rows: Sequence[Model]) -> None:
     for row, instance in enumerate(rows):
         for field in _table(type(instance)).fields:
             if (row, field.name) not in pointed:
-                params.append(field.get_db_prep_save(field.pre_save(instance, add=True), connection))
+                value = field.get_db_prep_save(field.pre_save(instance, add=True), connection)
+                # A choices member (TextChoices is a str subclass) as its plain value: psycopg finds the adapter of
+                # a subclass by walking its MRO on every statement, half the cost of adapting all the parameters.
+                params.append(value.value if isinstance(value, Enum) else value)
     with connection.cursor() as cursor:
         cursor.execute(_statement(tuple(type(instance) for instance in rows), references), params)
         assigned = iter(cursor.fetchone() or ())
