@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 CONF = Path(__file__).resolve().parent.parent / "gunicorn.conf.py"
-SETTINGS = ("PORT", "BIND_HOST", "WEB_CONCURRENCY", "WEB_THREADS", "GUNICORN_TIMEOUT", "ACCESS_LOG")
+SETTINGS = ("PORT", "BIND_HOST", "WEB_CONCURRENCY", "WEB_THREADS", "GUNICORN_TIMEOUT", "ACCESS_LOG", "REUSE_PORT")
 
 
 @pytest.fixture
@@ -35,6 +35,8 @@ def test_the_defaults_suit_a_small_machine_behind_a_router(load):
     assert (conf["timeout"], conf["graceful_timeout"]) == (30, 25)  # both under the platform's 30 s SIGKILL
     assert conf["accesslog"] is None  # the app's JSON line is the access log
     assert conf["control_socket_disable"] is True
+    assert conf["reuse_port"] is True  # the kernel spreads connections over the workers
+    assert load(REUSE_PORT="off")["reuse_port"] is False
     conf["on_exit"](None)
 
 
