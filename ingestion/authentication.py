@@ -2,6 +2,7 @@
 that also brings the owner and their conversation, and for the legacy endpoint their profile (what the request
 needs next). Only a failure touches the failed-authentication limit."""
 
+import re
 from typing import ClassVar
 
 from django.contrib.auth.models import User
@@ -19,6 +20,9 @@ from ingestion.exceptions import (
 )
 from keys import lookup, tokens
 from keys.models import ApiKey, Generation
+
+# Any character str.isspace() calls whitespace (the regex engine uses the same test), found in C.
+_WHITESPACE = re.compile(r"\s")
 
 CURRENT_PATH = "/api/v1/inbound/api-message"
 LEGACY_PATH = "/api/v1/inbound-sms/webhook"
@@ -41,7 +45,7 @@ def bearer_token(header: str | None) -> str:
     if header is None or header == "":
         raise MissingAuthorization()
     scheme, space, key = header.partition(" ")
-    if scheme.lower() != "bearer" or not space or not key or any(ch.isspace() for ch in key):
+    if scheme.lower() != "bearer" or not space or not key or _WHITESPACE.search(key):
         raise MalformedAuthorization()
     return key
 
