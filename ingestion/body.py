@@ -1,5 +1,7 @@
 """The body rules of the two endpoints (DESIGN.md, "The public API")."""
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -13,34 +15,49 @@ def _kind(value: Any) -> str:
     return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
 
 
-def _check_storable(value: Any, depth: int, path: str) -> None:
-    """Refuse what PostgreSQL's jsonb (and any text column) cannot hold: NUL characters and lone surrogates."""
-    if depth > settings.INGEST_MAX_JSON_DEPTH:
-        raise InvalidBody(f"The body is nested more than {settings.INGEST_MAX_JSON_DEPTH} levels deep.")
+def _check_storable(value: Any, depth: int, max_depth: int, path: Callable[[], str]) -> None:
+    """Refuse what PostgreSQL's jsonb (and any text column) cannot hold: NUL characters and lone surrogates.
+    ``path`` names the value for the error message; it is only built when there is an error to report."""
+    if depth > max_depth:
+        raise InvalidBody(f"The body is nested more than {max_depth} levels deep.")
     if isinstance(value, str):
         _check_text(value, path)
     elif isinstance(value, dict):
         for name, member in value.items():
             _check_text(name, path)
-            _check_storable(member, depth + 1, f"{path}.{name}" if len(path) < 200 else path)
+            _check_storable(member, depth + 1, max_depth, partial(_member_path, path, name))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _check_storable(item, depth + 1, f"{path}[{index}]" if len(path) < 200 else path)
+            _check_storable(item, depth + 1, max_depth, partial(_item_path, path, index))
+
+
+def _member_path(parent: Callable[[], str], name: str) -> str:
+    above = parent()
+    return f"{above}.{name}" if len(above) < 200 else above
+
+
+def _item_path(parent: Callable[[], str], index: int) -> str:
+    above = parent()
+    return f"{above}[{index}]" if len(above) < 200 else above
+
+
+def _root() -> str:
+    return "$"
 
 
 def check_storable(body: Any) -> None:
     """Refuse a parsed body that the database cannot store (also for bodies that are not messages)."""
-    _check_storable(body, 1, "$")
+    _check_storable(body, 1, settings.INGEST_MAX_JSON_DEPTH, _root)
 
 
-def _check_text(text: str, path: str) -> None:
+def _check_text(text: str, path: Callable[[], str]) -> None:
     if "\x00" in text:
-        raise InvalidBody(f"The value at {path} contains a NUL character (\\u0000), which cannot be stored.")
+        raise InvalidBody(f"The value at {path()} contains a NUL character (\\u0000), which cannot be stored.")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidBody(
-            f"The value at {path} contains an unpaired UTF-16 surrogate, which cannot be stored."
+            f"The value at {path()} contains an unpaired UTF-16 surrogate, which cannot be stored."
         ) from None
 
 
@@ -56,7 +73,7 @@ def _check_message(body: dict[str, Any]) -> str:
 def _require_object(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise InvalidBody(f"The body must be a JSON object, not {_kind(body)}; {_EXAMPLE}.")
-    _check_storable(body, 1, "$")
+    check_storable(body)
     return body
 
 
