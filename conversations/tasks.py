@@ -15,14 +15,18 @@ from ops import metrics
 
 
 @task
-def deliver_message(message_id: str) -> str:
+def deliver_message(message_id: str | int) -> str:
     """One attempt to hand a recorded message (by its public id) to the assistant; returns the delivery's status
     afterwards. The task carries the public id, not the delivery's key, because the id exists before any row is
-    written: the request writes the message, its delivery and this task's row in one statement."""
+    written: the request writes the message, its delivery and this task's row in one statement. An integer is a
+    delivery's key, as tasks enqueued before that change carry it: they still run after a deploy."""
     from conversations.handoff import attempt_delivery
     from conversations.models import Delivery
 
-    delivery_id = Delivery.objects.filter(message__public_id=message_id).values_list("pk", flat=True).first()
+    if isinstance(message_id, int):
+        delivery_id: int | None = message_id
+    else:
+        delivery_id = Delivery.objects.filter(message__public_id=message_id).values_list("pk", flat=True).first()
     status = "skipped" if delivery_id is None else attempt_delivery(delivery_id)
     if status != "skipped":
         metrics.delivery_attempt_finished("retrying" if status == "queued" else status)

@@ -143,3 +143,17 @@ def test_django_s_own_enqueued_log_line_appears_at_debug(client, v2, database_ta
         post(client, CURRENT, v2[1], {"message": "hi"})
 
     assert any("enqueued" in r.getMessage() and "deliver_message" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_enqueued_before_the_public_id_change_still_delivers(client, v2, database_tasks):
+    """Tasks written by the previous release carry the delivery's key; a deploy must not strand them."""
+    post(client, CURRENT, v2[1], {"message": "hi"})
+    DBTaskResult.objects.all().delete()  # as if this release had not enqueued it
+    delivery = Delivery.objects.get()
+    deliver_message.enqueue(delivery.pk)
+
+    run_worker(max_tasks=5)
+
+    assert Delivery.objects.get().status == DeliveryStatus.DELIVERED
+    assert DBTaskResult.objects.get().status == "SUCCESSFUL"
