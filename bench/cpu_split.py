@@ -16,17 +16,7 @@ from pathlib import Path
 
 from bench import run as harness
 from bench.load import run_wrk
-from bench.server import Server, _children
-
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime + stime
+from bench.server import Server, _children, cpu_seconds
 
 
 def _processes() -> dict[int, str]:
@@ -64,13 +54,13 @@ def main() -> None:
         server.wait_ready("/api/")
         run_wrk(server.url, scenario, harness.BODY_FILE, 8, 1)  # warm every worker
         workers = set(_children(server.process.pid))
-        before = {pid: _cpu_seconds(pid) for pid in _processes()}
+        before = {pid: cpu_seconds(pid) or 0.0 for pid in _processes()}
         idle_before, total_before = _idle_and_total()
         result = run_wrk(server.url, scenario, harness.BODY_FILE, args.connections, args.seconds)
         idle_after, total_after = _idle_and_total()
         spent: Counter[str] = Counter()
         for pid, name in _processes().items():
-            seconds = _cpu_seconds(pid) - before.get(pid, 0.0)
+            seconds = (cpu_seconds(pid) or 0.0) - before.get(pid, 0.0)
             if seconds > 0:
                 spent[f"gunicorn worker {pid}" if pid in workers else name] += seconds
     finally:

@@ -8,12 +8,10 @@ second, so they show what a change did. Kept free of timing assertions so the te
 import cProfile
 import hashlib
 import json
-import os
 import pstats
 import secrets
 import timeit
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
@@ -21,6 +19,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from bench.server import cpu_seconds
 from keys import tokens
 from keys.models import Generation
 
@@ -67,14 +66,6 @@ def python_calls_per_request(path: str, body: Any, authorization: str | None, re
     return pstats.Stats(profiler).total_calls / requests
 
 
-def _backend_cpu_seconds(pid: int) -> float | None:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None  # PostgreSQL runs elsewhere (or as another user we cannot see)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
 def database_cpu_per_request(path: str, body: Any, authorization: str | None, requests: int = 200) -> float | None:
     """Seconds of CPU the PostgreSQL backend serving this process spends per request (best of three rounds), or
     None when that backend is not a local process."""
@@ -86,11 +77,11 @@ def database_cpu_per_request(path: str, body: Any, authorization: str | None, re
     pid = connection.connection.info.backend_pid
     rounds = []
     for _ in range(3):
-        before = _backend_cpu_seconds(pid)
+        before = cpu_seconds(pid)
         for _ in range(requests):
             _post(client, path, data, authorization)
-        after = _backend_cpu_seconds(pid)
-        if before is None or after is None:
+        after = cpu_seconds(pid)
+        if before is None or after is None:  # PostgreSQL runs elsewhere (or as a user we cannot see)
             return None
         rounds.append((after - before) / requests)
     return min(rounds)
