@@ -9,7 +9,7 @@
   that goes over the limit leaves a marker until the window ends. A failed attempt reads that marker before it is
   counted, so a limited address gets 429 for every further bad key at the cost of one cache read (plus the one
   indexed lookup a well-formed key costs). A request with a valid key never reads it: an accepted message costs
-  the per-key limit's two round trips and no more, and a limited address (a shared NAT, an office) is not locked
+  the per-key limit's one round trip and no more, and a limited address (a shared NAT, an office) is not locked
   out of keys that work.
 
 Responses carry the IETF RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers), a 429 also
