@@ -1,5 +1,5 @@
-"""Django's Redis cache with an atomic increment in one round trip, a window counter in one round trip, and one
-Redis client per connection pool.
+"""Django's Redis cache with an atomic increment in one round trip, a window counter in one round trip (sent on
+each thread's own connection), and one Redis client per connection pool.
 
 Django's own ``incr`` asks Redis whether the key exists, then increments it: two round trips per rate-limit hit, and
 a counter that expires between the two comes back as a new counter with no expiry. One Lua call does both at once.
@@ -9,9 +9,14 @@ Python calls of an accepted request and nearly half of a refused one's (docs/ben
 handle on its connection pool and is safe to share between threads, so each pool gets one, made on first use.
 """
 
+import os
+import threading
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
+from redis.connection import AbstractConnection
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 _INCR_IF_EXISTS = """
 if redis.call('exists', KEYS[1]) == 1 then
@@ -34,6 +39,7 @@ class _AtomicIncrClient(RedisCacheClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._clients: dict[int, Any] = {}
+        self._own = threading.local()  # each thread's counting connection, and the process that made it
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Any:
         django_client: Any = self  # Django's private helpers, which its type stubs leave out
@@ -52,7 +58,34 @@ class _AtomicIncrClient(RedisCacheClient):
         return int(value)
 
     def count_in_window(self, key: Any, seconds: int) -> int:
-        return int(self.get_client(key, write=True).eval(_COUNT_IN_WINDOW, 1, key, seconds))
+        connection = self._counting_connection()
+        try:
+            return self._count(connection, key, seconds)
+        except (RedisConnectionError, RedisTimeoutError):
+            # A socket gone stale (Redis restarted, a timeout left a reply unread): a fresh one, once, as the pool's
+            # client retries. Counting a hit twice errs towards the limit, never past it.
+            connection.disconnect()
+            return self._count(connection, key, seconds)
+
+    @staticmethod
+    def _count(connection: AbstractConnection, key: Any, seconds: int) -> int:
+        connection.send_command("EVAL", _COUNT_IN_WINDOW, 1, key, seconds)
+        return int(connection.read_response())
+
+    def _counting_connection(self) -> AbstractConnection:
+        """This thread's own connection for the per-key count, which every accepted request makes.
+
+        Through the pool, redis-py checks a connection out and in again around each command, asks the socket
+        whether it has unread data (a system call) and records pool metrics: more work than the command itself.
+        A gunicorn thread serves one request at a time, so a connection of its own needs none of that.
+        """
+        own = self._own
+        if getattr(own, "pid", None) != os.getpid():  # first use in this thread, or a forked child's copy
+            django_client: Any = self
+            pool = django_client._get_connection_pool(True)
+            own.connection, own.pid = pool.connection_class(**pool.connection_kwargs), os.getpid()
+        connection: AbstractConnection = own.connection
+        return connection
 
 
 class AtomicIncrRedisCache(RedisCache):

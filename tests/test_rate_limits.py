@@ -2,10 +2,12 @@
 (AUTH_FAILURE_RATE_LIMIT), with the IETF RateLimit fields and Retry-After."""
 
 import re
+import threading
 
 import pytest
 import redis
 from django.conf import settings as django_settings
+from redis.connection import AbstractConnection
 
 from conversations.models import Message
 from ingestion.throttling import describe_rate, parse_rate
@@ -191,13 +193,14 @@ def test_an_accepted_request_costs_one_redis_round_trip(client, v2, monkeypatch)
     """Budget (DESIGN.md "The request path": the rate limit in at most two round trips): one Lua call counts the hit
     and gives a new window its expiry. A valid key does not read the failed-authentication marker."""
     commands: list[str] = []
-    original = redis.Redis.execute_command
+    original = AbstractConnection.send_command
 
     def counting(self, *args, **options):
         commands.append(str(args[0]))
         return original(self, *args, **options)
 
-    monkeypatch.setattr(redis.Redis, "execute_command", counting)
+    # Every command reaches Redis through a connection's send_command, from a pooled client or not.
+    monkeypatch.setattr(AbstractConnection, "send_command", counting)
     for _ in range(2):  # the window's first hit, then a later one
         post(client, CURRENT, v2[1], BODY)
 
@@ -218,3 +221,37 @@ def test_a_window_counter_expires_after_its_window(v2, settings):
     assert (usage.remaining, over) == (9, False)
     assert 60 < client.ttl(counter) <= 65  # the window plus a margin, set by the first hit itself
     assert 1 <= usage.reset <= 60
+
+
+@pytest.mark.skipif(not django_settings.REDIS_URL, reason="counts on Redis connections; set REDIS_URL")
+def test_each_thread_counts_on_a_connection_of_its_own(v2):
+    from django.core.cache import cache
+
+    from ingestion.throttling import count_key_request
+
+    counting = cache._cache  # the cache's client, which holds the counting connections
+    count_key_request(v2[0])
+    mine = counting._counting_connection()
+    seen_by_other_thread = []
+    other = threading.Thread(target=lambda: seen_by_other_thread.append(counting._counting_connection()))
+    other.start()
+    other.join()
+
+    assert counting._counting_connection() is mine  # kept: no checkout, no connect per request
+    assert seen_by_other_thread[0] is not mine  # a connection never carries two requests' commands at once
+
+
+@pytest.mark.skipif(not django_settings.REDIS_URL, reason="kills Redis connections; set REDIS_URL")
+def test_the_count_goes_on_after_redis_drops_the_connection(v2, settings):
+    from django.core.cache import cache
+
+    from ingestion.throttling import count_key_request
+
+    settings.INGEST_RATE_LIMIT = "10/m"
+    first, _ = count_key_request(v2[0])
+    # What a Redis restart or an idle timeout does to every connection but the killer's own.
+    redis.Redis.from_url(django_settings.REDIS_URL).client_kill_filter(_type="normal", skipme=True)
+    second, over = count_key_request(v2[0])
+
+    assert (first.remaining, second.remaining, over) == (9, 8, False)
+    assert cache._cache._counting_connection()._sock is not None  # reconnected
