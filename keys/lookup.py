@@ -1,5 +1,6 @@
-"""The key lookup of every API request: one indexed query that also brings the key's owner and their thread (and,
-for the legacy endpoint, their profile), with its SQL written once per process.
+"""The key lookup of every API request: one indexed query that also brings the key's owner (their id; the other
+columns are deferred) and their thread (and, for the legacy endpoint, their profile), with its SQL written once per
+process.
 
 Through the ORM (``select_related(...).get(digest=...)``) Django compiles the same joined SELECT again on every
 request: some 1,500 Python calls, a fifth of an accepted request's Python work (docs/benchmarks.md). The statement
@@ -42,8 +43,10 @@ class _Part:
         return self.model.from_db(DEFAULT_DB_ALIAS, self.names, values)
 
 
-def _part(model: type[Model], alias: str, connection: Any) -> tuple[_Part, str]:
+def _part(model: type[Model], alias: str, connection: Any, *, key_only: bool = False) -> tuple[_Part, str]:
     fields: list[Field[Any, Any]] = [f for f in model._meta.concrete_fields]  # primary key first
+    if key_only:
+        fields = fields[:1]  # the rest is deferred: the ORM loads it if something reads it
     converters = []
     for index, field in enumerate(fields):
         column = field.get_col(alias)
@@ -77,7 +80,11 @@ def _statement(with_profile: bool) -> tuple[str, list[_Part]]:
     ]
     if with_profile:
         joined.append((Profile, "p", users_row(Profile, "p")))
-    parts, selects = zip(*(_part(model, alias, connection) for model, alias, _ in joined), strict=True)
+    # The owner is only who the request is for: an API request never reads their name, email or password hash, so
+    # only their id is selected (fewer columns to describe, send and load on every request; no hash in memory).
+    parts, selects = zip(
+        *(_part(model, alias, connection, key_only=model is user_model) for model, alias, _ in joined), strict=True
+    )
     # Table and column names come from the models' metadata; the digest is the statement's only parameter.
     sql = (
         f"SELECT {', '.join(selects)} FROM {' '.join(source for _, _, source in joined)} "  # noqa: S608
@@ -93,7 +100,8 @@ def _column(model: type[Model], name: str) -> str:
 
 
 def key_with_owner(digest: str, *, with_profile: bool = False) -> ApiKey | None:
-    """The key with this digest, revoked or not, its owner and their conversation (and profile) loaded; or None."""
+    """The key with this digest, revoked or not, its owner (only the id loaded) and their conversation (and profile)
+    loaded; or None."""
     sql, parts = _statement(with_profile)
     connection = connections[DEFAULT_DB_ALIAS]
     with connection.cursor() as cursor:
