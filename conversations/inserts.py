@@ -10,8 +10,14 @@ models, so it is written once per process; every value is prepared by its own fi
 
 It sends ``pre_save`` and ``post_save`` as ``save()`` does (django-tasks-db, for one, fills in a task row's
 ``run_after`` in a ``pre_save`` receiver).
+
+Most values need no preparing at all: Django's own text, boolean, UUID and foreign key fields hand a value of
+their own type to the database unchanged. For those the statement's plan notes the types that pass as they are,
+and a value of such a type skips the field's three or four preparing calls (``_PASSED_UNCHANGED``); any other
+value, and every other field, takes the field's own path.
 """
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -19,11 +25,51 @@ from functools import cache
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Field, ForeignKey, Model
+from django.db.models import (
+    AutoField,
+    BigAutoField,
+    BooleanField,
+    CharField,
+    Field,
+    ForeignKey,
+    Model,
+    TextField,
+    UUIDField,
+)
 from django.db.models.signals import post_save, pre_save
 
 # A foreign key whose target is an earlier, unsaved row of the same batch: (row, the field's name, that row)
 Reference = tuple[int, str, int]
+
+# Django's own field classes (exactly these, not subclasses, which may prepare differently) whose pre_save reads the
+# attribute and whose get_db_prep_save gives back a value of these exact types unchanged on PostgreSQL: text
+# fields return a str from to_python, UUIDField the UUID (native on PostgreSQL), BooleanField the bool. Not here:
+# integer fields (Django wraps their values in psycopg's Int2/Int4/Int8 for server-side binding), DateTimeField
+# (its pre_save may stamp the time, and a naive value is converted). tests/test_inserts.py checks every pair
+# against the field's own path.
+_PASSED_UNCHANGED: dict[type[Field[Any, Any]], tuple[type, ...]] = {
+    CharField: (str,),
+    TextField: (str,),
+    BooleanField: (bool,),
+    UUIDField: (uuid.UUID,),
+}
+_AUTO_KEYS = (AutoField, BigAutoField)
+
+
+def passed_unchanged(field: Field[Any, Any]) -> tuple[type, ...]:
+    """The value types this field hands to the database as they are (empty: always take the field's own path)."""
+    if type(field) is ForeignKey:
+        # A foreign key prepares a value as its target field does: an integer key passes unchanged.
+        return (int,) if type(field.target_field) in _AUTO_KEYS else ()
+    return _PASSED_UNCHANGED.get(type(field), ())
+
+
+@dataclass(frozen=True)
+class _Parameter:
+    row: int
+    field: Field[Any, Any]
+    attname: str
+    unchanged: tuple[type, ...]  # value types that need no preparing
 
 
 @dataclass(frozen=True)
@@ -48,6 +94,32 @@ def _table(model: type[Model]) -> _Table:
     fields = [field for field in meta.local_concrete_fields if field is not meta.auto_field]
     foreign_keys = [field for field in fields if isinstance(field, ForeignKey)]  # OneToOneField included
     return _Table(fields, meta.auto_field, foreign_keys)
+
+
+@cache
+def _parameters(models: tuple[type[Model], ...], references: tuple[Reference, ...]) -> list[_Parameter]:
+    """The statement's parameters in order: every written field but the keys that point at an earlier row."""
+    pointed = {(row, name) for row, name, _ in references}
+    return [
+        _Parameter(row, field, field.attname, passed_unchanged(field))
+        for row, model in enumerate(models)
+        for field in _table(model).fields
+        if (row, field.name) not in pointed
+    ]
+
+
+def _prepared(instance: Model, parameter: _Parameter, connection: Any) -> Any:
+    if parameter.unchanged:
+        value = getattr(instance, parameter.attname)
+        if type(value) in parameter.unchanged:
+            return value
+        if isinstance(value, Enum) and type(value.value) in parameter.unchanged:
+            return value.value  # a choices member (TextChoices is a str subclass): what to_python keeps, unwrapped
+    field = parameter.field
+    value = field.get_db_prep_save(field.pre_save(instance, add=True), connection)
+    # A choices member as its plain value: psycopg finds the adapter of a subclass by walking its MRO on every
+    # statement, half the cost of adapting all the parameters.
+    return value.value if isinstance(value, Enum) else value
 
 
 @cache
@@ -114,17 +186,10 @@ def insert_together(rows: Sequence[Model]) -> None:
     for instance in rows:
         pre_save.send(type(instance), instance=instance, raw=False, using=DEFAULT_DB_ALIAS, update_fields=None)
     references = _references(rows)
-    pointed = {(row, name) for row, name, _ in references}
-    params = []
-    for row, instance in enumerate(rows):
-        for field in _table(type(instance)).fields:
-            if (row, field.name) not in pointed:
-                value = field.get_db_prep_save(field.pre_save(instance, add=True), connection)
-                # A choices member (TextChoices is a str subclass) as its plain value: psycopg finds the adapter of
-                # a subclass by walking its MRO on every statement, half the cost of adapting all the parameters.
-                params.append(value.value if isinstance(value, Enum) else value)
+    models = tuple(type(instance) for instance in rows)
+    params = [_prepared(rows[p.row], p, connection) for p in _parameters(models, references)]
     with connection.cursor() as cursor:
-        cursor.execute(_statement(tuple(type(instance) for instance in rows), references), params)
+        cursor.execute(_statement(models, references), params)
         assigned = iter(cursor.fetchone() or ())
     for instance in rows:
         returned = _table(type(instance)).returned

@@ -1,13 +1,16 @@
 """conversations.inserts: rows that belong together are written at once (one statement on PostgreSQL, a
 transaction elsewhere) and come back as ``save()`` leaves them. Run on whichever DATABASE_URL selects."""
 
+import uuid
+from enum import Enum
+
 import pytest
-from django.db import IntegrityError, connection
+from django.db import IntegrityError, connection, models
 from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 from django_tasks_db.models import DBTaskResult
 
-from conversations.inserts import insert_together
+from conversations.inserts import _parameters, _prepared, _references, insert_together, passed_unchanged
 from conversations.models import Delivery, Endpoint, Message, Role, Source
 from conversations.tasks import new_task_row
 
@@ -109,3 +112,58 @@ def test_a_row_may_point_at_a_saved_row(user):
     insert_together([delivery])
 
     assert Delivery.objects.get().message_id == message.pk
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement path, and its plan, are PostgreSQL's")
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        (models.CharField(max_length=8), "queued"),
+        (models.TextField(), "a longer text ✓"),
+        (models.BooleanField(), True),
+        (models.UUIDField(), uuid.uuid4()),
+        (Message._meta.get_field("conversation"), 42),  # a foreign key to a BigAutoField
+    ],
+)
+def test_a_value_that_skips_preparing_is_what_the_field_itself_would_send(field, value):
+    assert type(value) in passed_unchanged(field)
+
+    prepared = field.get_db_prep_save(value, connection)
+
+    assert prepared == value and type(prepared) is type(value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        (models.DateTimeField(), None),  # may stamp the time, converts naive values
+        (models.JSONField(), None),  # wrapped for the driver
+        (models.EmailField(), None),  # a subclass: it may prepare differently
+        (models.IntegerField(), None),  # Django wraps the value (psycopg's Int4) for server-side binding
+        (models.PositiveIntegerField(), None),
+    ],
+)
+def test_other_fields_always_take_their_own_path(field, value):
+    assert passed_unchanged(field) == ()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement path, and its plan, are PostgreSQL's")
+def test_every_parameter_of_an_accepted_message_is_what_the_field_itself_would_send(user, v2, database_tasks):
+    message, delivery = new_rows(user, v2[0])
+    rows = [message, delivery, new_task_row(message.public_id)]
+    for row in rows:
+        pre_save.send(type(row), instance=row, raw=False, using="default", update_fields=None)
+    parameters = _parameters(tuple(type(row) for row in rows), _references(rows))
+
+    skipped = 0
+    for parameter in parameters:
+        if not parameter.unchanged:
+            continue  # the field's own path: nothing to compare
+        instance, field = rows[parameter.row], parameter.field
+        expected = field.get_db_prep_save(field.pre_save(instance, add=True), connection)
+        expected = expected.value if isinstance(expected, Enum) else expected
+        got = _prepared(instance, parameter, connection)
+        assert (got, type(got)) == (expected, type(expected)), field
+        skipped += 1
+
+    assert skipped >= 20  # most of the values: the plan is in use, not silently empty
