@@ -31,8 +31,8 @@ class _SkippedByTheApi:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if is_api_request(request):
-            return self.get_response(request)  # type: ignore[no-any-return]
-        return super().__call__(request)  # type: ignore[misc,no-any-return]
+            return self.get_response(request)
+        return super().__call__(request)  # type: ignore[misc]
 
 
 class AuthenticationMiddleware(_SkippedByTheApi, DjangoAuthenticationMiddleware):
