@@ -38,6 +38,8 @@ from django.db.models import (
 )
 from django.db.models.signals import post_save, pre_save
 
+from config.db import fetch_one
+
 # A foreign key whose target is an earlier, unsaved row of the same batch: (row, the field's name, that row)
 Reference = tuple[int, str, int]
 
@@ -188,9 +190,7 @@ def insert_together(rows: Sequence[Model]) -> None:
     references = _references(rows)
     models = tuple(type(instance) for instance in rows)
     params = [_prepared(rows[p.row], p, connection) for p in _parameters(models, references)]
-    with connection.cursor() as cursor:
-        cursor.execute(_statement(models, references), params)
-        assigned = iter(cursor.fetchone() or ())
+    assigned = iter(fetch_one(connection, _statement(models, references), params) or ())
     for instance in rows:
         returned = _table(type(instance)).returned
         if returned is not None:

@@ -19,6 +19,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Field, Model
 
 from accounts.models import Profile
+from config.db import fetch_one
 from conversations.models import Conversation
 from keys.models import ApiKey
 
@@ -104,9 +105,7 @@ def key_with_owner(digest: str, *, with_profile: bool = False) -> ApiKey | None:
     loaded; or None."""
     sql, parts = _statement(with_profile)
     connection = connections[DEFAULT_DB_ALIAS]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [digest])
-        row = cursor.fetchone()
+    row = fetch_one(connection, sql, [digest])
     if row is None:
         return None
     instances, start = [], 0

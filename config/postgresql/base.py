@@ -6,9 +6,13 @@ trip (and a thread switch in a gthread worker) on every API request, about a ten
 connection (restart, ``pg_terminate_backend``, idle timeout; the operating system then reports end of file) or sent
 a notice. So the socket is polled first, without waiting; only when something is there does Django's own
 ``SELECT 1`` decide. A link that died silently is noticed by the request's first query either way.
+
+It also runs the request path's two statements (the key lookup, the message's insert) with less client work
+than Django's cursor wrapper: ``fetch_one`` below.
 """
 
 import select
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.backends.postgresql import base
@@ -32,3 +36,24 @@ class DatabaseWrapper(base.DatabaseWrapper):
         poller = select.poll()
         poller.register(connection.fileno(), select.POLLIN | select.POLLPRI)
         return not poller.poll(0)
+
+    def fetch_one(self, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """Run one statement and return its first row, doing what Django's cursor does around it (health check,
+        connection, thread and broken-transaction checks, Django's error classes) without its cursor wrapper.
+
+        Django's wrapper costs about a third as much client work again as the statement itself (callgrind: 166,000
+        against 122,000 instructions for a one-row SELECT), twice per accepted message. When something watches the
+        queries (DEBUG's query log, CaptureQueriesContext, an execute_wrapper), the statement goes through Django's
+        cursor instead, so it is logged and wrapped as any other.
+        """
+        if self.queries_logged or self.execute_wrappers:
+            with self.cursor() as wrapped:
+                wrapped.execute(sql, params)
+                return wrapped.fetchone()
+        self.close_if_health_check_failed()
+        self.ensure_connection()
+        self.validate_thread_sharing()
+        self.validate_no_broken_transaction()
+        with self.wrap_database_errors, self.create_cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
