@@ -87,6 +87,13 @@ def recreate_database() -> None:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
+def silence_logs() -> None:
+    """This process serves requests too (to count their SQL and work); its log lines would bury the results."""
+    for handler in logging.getLogger().handlers + logging.getLogger("access").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(open(os.devnull, "w"))  # noqa: SIM115 (for the life of the process)
+
+
 def prepare_data() -> dict[str, str]:
     """Migrate, then one user with a profile, a V2 and a V1 key; returns the keys and what the baseline writes to."""
     import django
@@ -101,10 +108,7 @@ def prepare_data() -> dict[str, str]:
     from keys.models import Generation
     from keys.services import create_key
 
-    # This process serves requests too (to count their SQL and work); its log lines would bury the results.
-    for handler in logging.getLogger().handlers + logging.getLogger("access").handlers:
-        if isinstance(handler, logging.StreamHandler):
-            handler.setStream(open(os.devnull, "w"))  # noqa: SIM115 (for the life of the process)
+    silence_logs()
     call_command("migrate", verbosity=0)
     cache.clear()  # our own Redis database only: rate-limit counters from an earlier run
     user = User.objects.create_user("bench@example.com", "bench@example.com")
