@@ -1,6 +1,6 @@
-"""The key lookup of every API request: one indexed query that also brings the key's owner (their id; the other
-columns are deferred) and their thread (and, for the legacy endpoint, their profile), with its SQL written once per
-process.
+"""The key lookup of every API request: one indexed query that also brings the key's owner (only their id, which
+the key row holds; the rest is deferred) and their thread (and, for the legacy endpoint, their profile), with its
+SQL written once per process.
 
 Through the ORM (``select_related(...).get(digest=...)``) Django compiles the same joined SELECT again on every
 request: some 1,500 Python calls, a fifth of an accepted request's Python work (docs/benchmarks.md). The statement
@@ -44,19 +44,23 @@ class _Part:
         return self.model.from_db(DEFAULT_DB_ALIAS, self.names, values)
 
 
-def _part(model: type[Model], alias: str, connection: Any, *, key_only: bool = False) -> tuple[_Part, str]:
-    fields: list[Field[Any, Any]] = [f for f in model._meta.concrete_fields]  # primary key first
-    if key_only:
-        fields = fields[:1]  # the rest is deferred: the ORM loads it if something reads it
-    converters = []
+def _converters(
+    fields: Sequence[Field[Any, Any]], alias: str, connection: Any
+) -> list[tuple[int, list[Converter], Any]]:
+    found = []
     for index, field in enumerate(fields):
         column = field.get_col(alias)
-        found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-        if found:
-            converters.append((index, found, column))
+        converters = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if converters:
+            found.append((index, converters, column))
+    return found
+
+
+def _part(model: type[Model], alias: str, connection: Any) -> tuple[_Part, str]:
+    fields: list[Field[Any, Any]] = [f for f in model._meta.concrete_fields]  # primary key first
     quote = connection.ops.quote_name
     select = ", ".join(f"{alias}.{quote(field.column)}" for field in fields)
-    return _Part(model, [field.attname for field in fields], converters), select
+    return _Part(model, [field.attname for field in fields], _converters(fields, alias, connection)), select
 
 
 @cache
@@ -64,34 +68,28 @@ def _statement(with_profile: bool) -> tuple[str, list[_Part]]:
     connection = connections[DEFAULT_DB_ALIAS]
     quote = connection.ops.quote_name
     user_model = get_user_model()
-    user_id = f"u.{quote(_column(user_model, user_model._meta.pk.name))}"
+    owner = ApiKey._meta.get_field("owner")
+    assert isinstance(owner, Field)
+    owner_id = f"k.{quote(owner.column)}"
 
-    def users_row(model: type[Model], alias: str) -> str:
+    key_part, key_select = _part(ApiKey, "k", connection)
+    # The owner is only who the request is for: an API request never reads their name, email or password hash. So
+    # the users table is not even joined: the key's owner_id is the owner's id (its foreign key vouches for the
+    # row), and the User instance has every other field deferred, loaded by the ORM if something reads it.
+    owner_part = _Part(user_model, [user_model._meta.pk.attname], _converters([owner], "k", connection))
+    parts, selects, sources = [key_part, owner_part], [key_select, owner_id], [f"{quote(ApiKey._meta.db_table)} k"]
+    for model, alias in [(Conversation, "c"), *([(Profile, "p")] if with_profile else [])]:
+        part, select = _part(model, alias, connection)
+        parts.append(part)
+        selects.append(select)
         own_user_id = f"{alias}.{quote(_column(model, 'user'))}"
-        return f"LEFT OUTER JOIN {quote(model._meta.db_table)} {alias} ON {own_user_id} = {user_id}"
-
-    joined: list[tuple[type[Model], str, str]] = [  # (model, alias, its part of the FROM clause)
-        (ApiKey, "k", f"{quote(ApiKey._meta.db_table)} k"),
-        (
-            user_model,
-            "u",
-            f"INNER JOIN {quote(user_model._meta.db_table)} u ON {user_id} = k.{quote(_column(ApiKey, 'owner'))}",
-        ),
-        (Conversation, "c", users_row(Conversation, "c")),
-    ]
-    if with_profile:
-        joined.append((Profile, "p", users_row(Profile, "p")))
-    # The owner is only who the request is for: an API request never reads their name, email or password hash, so
-    # only their id is selected (fewer columns to describe, send and load on every request; no hash in memory).
-    parts, selects = zip(
-        *(_part(model, alias, connection, key_only=model is user_model) for model, alias, _ in joined), strict=True
-    )
+        sources.append(f"LEFT OUTER JOIN {quote(model._meta.db_table)} {alias} ON {own_user_id} = {owner_id}")
     # Table and column names come from the models' metadata; the digest is the statement's only parameter.
     sql = (
-        f"SELECT {', '.join(selects)} FROM {' '.join(source for _, _, source in joined)} "  # noqa: S608
+        f"SELECT {', '.join(selects)} FROM {' '.join(sources)} "  # noqa: S608
         f"WHERE k.{quote(_column(ApiKey, 'digest'))} = %s"
     )
-    return sql, list(parts)
+    return sql, parts
 
 
 def _column(model: type[Model], name: str) -> str:
