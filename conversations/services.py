@@ -39,17 +39,20 @@ def record_user_message(
     """Record a message in the user's thread, its delivery record and the task that hands it to the assistant,
     together or not at all (DESIGN.md, "Conversations and the assistant hand-off"): with the database task
     backend on PostgreSQL, in one statement."""
+    # Keys by id rather than by instance: nothing reads the related objects back from these rows, and setting an
+    # instance goes through Django's related-object descriptor (type and router checks, caches) for each.
+    api_key_id = None if api_key is None else api_key.pk
     message = Message(
-        conversation=conversation_of(user),
+        conversation_id=conversation_of(user).pk,
         role=Role.USER,
         source=_SOURCE_OF_ENDPOINT[endpoint],
         text=text,
         context=context,
-        api_key=api_key,
+        api_key_id=api_key_id,
     )
     delivery = Delivery(
-        message=message,
-        api_key=api_key,
+        message=message,  # an instance: its key exists only once the statement has inserted it
+        api_key_id=api_key_id,
         endpoint=endpoint,
         request_id=request_id,
         backend=settings.ASSISTANT_BACKEND,
