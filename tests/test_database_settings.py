@@ -56,6 +56,18 @@ def test_a_quiet_connection_is_reused_without_a_select_1():
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the quiet health check is PostgreSQL's backend")
 def test_a_connection_the_server_closed_is_replaced_before_the_request_uses_it():
+    doomed, pid = _terminated_by_the_server()
+    _start_of_a_request()
+
+    with connection.cursor() as cursor:  # would raise on the terminated connection
+        cursor.execute("SELECT pg_backend_pid()")
+        (new_pid,) = cursor.fetchone()
+
+    assert connection.connection is not doomed and new_pid != pid
+
+
+def _terminated_by_the_server() -> tuple[psycopg.Connection, int]:
+    """Django's connection and its backend's pid, after the server ended that backend (pg_terminate_backend)."""
     connection.ensure_connection()
     doomed = connection.connection
     pid = doomed.info.backend_pid
@@ -64,13 +76,7 @@ def test_a_connection_the_server_closed_is_replaced_before_the_request_uses_it()
     deadline = time.monotonic() + 5
     while not select.select([doomed.fileno()], [], [], 0.05)[0] and time.monotonic() < deadline:
         pass  # until the server's goodbye has reached this side
-    _start_of_a_request()
-
-    with connection.cursor() as cursor:  # would raise on the terminated connection
-        cursor.execute("SELECT pg_backend_pid()")
-        (new_pid,) = cursor.fetchone()
-
-    assert connection.connection is not doomed and new_pid != pid
+    return doomed, pid
 
 
 def postgres_url_of(wrapper) -> str:
@@ -116,14 +122,7 @@ def test_statements_through_fetch_one_are_logged_when_queries_are_watched():
 @pytest.mark.django_db(transaction=True)
 @postgresql_only
 def test_fetch_one_replaces_a_connection_the_server_closed():
-    connection.ensure_connection()
-    doomed = connection.connection
-    pid = doomed.info.backend_pid
-    with psycopg.connect(postgres_url_of(connection), autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
-    deadline = time.monotonic() + 5
-    while not select.select([doomed.fileno()], [], [], 0.05)[0] and time.monotonic() < deadline:
-        pass
+    doomed, pid = _terminated_by_the_server()
     _start_of_a_request()
 
     (new_pid,) = fetch_one(connection, "SELECT pg_backend_pid()", []) or (None,)
