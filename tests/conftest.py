@@ -1,10 +1,14 @@
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.core.servers.basehttp import ThreadedWSGIServer
+from django.db import connection
 from django.test import Client
+from django.test.testcases import LiveServerThread
 
 from keys.models import Generation
 from tests.factories import UserFactory, make_key
@@ -17,6 +21,41 @@ LEGACY = "/api/v1/inbound-sms/webhook"
 
 def fixture_body(name: str) -> Any:
     return json.loads((FIXTURES / name).read_text())
+
+
+class _OneRequestAtATime(ThreadedWSGIServer):
+    """Django's threaded live server, with the application run by one thread at a time: connections are still
+    accepted and read in parallel (a browser's idle preconnected sockets must not block anyone), but the requests'
+    database work never overlaps."""
+
+    _serving = threading.Lock()
+
+    def set_app(self, application: Any) -> None:
+        def one_at_a_time(environ: Any, start_response: Any) -> list[bytes]:
+            with self._serving:
+                response = application(environ, start_response)
+                try:
+                    return list(response)
+                finally:
+                    if hasattr(response, "close"):
+                        response.close()
+
+        super().set_app(one_at_a_time)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _live_server_serves_one_request_at_a_time_on_in_memory_sqlite() -> Any:
+    """On SQLite the test database lives in memory, and the live server's threads share the test's one connection
+    to it. A page that polls (the conversation) while the browser loads the next page used it from two threads at
+    once: "bad parameter or other API misuse" and a 500 in a browser journey, now and then. One request at a time
+    removes that; PostgreSQL runs keep Django's own server."""
+    if connection.vendor != "sqlite":
+        yield
+        return
+    threaded = LiveServerThread.server_class
+    LiveServerThread.server_class = _OneRequestAtATime
+    yield
+    LiveServerThread.server_class = threaded
 
 
 @pytest.fixture(autouse=True)
