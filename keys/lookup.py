@@ -44,40 +44,27 @@ class _Part:
         return self.model.from_db(DEFAULT_DB_ALIAS, self.names, values)
 
 
-def _converters(
-    fields: Sequence[Field[Any, Any]], alias: str, connection: Any
-) -> list[tuple[int, list[Converter], Any]]:
-    found = []
-    for index, field in enumerate(fields):
-        column = field.get_col(alias)
-        converters = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-        if converters:
-            found.append((index, converters, column))
-    return found
-
-
 def _part(model: type[Model], alias: str, connection: Any) -> tuple[_Part, str]:
     fields: list[Field[Any, Any]] = [f for f in model._meta.concrete_fields]  # primary key first
+    converters = []
+    for index, field in enumerate(fields):
+        column = field.get_col(alias)
+        found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if found:
+            converters.append((index, found, column))
     quote = connection.ops.quote_name
     select = ", ".join(f"{alias}.{quote(field.column)}" for field in fields)
-    return _Part(model, [field.attname for field in fields], _converters(fields, alias, connection)), select
+    return _Part(model, [field.attname for field in fields], converters), select
 
 
 @cache
 def _statement(with_profile: bool) -> tuple[str, list[_Part]]:
     connection = connections[DEFAULT_DB_ALIAS]
     quote = connection.ops.quote_name
-    user_model = get_user_model()
-    owner = ApiKey._meta.get_field("owner")
-    assert isinstance(owner, Field)
-    owner_id = f"k.{quote(owner.column)}"
-
+    owner_id = f"k.{quote(_column(ApiKey, 'owner'))}"
+    # The users table is not joined: the owner is built from the key's own owner_id (key_with_owner).
     key_part, key_select = _part(ApiKey, "k", connection)
-    # The owner is only who the request is for: an API request never reads their name, email or password hash. So
-    # the users table is not even joined: the key's owner_id is the owner's id (its foreign key vouches for the
-    # row), and the User instance has every other field deferred, loaded by the ORM if something reads it.
-    owner_part = _Part(user_model, [user_model._meta.pk.attname], _converters([owner], "k", connection))
-    parts, selects, sources = [key_part, owner_part], [key_select, owner_id], [f"{quote(ApiKey._meta.db_table)} k"]
+    parts, selects, sources = [key_part], [key_select], [f"{quote(ApiKey._meta.db_table)} k"]
     for model, alias in [(Conversation, "c"), *([(Profile, "p")] if with_profile else [])]:
         part, select = _part(model, alias, connection)
         parts.append(part)
@@ -110,12 +97,17 @@ def key_with_owner(digest: str, *, with_profile: bool = False) -> ApiKey | None:
     for part in parts:
         instances.append(part.load(row[start : start + len(part.names)], connection))
         start += len(part.names)
-    key, owner, thread = instances[0], instances[1], instances[2]
-    assert isinstance(key, ApiKey) and owner is not None
+    key, thread = instances[0], instances[1]
+    assert isinstance(key, ApiKey)
+    # The owner is only who the request is for: an API request never reads their name, email or password hash. So
+    # the User holds just the id the key row already carries (its foreign key vouches for the row); every other
+    # field is deferred, loaded by the ORM if something reads it.
+    user_model = get_user_model()
+    owner = user_model.from_db(DEFAULT_DB_ALIAS, [user_model._meta.pk.attname], [key.owner_id])
     ApiKey._meta.get_field("owner").set_cached_value(key, owner)
     _link_one_to_one(Conversation, owner, thread)
     if with_profile:
-        _link_one_to_one(Profile, owner, instances[3])
+        _link_one_to_one(Profile, owner, instances[2])
     return key
 
 
