@@ -134,16 +134,16 @@ def test_a_value_that_skips_preparing_is_what_the_field_itself_would_send(field,
 
 
 @pytest.mark.parametrize(
-    ("field", "value"),
+    "field",
     [
-        (models.DateTimeField(), None),  # may stamp the time, converts naive values
-        (models.JSONField(), None),  # wrapped for the driver
-        (models.EmailField(), None),  # a subclass: it may prepare differently
-        (models.IntegerField(), None),  # Django wraps the value (psycopg's Int4) for server-side binding
-        (models.PositiveIntegerField(), None),
+        models.DateTimeField(),  # may stamp the time, converts naive values
+        models.JSONField(),  # wrapped for the driver
+        models.EmailField(),  # a subclass: it may prepare differently
+        models.IntegerField(),  # Django wraps the value (psycopg's Int4) for server-side binding
+        models.PositiveIntegerField(),
     ],
 )
-def test_other_fields_always_take_their_own_path(field, value):
+def test_other_fields_always_take_their_own_path(field):
     assert passed_unchanged(field) == ()
 
 
