@@ -15,6 +15,7 @@ from keys import tokens
 from keys.models import Generation
 from tests.conftest import CURRENT, LEGACY, post
 from tests.factories import make_key
+from tests.test_health import closed_port
 
 pytestmark = pytest.mark.django_db
 
@@ -255,3 +256,19 @@ def test_the_count_goes_on_after_redis_drops_the_connection(v2, settings):
 
     assert (first.remaining, second.remaining, over) == (9, 8, False)
     assert cache._cache._counting_connection()._sock is not None  # reconnected
+
+
+def test_an_unreachable_redis_refuses_the_message_with_503_and_records_nothing(client, v2, settings):
+    """The per-key count's own connection (config/cache.py) fails like the pooled client: a JSON 503, no 500."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "config.cache.AtomicIncrRedisCache",
+            "LOCATION": f"redis://127.0.0.1:{closed_port()}/0",
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+
+    response = post(client, CURRENT, v2[1], BODY)
+
+    assert (response.status_code, response.json()["code"]) == (503, "service_unavailable")
+    assert Message.objects.count() == 0
