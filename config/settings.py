@@ -200,6 +200,11 @@ LEGACY_DEPRECATED_AT = env_timestamp("LEGACY_DEPRECATED_ON", "2026-01-01")
 LEGACY_SUNSET_AT = env_timestamp("LEGACY_SUNSET_ON", "")
 # The key's last-used time is written at most this often, so that a busy key does not cost a write per request.
 KEY_LAST_USED_RESOLUTION_SECONDS = 60
+# Each worker remembers the V2 keys it found valid for this long, so a key's next message needs no lookup; the
+# message's own insert confirms the key still holds (keys/recent.py), so revocation still counts from the next
+# request. 0 looks every key up. At most API_KEY_CACHE_SIZE keys per process.
+API_KEY_CACHE_SECONDS = env_int("API_KEY_CACHE_SECONDS", 60)
+API_KEY_CACHE_SIZE = env_int("API_KEY_CACHE_SIZE", 10_000)
 
 # --- Limits and retries (DESIGN.md "Limits", "Idempotency") ---------------------------------------------------
 # Rates in django-ratelimit's syntax: a count per s, m, h or d, with an optional multiplier (60/m, 1000/h, 10/30s).

@@ -15,6 +15,10 @@ Most values need no preparing at all: Django's own text, boolean, UUID and forei
 their own type to the database unchanged. For those the statement's plan notes the types that pass as they are,
 and a value of such a type skips the field's three or four preparing calls (``_PASSED_UNCHANGED``); any other
 value, and every other field, takes the field's own path.
+
+A batch may be written on a condition (``only_if``: an SQL truth value, checked in the same statement on
+PostgreSQL, in the same transaction elsewhere): then either every row is written or none is. The request path uses
+it to confirm, in the insert itself, that a key it remembers still holds (keys/recent.py).
 """
 
 import uuid
@@ -42,6 +46,17 @@ from config.db import fetch_one
 
 # A foreign key whose target is an earlier, unsaved row of the same batch: (row, the field's name, that row)
 Reference = tuple[int, str, int]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """An SQL truth value with its %s parameters, e.g. ``EXISTS (SELECT 1 FROM t WHERE t.id = %s)``: the rows are
+    written only if it holds. The SQL is part of the statement written once per process, so it must not vary with
+    the values: those go in ``params``."""
+
+    sql: str
+    params: Sequence[Any]
+
 
 # Django's own field classes (exactly these, not subclasses, which may prepare differently) whose pre_save reads the
 # attribute and whose get_db_prep_save gives back a value of these exact types unchanged on PostgreSQL: text
@@ -125,8 +140,13 @@ def _prepared(instance: Model, parameter: _Parameter, connection: Any) -> Any:
 
 
 @cache
-def _statement(models: tuple[type[Model], ...], references: tuple[Reference, ...]) -> str:
-    """WITH r0 AS (INSERT … RETURNING id), r1 AS (INSERT … VALUES (…, (SELECT id FROM r0), …)) … SELECT ids."""
+def _statement(models: tuple[type[Model], ...], references: tuple[Reference, ...], condition: str | None) -> str:
+    """WITH r0 AS (INSERT … RETURNING id), r1 AS (INSERT … VALUES (…, (SELECT id FROM r0), …)) … SELECT ids.
+
+    On a condition: WITH g AS (SELECT 1 WHERE condition), r0 AS (INSERT … SELECT … FROM g RETURNING id), …
+    SELECT EXISTS (SELECT 1 FROM g), ids: every row is selected from g, so when it is empty none is written. (The
+    values of INSERT … SELECT take their columns' types as those of VALUES do.)
+    """
     quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
 
     def column(field: Field[Any, Any]) -> str:
@@ -135,6 +155,9 @@ def _statement(models: tuple[type[Model], ...], references: tuple[Reference, ...
 
     referenced = {(row, name): target for row, name, target in references}
     queries, returned = [], []
+    if condition is not None:
+        queries.append(f"g AS (SELECT 1 WHERE {condition})")
+        returned.append("EXISTS (SELECT 1 FROM g)")
     for row, model in enumerate(models):
         table = _table(model)
         values = []
@@ -151,10 +174,9 @@ def _statement(models: tuple[type[Model], ...], references: tuple[Reference, ...
         if table.returned is not None:
             returning = f" RETURNING {column(table.returned)}"
             returned.append(f"(SELECT {column(table.returned)} FROM r{row})")  # noqa: S608 (names only)
-        queries.append(
-            f"r{row} AS (INSERT INTO {quote(model._meta.db_table)} ({columns}) "  # noqa: S608 (names only)
-            f"VALUES ({', '.join(values)}){returning})"
-        )
+        listed = ", ".join(values)
+        source = f"VALUES ({listed})" if condition is None else f"SELECT {listed} FROM g"  # noqa: S608 (names only)
+        queries.append(f"r{row} AS (INSERT INTO {quote(model._meta.db_table)} ({columns}) {source}{returning})")
     # Table and column names come from the models' metadata; every value is a parameter.
     return f"WITH {', '.join(queries)} SELECT {', '.join(returned) or 'NULL'}"
 
@@ -176,21 +198,31 @@ def _references(rows: Sequence[Model]) -> tuple[Reference, ...]:
     return tuple(found)
 
 
-def insert_together(rows: Sequence[Model]) -> None:
+def insert_together(rows: Sequence[Model], only_if: Condition | None = None) -> bool:
     """Insert new model instances (in order: a row may point at an earlier one) all at once or not at all, and
-    set their primary keys and foreign keys as ``save()`` would."""
+    set their primary keys and foreign keys as ``save()`` would. With ``only_if``, only if that holds: returns
+    whether the rows were written (when not, they are left unsaved and no post_save is sent)."""
     connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor != "postgresql":
         with transaction.atomic():
+            if only_if is not None and fetch_one(connection, f"SELECT 1 WHERE {only_if.sql}", only_if.params) is None:
+                return False
             for instance in rows:
                 instance.save(force_insert=True)
-        return
+        return True
     for instance in rows:
         pre_save.send(type(instance), instance=instance, raw=False, using=DEFAULT_DB_ALIAS, update_fields=None)
     references = _references(rows)
     models = tuple(type(instance) for instance in rows)
     params = [_prepared(rows[p.row], p, connection) for p in _parameters(models, references)]
-    assigned = iter(fetch_one(connection, _statement(models, references), params) or ())
+    if only_if is None:
+        keys = fetch_one(connection, _statement(models, references, None), params)
+    else:
+        keys = fetch_one(connection, _statement(models, references, only_if.sql), [*only_if.params, *params])
+        if keys is None or not keys[0]:
+            return False
+        keys = keys[1:]  # after the condition's truth
+    assigned = iter(keys or ())
     for instance in rows:
         returned = _table(type(instance)).returned
         if returned is not None:
@@ -203,3 +235,4 @@ def insert_together(rows: Sequence[Model]) -> None:
         post_save.send(
             type(instance), instance=instance, created=True, update_fields=None, raw=False, using=DEFAULT_DB_ALIAS
         )
+    return True

@@ -1,6 +1,10 @@
 """Bearer API-key authentication: a malformed key is refused with no query, a well-formed one costs one query
 that also brings the owner and their conversation, and for the legacy endpoint their profile (what the request
-needs next). Only a failure touches the failed-authentication limit."""
+needs next). Only a failure touches the failed-authentication limit.
+
+The current endpoint's POSTs may instead take a key this process found valid lately (keys/recent.py), with no query:
+such a key is *unconfirmed* until the message's insert confirms it, and the view looks it up afresh
+(``authenticate_afresh``) whenever that did not happen."""
 
 import re
 from typing import ClassVar
@@ -18,7 +22,7 @@ from ingestion.exceptions import (
     Unauthorized,
     WrongKeyGeneration,
 )
-from keys import lookup, tokens
+from keys import lookup, recent, tokens
 from keys.models import ApiKey, Generation
 
 # Any character str.isspace() calls whitespace (the regex engine uses the same test), found in C.
@@ -50,16 +54,38 @@ def bearer_token(header: str | None) -> str:
     return key
 
 
+_UNCONFIRMED = "api_key_unconfirmed"
+
+
+def is_unconfirmed(request: Request) -> bool:
+    """Whether the request's key came from what the process remembers and is not yet confirmed by the database."""
+    return getattr(request._request, _UNCONFIRMED, False)
+
+
 class ApiKeyAuthentication(BaseAuthentication):
     # The generation the endpoint accepts; None accepts either (the receipts endpoint).
     generation: ClassVar[Generation | None] = None
     # The key's own query always brings the owner's thread (where the message goes); the profile only where the
     # reply needs it: each table joined costs rows to build on every request.
     with_profile: ClassVar[bool] = False
+    # Whether a POST may take a key remembered by keys/recent.py, unconfirmed. Only where the view confirms it: the
+    # current endpoint (the legacy reply carries the profile, which the insert does not confirm).
+    recalls: ClassVar[bool] = False
 
     def authenticate(self, request: Request) -> tuple[User, ApiKey]:
+        # Not for an Idempotency-Key request, which may be answered by replaying a stored response, nor for other
+        # methods: only a message's insert confirms a remembered key.
+        recall = self.recalls and request.method == "POST" and "HTTP_IDEMPOTENCY_KEY" not in request.META
+        return self._authenticate(request, recall=recall)
+
+    def authenticate_afresh(self, request: Request) -> tuple[User, ApiKey]:
+        """Look the key up again, whatever the process remembers: confirms (or refuses) an unconfirmed key."""
+        return self._authenticate(request, recall=False)
+
+    def _authenticate(self, request: Request, *, recall: bool) -> tuple[User, ApiKey]:
+        setattr(request._request, _UNCONFIRMED, False)
         try:
-            return self.identify(request)
+            return self.identify(request, recall=recall)
         except Unauthorized:
             # The per-address limit is on failed attempts (DESIGN.md "Limits"): an address over it gets 429 for
             # each further failure, while a valid key is never taxed with the check, nor locked out by someone
@@ -68,17 +94,24 @@ class ApiKeyAuthentication(BaseAuthentication):
             throttling.count_failed_authentication(request)
             raise
 
-    def identify(self, request: Request) -> tuple[User, ApiKey]:
+    def identify(self, request: Request, *, recall: bool = False) -> tuple[User, ApiKey]:
         presented = tokens.recognise(bearer_token(request.META.get("HTTP_AUTHORIZATION")))
         if presented is None:
             raise InvalidApiKey()
         if self.generation is not None and presented.generation != self.generation:
             raise WrongKeyGeneration(_WRONG_GENERATION[(presented.generation, self.generation)])
+        if recall:
+            remembered = recent.recall(presented.digest)
+            if remembered is not None:
+                setattr(request._request, _UNCONFIRMED, True)
+                return remembered.owner, remembered
         key = lookup.key_with_owner(presented.digest, with_profile=self.with_profile)
-        if key is None:
-            raise InvalidApiKey()
-        if key.is_revoked:
-            raise RevokedApiKey()
+        if key is None or key.is_revoked:
+            if self.recalls:
+                recent.forget(presented.digest)
+            raise InvalidApiKey() if key is None else RevokedApiKey()
+        if self.recalls:
+            recent.remember(presented.digest, key)
         return key.owner, key
 
     def authenticate_header(self, request: Request) -> str:
@@ -87,6 +120,7 @@ class ApiKeyAuthentication(BaseAuthentication):
 
 class V2KeyAuthentication(ApiKeyAuthentication):
     generation = Generation.V2
+    recalls = True
 
 
 class V1KeyAuthentication(ApiKeyAuthentication):

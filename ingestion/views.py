@@ -15,11 +15,19 @@ from conversations.models import Endpoint, Message, Role, is_message_id
 from conversations.services import record_user_message
 from ingestion import body as body_rules
 from ingestion import openapi
-from ingestion.authentication import CURRENT_PATH, AnyKeyAuthentication, V1KeyAuthentication, V2KeyAuthentication
-from ingestion.exceptions import InvalidJson, LengthRequired, MessageNotFound, NotFound
+from ingestion.authentication import (
+    CURRENT_PATH,
+    AnyKeyAuthentication,
+    ApiKeyAuthentication,
+    V1KeyAuthentication,
+    V2KeyAuthentication,
+    is_unconfirmed,
+)
+from ingestion.exceptions import ApiError, InvalidJson, LengthRequired, MessageNotFound, NotFound, Unauthorized
 from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
 from ingestion.receipts import receipt
+from keys import recent
 from keys.models import ApiKey
 
 SENT = "Message sent successfully"
@@ -43,6 +51,15 @@ class _MessageView(APIView):
 
     def accept(self, request: Request) -> tuple[ApiKey, Message]:
         body, text = self.read_body(request)
+        try:
+            return self.record(request, text, body)
+        except recent.NoLongerHolds:
+            # The remembered key was revoked or deleted, or its owner's thread replaced, since it was looked up:
+            # nothing was written. Look it up afresh: an error that says why, or the message recorded after all.
+            self.confirm_key(request)
+            return self.record(request, text, body)
+
+    def record(self, request: Request, text: str, body: Any) -> tuple[ApiKey, Message]:
         key = request.auth
         assert isinstance(key, ApiKey)  # set by the endpoint's authentication class
         message = record_user_message(
@@ -52,8 +69,31 @@ class _MessageView(APIView):
             context=body,
             api_key=key,
             request_id=getattr(request._request, "request_id", ""),
+            confirm_key=is_unconfirmed(request),
         )
         return key, message
+
+    def confirm_key(self, request: Request) -> None:
+        """Replace an unconfirmed key (keys/recent.py) by a fresh lookup; raises the error if it no longer holds."""
+        authenticator = self.get_authenticators()[0]
+        assert isinstance(authenticator, ApiKeyAuthentication)
+        request.user, request.auth = authenticator.authenticate_afresh(request)
+
+    def handle_exception(self, exc: Exception) -> Response:
+        # A request with an unconfirmed key that ends in an error (a bad body, the rate limit, …) is answered as if the
+        # key had been looked up: a revoked or deleted key gets its 401, not the other error.
+        if is_unconfirmed(self.request) and not isinstance(exc, Unauthorized):
+            exc = self.refusal_of_unconfirmed_key() or exc
+        return super().handle_exception(exc)
+
+    def refusal_of_unconfirmed_key(self) -> ApiError | None:
+        try:
+            self.confirm_key(self.request)
+        except ApiError as refused:  # revoked, deleted, or the failed-authentication limit
+            return refused
+        except Exception:
+            return None  # the database is out too, say: the first error is the answer
+        return None
 
 
 class CurrentMessageView(_MessageView):

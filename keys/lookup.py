@@ -61,7 +61,7 @@ def _part(model: type[Model], alias: str, connection: Any) -> tuple[_Part, str]:
 def _statement(with_profile: bool) -> tuple[str, list[_Part]]:
     connection = connections[DEFAULT_DB_ALIAS]
     quote = connection.ops.quote_name
-    owner_id = f"k.{quote(_column(ApiKey, 'owner'))}"
+    owner_id = f"k.{quote(column_of(ApiKey, 'owner'))}"
     # The users table is not joined: the owner is built from the key's own owner_id (key_with_owner).
     key_part, key_select = _part(ApiKey, "k", connection)
     parts, selects, sources = [key_part], [key_select], [f"{quote(ApiKey._meta.db_table)} k"]
@@ -69,17 +69,18 @@ def _statement(with_profile: bool) -> tuple[str, list[_Part]]:
         part, select = _part(model, alias, connection)
         parts.append(part)
         selects.append(select)
-        own_user_id = f"{alias}.{quote(_column(model, 'user'))}"
+        own_user_id = f"{alias}.{quote(column_of(model, 'user'))}"
         sources.append(f"LEFT OUTER JOIN {quote(model._meta.db_table)} {alias} ON {own_user_id} = {owner_id}")
     # Table and column names come from the models' metadata; the digest is the statement's only parameter.
     sql = (
         f"SELECT {', '.join(selects)} FROM {' '.join(sources)} "  # noqa: S608
-        f"WHERE k.{quote(_column(ApiKey, 'digest'))} = %s"
+        f"WHERE k.{quote(column_of(ApiKey, 'digest'))} = %s"
     )
     return sql, parts
 
 
-def _column(model: type[Model], name: str) -> str:
+def column_of(model: type[Model], name: str) -> str:
+    """The column of a model's field, by the field's name."""
     field = model._meta.get_field(name)
     assert isinstance(field, Field) and field.column
     return field.column

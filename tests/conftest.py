@@ -10,6 +10,7 @@ from django.db import connection
 from django.test import Client
 from django.test.testcases import LiveServerThread
 
+from keys import recent
 from keys.models import Generation
 from tests.factories import UserFactory, make_key
 
@@ -61,6 +62,7 @@ def _live_server_serves_one_request_at_a_time_on_in_memory_sqlite() -> Any:
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> None:
     cache.clear()
+    recent.forget_all()  # keys a previous test's requests left remembered in this process
 
 
 @pytest.fixture

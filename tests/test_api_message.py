@@ -174,10 +174,12 @@ def test_authentication_is_checked_before_the_body(client, db):
 
 
 def test_an_accepted_request_costs_two_statements_on_postgresql_three_elsewhere(
-    client, v2, django_capture_on_commit_callbacks
+    client, v2, settings, django_capture_on_commit_callbacks
 ):
-    """With the immediate task backend (the default). The database task backend adds the task's row to the same
-    write: see test_task_backends.py."""
+    """A key looked up (as every key's first request in a process is; here each one, with remembering off). With
+    the immediate task backend (the default); the database task backend adds the task's row to the same write: see
+    test_task_backends.py."""
+    settings.API_KEY_CACHE_SECONDS = 0
     post(client, CURRENT, v2[1], {"message": "warm up"})  # first use also writes last_used_at
     with CaptureQueriesContext(connection) as captured, django_capture_on_commit_callbacks() as after_commit:
         assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 200
@@ -190,6 +192,26 @@ def test_an_accepted_request_costs_two_statements_on_postgresql_three_elsewhere(
         work = [s for s in statements if s not in TRANSACTION_CONTROL]
         assert work == ["SELECT", "INSERT", "INSERT"]  # the key with its owner, the message, its delivery
     assert len(after_commit) == 1  # the hand-off, which runs only once the message is committed
+
+
+def test_a_remembered_key_s_message_is_one_statement_that_also_confirms_the_key(
+    client, v2, django_capture_on_commit_callbacks
+):
+    """The key's second request in this process: no lookup; the insert itself checks that the key still holds."""
+    post(client, CURRENT, v2[1], {"message": "warm up"})  # looked up, then remembered
+    with CaptureQueriesContext(connection) as captured, django_capture_on_commit_callbacks() as after_commit:
+        assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 200
+
+    work = [q["sql"] for q in captured.captured_queries if q["sql"].split()[0] not in TRANSACTION_CONTROL]
+    key_table = connection.ops.quote_name(ApiKey._meta.db_table)
+    if connection.vendor == "postgresql":
+        (statement,) = work  # the key's check, the message and its delivery: one statement
+        assert statement.startswith("WITH g AS (SELECT 1 WHERE EXISTS") and f"FROM {key_table} k" in statement
+    else:
+        assert [s.split()[0] for s in work] == ["SELECT", "INSERT", "INSERT"]  # the key's check, in the transaction
+        assert work[0].startswith("SELECT 1 WHERE EXISTS") and f"FROM {key_table} k" in work[0]
+    assert len(after_commit) == 1
+    assert Message.objects.filter(text="hi").exists()
 
 
 def test_first_use_also_stamps_the_key(client, v2, django_assert_max_num_queries):

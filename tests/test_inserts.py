@@ -10,7 +10,7 @@ from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 from django_tasks_db.models import DBTaskResult
 
-from conversations.inserts import _parameters, _prepared, _references, insert_together, passed_unchanged
+from conversations.inserts import Condition, _parameters, _prepared, _references, insert_together, passed_unchanged
 from conversations.models import Delivery, Endpoint, Message, Role, Source
 from conversations.tasks import new_task_row
 
@@ -72,6 +72,35 @@ def test_when_one_row_fails_none_is_written(user, database_tasks):
         insert_together([message, delivery, task_row])
 
     assert (Message.objects.count(), Delivery.objects.count(), DBTaskResult.objects.count()) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("holds", [True, False])
+def test_on_a_condition_every_row_or_none_is_written(user, database_tasks, holds):
+    message, delivery = new_rows(user)
+    task_row = new_task_row(message.public_id)
+    written = []
+    post_save.connect(
+        lambda sender, **kwargs: written.append(sender), weak=False, dispatch_uid="test-inserts-condition"
+    )
+    user_table = connection.ops.quote_name(user._meta.db_table)
+    # A condition with parameters of its own, before the rows' in the statement.
+    condition = Condition(f"EXISTS (SELECT 1 FROM {user_table} u WHERE u.id = %s AND u.email = %s)", [user.pk, ""])
+    if holds:
+        user._meta.model.objects.filter(pk=user.pk).update(email="")
+    try:
+        assert insert_together([message, delivery, task_row], only_if=condition) is holds
+    finally:
+        post_save.disconnect(dispatch_uid="test-inserts-condition")
+
+    counts = (Message.objects.count(), Delivery.objects.count(), DBTaskResult.objects.count())
+    if holds:
+        assert counts == (1, 1, 1)
+        assert Delivery.objects.get().message_id == message.pk and DBTaskResult.objects.get().pk == task_row.pk
+        assert len(written) == 3
+    else:
+        assert counts == (0, 0, 0)
+        assert message.pk is None and delivery.pk is None and message._state.adding  # left as they were
+        assert written == []
 
 
 def test_save_signals_are_sent_for_every_row(user):

@@ -1,0 +1,103 @@
+"""Keys this process looked up lately, so that a key's next message needs no lookup of its own.
+
+The key lookup is one of an accepted message's two statements: a round trip, and PostgreSQL's work to find the key,
+its owner's thread and make model instances of them (about an eighth of the message's cost, docs/benchmarks.md).
+A key that sends once usually sends again, so each gunicorn worker remembers the keys it found valid.
+
+A remembered key is never taken on trust. It is *unconfirmed* until the message's own insert confirms it: the
+statement writes the message only if the key still exists with that digest, is not revoked and its owner's thread
+is still the one remembered (``still_holds``; conversations.inserts ``only_if``), and writes nothing otherwise. When
+it did not hold, or the request ends in any other answer than the recorded message, the view looks the key up afresh
+before it answers (ingestion/views.py). So revoking or deleting a key takes effect from the next request, as with a
+lookup every time.
+
+What is remembered is the lookup's model instances, shared by the worker's threads: they are read, not changed,
+except ``last_used_at``, which keys.services.note_key_used moves forward (so a busy key is still noted once per
+resolution window). Entries expire after API_KEY_CACHE_SECONDS (0 switches remembering off), which bounds how long a
+key's name or owner details read on this path may lag behind an edit, and at most API_KEY_CACHE_SIZE keys are kept
+per process (the oldest goes first). Only digests are keys here; no plaintext key is kept.
+"""
+
+import threading
+import time
+from dataclasses import dataclass
+from functools import cache
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Model
+
+from conversations.inserts import Condition
+from conversations.models import Conversation
+from keys.lookup import column_of
+from keys.models import ApiKey
+
+_lock = threading.Lock()
+_remembered: dict[str, "_Entry"] = {}  # insertion order is age order: the first entry is the oldest
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    key: ApiKey
+    expires: float  # time.monotonic()
+
+
+def recall(digest: str) -> ApiKey | None:
+    """The key remembered for this digest (unconfirmed), or None."""
+    entry = _remembered.get(digest)
+    if entry is None:
+        return None
+    if entry.expires <= time.monotonic():
+        forget(digest)
+        return None
+    return entry.key
+
+
+def remember(digest: str, key: ApiKey) -> None:
+    """Remember a key just looked up and found valid (not revoked, its owner's thread loaded)."""
+    seconds, size = settings.API_KEY_CACHE_SECONDS, settings.API_KEY_CACHE_SIZE
+    if seconds <= 0 or size <= 0 or key.is_revoked:
+        return
+    entry = _Entry(key, time.monotonic() + seconds)
+    with _lock:
+        _remembered.pop(digest, None)  # a renewed entry is the newest
+        while len(_remembered) >= size:
+            del _remembered[next(iter(_remembered))]
+        _remembered[digest] = entry
+
+
+def forget(digest: str) -> None:
+    with _lock:
+        _remembered.pop(digest, None)
+
+
+def forget_all() -> None:
+    with _lock:
+        _remembered.clear()
+
+
+class NoLongerHolds(Exception):
+    """A remembered key did not hold when its message was to be written: nothing was written."""
+
+
+def still_holds(key: ApiKey, conversation: Conversation) -> Condition:
+    """The condition on which a message from a remembered key is written: the key, with the same digest, exists and
+    is not revoked, and ``conversation`` is still its owner's."""
+    return Condition(_still_holds_sql(), [key.pk, key.digest, conversation.pk])
+
+
+@cache
+def _still_holds_sql() -> str:
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+
+    def column(model: type[Model], name: str) -> str:
+        return str(quote(column_of(model, name)))
+
+    # Names from the models' metadata; the values are parameters.
+    owner, user = column(ApiKey, "owner"), column(Conversation, "user")
+    return (
+        f"EXISTS (SELECT 1 FROM {quote(ApiKey._meta.db_table)} k "  # noqa: S608
+        f"JOIN {quote(Conversation._meta.db_table)} c ON c.{user} = k.{owner} "
+        f"WHERE k.{column(ApiKey, 'id')} = %s AND k.{column(ApiKey, 'digest')} = %s "
+        f"AND k.{column(ApiKey, 'revoked_at')} IS NULL AND c.{column(Conversation, 'id')} = %s)"
+    )
