@@ -81,6 +81,11 @@ def test_when_the_owner_s_thread_was_replaced_the_message_goes_to_the_new_one(cl
     assert response.status_code == 200
     (message,) = Message.objects.all()
     assert message.text == "after" and message.conversation == Conversation.objects.get(user=user)
+    # The key is remembered with its owner's new thread: the next message needs neither lookup.
+    again, statements = statements_of(lambda: post(client, CURRENT, plaintext, {"message": "again"}))
+    thread_table = connection.ops.quote_name(Conversation._meta.db_table)
+    assert again.status_code == 200 and not looked_up(statements)
+    assert not any(s.startswith("SELECT") and f"FROM {thread_table}" in s for s in statements)
 
 
 @pytest.mark.parametrize(
