@@ -11,3 +11,15 @@ def test_every_operation_shares_one_redis_client():
 
     assert backend.get_client("b", write=True) is first
     assert backend.get_client("c") is first  # one server: reads use the same pool
+
+
+def test_replies_are_parsed_by_hiredis_on_every_connection():
+    """hiredis (requirements.txt) parses Redis's replies in C: the per-key count's client work is about halved
+    against redis-py's own Python parser (docs/benchmarks.md). redis-py falls back silently when it is missing."""
+    from redis._parsers import _HiredisParser
+
+    backend = AtomicIncrRedisCache("redis://127.0.0.1:6379/7", {})._cache
+
+    pool = backend.get_client("a", write=True).connection_pool
+    assert pool.connection_kwargs["parser_class"] is _HiredisParser
+    assert isinstance(backend._counting_connection()._parser, _HiredisParser)  # not connected: no server needed
