@@ -204,7 +204,7 @@ KEY_LAST_USED_RESOLUTION_SECONDS = 60
 # message's own insert confirms the key still holds (keys/recent.py), so revocation still counts from the next
 # request. 0 looks every key up. At most API_KEY_CACHE_SIZE keys per process.
 API_KEY_CACHE_SECONDS = env_int("API_KEY_CACHE_SECONDS", 60)
-API_KEY_CACHE_SIZE = env_int("API_KEY_CACHE_SIZE", 10_000)
+API_KEY_CACHE_SIZE = env_int("API_KEY_CACHE_SIZE", 1000)  # about 2 KB each
 
 # --- Limits and retries (DESIGN.md "Limits", "Idempotency") ---------------------------------------------------
 # Rates in django-ratelimit's syntax: a count per s, m, h or d, with an optional multiplier (60/m, 1000/h, 10/30s).
