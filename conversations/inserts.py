@@ -201,7 +201,8 @@ def _references(rows: Sequence[Model]) -> tuple[Reference, ...]:
 def insert_together(rows: Sequence[Model], only_if: Condition | None = None) -> bool:
     """Insert new model instances (in order: a row may point at an earlier one) all at once or not at all, and
     set their primary keys and foreign keys as ``save()`` would. With ``only_if``, only if that holds: returns
-    whether the rows were written (when not, they are left unsaved and no post_save is sent)."""
+    whether the rows were written (when not, they are left unsaved and no post_save is sent; on PostgreSQL
+    pre_save has been, since the condition is checked by the statement itself)."""
     connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor != "postgresql":
         with transaction.atomic():

@@ -1,7 +1,7 @@
 """Keys this process looked up lately, so that a key's next message needs no lookup of its own.
 
 The key lookup is one of an accepted message's two statements: a round trip, and PostgreSQL's work to find the key,
-its owner's thread and make model instances of them (about an eighth of the message's cost, docs/benchmarks.md).
+its owner's thread and make model instances of them (about a tenth of the message's cost, docs/benchmarks.md).
 A key that sends once usually sends again, so each gunicorn worker remembers the keys it found valid.
 
 A remembered key is never taken on trust. It is *unconfirmed* until the message's own insert confirms it: the
