@@ -28,8 +28,13 @@ def print_hottest(profile: Path, limit: int = 40) -> None:
     """Inclusive share of samples per frame (a frame counted once per stack), hottest first."""
     inclusive: Counter[str] = Counter()
     total = 0
+    pending = ""  # a stack whose frame text held a line break (py-spy writes such a name as it is)
     for line in profile.read_text().splitlines():
-        stack, _, count = line.rpartition(" ")
+        stack, _, count = (pending + line).rpartition(" ")
+        if not count.isdigit():
+            pending += line + " "
+            continue
+        pending = ""
         samples = int(count)
         total += samples
         for frame in set(stack.split(";")):

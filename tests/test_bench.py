@@ -70,3 +70,15 @@ def test_the_database_cpu_of_a_request_is_read_where_postgresql_is_local(v2):
         assert seconds is not None and seconds >= 0
     else:
         assert seconds is None
+
+
+def test_the_profile_summary_reads_stacks_whose_frame_names_span_lines(tmp_path, capsys):
+    from bench.profile import print_hottest
+
+    collapsed = tmp_path / "profile.txt"
+    collapsed.write_text("main;handle;count (script 'if x\nthen y') 3\nmain;handle 1\nmain;log 2\n")
+
+    print_hottest(collapsed)
+
+    shares = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    assert shares == ["100.0%  main", "66.7%  handle", "50.0%  count (script 'if x then y')", "33.3%  log"]
