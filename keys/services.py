@@ -1,13 +1,17 @@
 """Every way a key is created or revoked (console, admin, management command) goes through these functions."""
 
-from datetime import timedelta
+import logging
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from keys import tokens
 from keys.models import ApiKey, Generation
+
+logger = logging.getLogger(__name__)
 
 
 def create_key(owner: User, name: str, generation: Generation = Generation.V2) -> tuple[ApiKey, str]:
@@ -45,10 +49,26 @@ def find_key(plaintext: str) -> ApiKey | None:
 
 
 def note_key_used(key: ApiKey) -> None:
-    """Record when a key was last used, at most once per resolution window, so busy keys do not write per request."""
+    """Record when a key was last used, at most once per resolution window, so busy keys do not write per request.
+
+    Best effort: it runs after the message it stamps for has been written (committed, outside a transaction), so a
+    failure here is logged, not raised. Raised, it would answer 503 "nothing was recorded" for a recorded message,
+    and the caller's retry would send it twice."""
     now = timezone.now()
     resolution = timedelta(seconds=settings.KEY_LAST_USED_RESOLUTION_SECONDS)
     if key.last_used_at is not None and now - key.last_used_at < resolution:
         return
-    ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    try:
+        if connection.in_atomic_block:
+            with transaction.atomic():  # a savepoint: a failed stamp must not break the caller's transaction
+                _stamp(key, now)
+        else:
+            _stamp(key, now)
+    except DatabaseError as error:
+        logger.warning("could not record the last use of API key %s: %s", key.pk, type(error).__name__)
+        return
     key.last_used_at = now
+
+
+def _stamp(key: ApiKey, now: datetime) -> None:
+    ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)

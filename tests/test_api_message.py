@@ -1,10 +1,11 @@
 """POST /api/v1/inbound/api-message: the current endpoint, V2 keys only, any non-empty JSON object."""
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
+from ingestion.models import IdempotencyRecord
 from keys.models import ApiKey
 from tests.conftest import CURRENT, fixture_body, post
 
@@ -71,6 +72,32 @@ def test_it_notes_when_the_key_was_last_used(client, v2):
     post(client, CURRENT, plaintext, {"message": "hi"})
     key.refresh_from_db()
     assert key.last_used_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("headers", [{}, {"Idempotency-Key": "job-1"}])
+def test_a_recorded_message_is_not_reported_lost_when_only_the_last_used_stamp_fails(client, v2, caplog, headers):
+    """The message commits on its own (autocommit) before the key's last-used stamp is written. If the database
+    fails in between, the answer must not be 503 "nothing was recorded": a retry would send the message twice.
+    With an Idempotency-Key everything is one transaction, which the failed stamp must not break."""
+    key, plaintext = v2
+    key_table = connection.ops.quote_name(ApiKey._meta.db_table)
+
+    def stamp_fails(execute, sql, params, many, context):
+        if sql.startswith(f"UPDATE {key_table}"):
+            raise OperationalError("server closed the connection unexpectedly")
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(stamp_fails):
+        response = post(client, CURRENT, plaintext, {"message": "once"}, **headers)
+
+    assert response.status_code == 200
+    assert Message.objects.filter(text="once").count() == 1
+    if headers:  # the stored response, for a retry to replay
+        assert IdempotencyRecord.objects.get().response_status == 200
+    key.refresh_from_db()
+    assert key.last_used_at is None
+    assert "last use" in caplog.text
 
 
 def test_it_tolerates_a_trailing_slash(client, v2):
