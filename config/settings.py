@@ -61,6 +61,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "accounts.login_limits.LoginLimitMiddleware",  # a blocked address's log-in POST: 429 before the form is read
     "django.middleware.csrf.CsrfViewMiddleware",
     # Django's login and flash-message middleware, passed through by /api/v1/ (see the module).
     "config.console_middleware.AuthenticationMiddleware",
@@ -214,6 +215,9 @@ INGEST_RATE_LIMIT = env_rate("INGEST_RATE_LIMIT", "60/m")
 # Failed authentications per client address (IPv4 address, IPv6 /64); over it, the address is refused with 429 for
 # the rest of the window before any database query, whatever key it sends.
 AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")
+# Failed log-ins (console and admin) per client address; over it, every log-in from the address is refused (429)
+# until the window ends, whatever the password (accounts/login_limits.py).
+LOGIN_FAILURE_RATE_LIMIT = env_rate("LOGIN_FAILURE_RATE_LIMIT", "10/15m")
 # How many proxies in front of the app append the peer's address to X-Forwarded-For (1 behind a PaaS router).
 # 0 uses the connection's address; the client-written start of X-Forwarded-For is never trusted.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)

@@ -128,8 +128,45 @@ class ApiKeyRateThrottle(BaseThrottle):
         return True
 
 
-def _blocked_marker(network: str) -> str:
-    return f"auth-blocked:{network}"
+@dataclass(frozen=True)
+class FailureLimit:
+    """Failed attempts per client address (an IPv4 address, an IPv6 /64), counted by django-ratelimit: the failure
+    that goes over the rate leaves a marker that blocks the address until the window ends. Used for API keys here
+    and for console and admin log-ins (accounts/login_limits.py)."""
+
+    policy: str
+    rate_setting: str  # the name of the setting that holds the rate
+    # Whether the failure that reaches the rate blocks (log-ins: the Nth wrong password was checked, so no more are)
+    # or only the one past it (API keys: that failure is itself answered 429).
+    blocks_when_reached: bool = False
+
+    @property
+    def rate(self) -> str:
+        return str(getattr(settings, self.rate_setting))
+
+    def blocked_for(self, request: Any) -> int:
+        """Seconds the address stays blocked, 0 when it is not: one cache read."""
+        until = cache.get(self._marker(client_network(request)))
+        return 0 if until is None else max(0, int(until - time.time() + 0.999))
+
+    def count(self, request: Any) -> int:
+        """Count one failure; the seconds the address is now blocked for (0: still under the limit, or limits off)."""
+        network = client_network(request)
+        counted = _count(request, self.policy, self.rate, network)
+        if counted is None:
+            return 0
+        usage, over = counted
+        if not (over or (self.blocks_when_reached and usage.remaining == 0)):
+            return 0
+        wait = max(1, usage.reset)
+        cache.set(self._marker(network), time.time() + wait, timeout=wait)
+        return wait
+
+    def _marker(self, network: str) -> str:
+        return f"{self.policy}-blocked:{network}"
+
+
+_FAILED_AUTHENTICATIONS = FailureLimit(AUTH_FAILURES, "AUTH_FAILURE_RATE_LIMIT")
 
 
 def _auth_failures_limited(request: Any, wait: int) -> RateLimited:
@@ -146,23 +183,15 @@ def _auth_failures_limited(request: Any, wait: int) -> RateLimited:
 
 def refuse_if_blocked(request: Any) -> None:
     """One cache read; refuses an address that went over the failed-authentication limit in this window."""
-    until = cache.get(_blocked_marker(client_network(request)))
-    if until is not None:
-        wait = int(until - time.time() + 0.999)
-        if wait > 0:
-            raise _auth_failures_limited(request, wait)
+    wait = _FAILED_AUTHENTICATIONS.blocked_for(request)
+    if wait > 0:
+        raise _auth_failures_limited(request, wait)
 
 
 def count_failed_authentication(request: Any) -> None:
     """Count a failure for the client's address; the one that goes over the limit blocks it (and gets 429)."""
-    network = client_network(request)
-    counted = _count(request, AUTH_FAILURES, settings.AUTH_FAILURE_RATE_LIMIT, network)
-    if counted is None:
-        return
-    usage, over = counted
-    if over:
-        wait = max(1, usage.reset)
-        cache.set(_blocked_marker(network), time.time() + wait, timeout=wait)
+    wait = _FAILED_AUTHENTICATIONS.count(request)
+    if wait > 0:
         raise _auth_failures_limited(request, wait)
 
 

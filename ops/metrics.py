@@ -44,7 +44,7 @@ requests_rejected = Counter(
 )
 rate_limited_requests = Counter(
     "ingest_rate_limited",
-    "Requests refused by a rate limit, by the limit's scope (key, client_ip).",
+    "Requests refused by a rate limit, by the limit's scope (key, client_ip, login).",
     ["scope"],
 )
 delivery_attempts = Counter(
@@ -63,7 +63,7 @@ def request_rejected(endpoint: str, reason: str) -> None:
 
 
 def rate_limited(scope: str) -> None:
-    """Call when a rate limit refuses a request; scope names the limit ("key" or "client_ip")."""
+    """Call when a rate limit refuses a request; scope names the limit ("key", "client_ip" or "login")."""
     rate_limited_requests.labels(scope).inc()
 
 
