@@ -260,6 +260,9 @@ ASSISTANT_BACKEND = env_choice("ASSISTANT_BACKEND", "local", ["local", "webhook"
 ASSISTANT_MAX_ATTEMPTS = env_int("ASSISTANT_MAX_ATTEMPTS", 5)
 ASSISTANT_RETRY_BASE_SECONDS = env_float("ASSISTANT_RETRY_BASE_SECONDS", 30)
 ASSISTANT_RETRY_MAX_SECONDS = env_float("ASSISTANT_RETRY_MAX_SECONDS", 3600)
+# Each wait is shortened at random by up to this fraction of itself, so that deliveries that failed together (an
+# outage of the assistant's runtime) do not all retry at the same moment. 0 keeps the waits exact.
+ASSISTANT_RETRY_JITTER = env_float("ASSISTANT_RETRY_JITTER", 0.2)
 # How long one remote attempt may take (connect and answer).
 ASSISTANT_TIMEOUT_SECONDS = env_float("ASSISTANT_TIMEOUT_SECONDS", 10)
 # How many of the latest thread messages (this one included) go to a remote assistant.

@@ -2,6 +2,7 @@
 exponential backoff), or failed. A failure never touches the message: it stays in the thread, retryable by staff."""
 
 import logging
+import random
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -26,9 +27,12 @@ class ReplyAlreadyRecorded(Exception):
 
 
 def backoff_seconds(attempts: int) -> float:
-    """The wait after the n-th failed attempt: BASE, 2 BASE, 4 BASE, ... capped at MAX."""
-    delay = settings.ASSISTANT_RETRY_BASE_SECONDS * 2 ** max(attempts - 1, 0)
-    return float(min(delay, settings.ASSISTANT_RETRY_MAX_SECONDS))
+    """The wait after the n-th failed attempt: BASE, 2 BASE, 4 BASE, ... capped at MAX, each shortened at random by
+    up to ASSISTANT_RETRY_JITTER of itself. Deliveries that failed together (the assistant's runtime was down) then
+    come back spread out rather than all at the same second, which could take the runtime down again."""
+    delay = min(settings.ASSISTANT_RETRY_BASE_SECONDS * 2 ** max(attempts - 1, 0), settings.ASSISTANT_RETRY_MAX_SECONDS)
+    shortened_by = settings.ASSISTANT_RETRY_JITTER * random.random()  # noqa: S311 (spreading retries, not a secret)
+    return float(delay * (1 - shortened_by))
 
 
 def attempt_delivery(delivery_id: int) -> str:

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from assistant.signing import secret_bytes
-from conversations.handoff import attempt_delivery
+from conversations.handoff import attempt_delivery, backoff_seconds
 from conversations.models import Delivery, DeliveryStatus, Message, Role
 from tests.conftest import fixture_body
 
@@ -110,7 +110,8 @@ def test_an_answer_without_a_reply_means_the_reply_comes_later(send, runtime, v2
     assert not Message.objects.filter(role=Role.ASSISTANT).exists()
 
 
-def test_a_5xx_is_retried_with_exponential_backoff_then_fails(send, runtime, v2):
+def test_a_5xx_is_retried_with_exponential_backoff_then_fails(send, runtime, v2, settings):
+    settings.ASSISTANT_RETRY_JITTER = 0  # exact waits (the jitter has its own test)
     for _ in range(3):
         runtime.answer(503, b"runtime restarting")
     send(v2[1], {"message": "Water the plants"})
@@ -138,12 +139,22 @@ def test_a_5xx_is_retried_with_exponential_backoff_then_fails(send, runtime, v2)
 def test_the_backoff_is_capped(send, runtime, v2, settings):
     settings.ASSISTANT_MAX_ATTEMPTS = 10
     settings.ASSISTANT_RETRY_MAX_SECONDS = 100
+    settings.ASSISTANT_RETRY_JITTER = 0
     for _ in range(4):
         runtime.answer(500)
     send(v2[1], {"message": "hi"})
     for _ in range(3):
         attempt_delivery(delivery().pk)
     assert 98 < seconds_until(delivery().next_attempt_at) <= 100  # 30, 60, 120 → capped at 100
+
+
+def test_the_waits_are_spread_at_random_below_the_exponential_one(settings):
+    settings.ASSISTANT_RETRY_BASE_SECONDS, settings.ASSISTANT_RETRY_JITTER = 30, 0.2
+    waits = [backoff_seconds(2) for _ in range(500)]  # 60 s without jitter
+
+    assert all(48 <= wait <= 60 for wait in waits)
+    assert max(waits) - min(waits) > 6  # spread over the band, not one value
+    assert len({round(wait, 3) for wait in waits}) > 100
 
 
 def test_a_timeout_is_retried(send, runtime, v2):
