@@ -3,11 +3,14 @@
 Every number can be changed from the environment; the defaults suit a 2-core machine. See README, Deployment.
 """
 
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from gunicorn import util as gunicorn_util
 
 
 def _env_int(name: str, default: int) -> int:
@@ -86,3 +89,34 @@ def child_exit(server: Any, worker: Any) -> None:
 def on_exit(server: Any) -> None:
     if _metrics_dir.name.startswith("gunicorn-metrics-"):
         shutil.rmtree(_metrics_dir, ignore_errors=True)
+
+
+# --- Requests gunicorn refuses itself -------------------------------------------------------------------------------
+# A request line over limit_request_line (4094 bytes), too many or too large headers, a malformed request or an
+# unsupported transfer coding never reaches Django: gunicorn answers it, by default with a small HTML page. Our
+# clients are scripts that read JSON, so these answers take the API's error shape instead, with gunicorn's status.
+# Nothing from the refused request is echoed back.
+_REFUSALS = {
+    400: ("bad_request", "The request is not valid HTTP/1.1: check its request line, its headers and its framing."),
+    403: ("forbidden", "The request was refused."),
+    414: ("uri_too_long", "The request line is too long. Send the data in the JSON body, not in the URL."),
+    417: ("expectation_failed", "The Expect header asks for something this server does not do; send none."),
+    431: ("headers_too_large", "The request's headers are too many or too large. Send fewer or shorter headers."),
+    501: ("not_implemented", "The request's transfer coding is not supported. Send the body with a Content-Length."),
+}
+_FAILED = ("internal_error", "Something went wrong on our side. Retry, and contact support if it persists.")
+
+
+def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn's util.write_error, answering in the API's error shape (mesg, which may quote the request, unused)."""
+    code, message = _REFUSALS.get(status_int, _FAILED)
+    body = json.dumps({"success": False, "message": message, "code": code}).encode()
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+        f"Cache-Control: no-store\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    gunicorn_util.write_nonblock(sock, head.encode("latin-1") + body)
+
+
+# The workers' handle_error calls util.write_error by name; set here in the master, forked workers inherit it.
+gunicorn_util.write_error = write_json_error

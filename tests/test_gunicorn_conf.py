@@ -1,10 +1,13 @@
 """gunicorn.conf.py: the numbers the platform's environment controls, and the counters' folder kept clean."""
 
+import json
 import os
 import runpy
+import socket
 from pathlib import Path
 
 import pytest
+from gunicorn import util as gunicorn_util
 
 CONF = Path(__file__).resolve().parent.parent / "gunicorn.conf.py"
 SETTINGS = ("PORT", "BIND_HOST", "WEB_CONCURRENCY", "WEB_THREADS", "GUNICORN_TIMEOUT", "ACCESS_LOG", "REUSE_PORT")
@@ -12,7 +15,9 @@ SETTINGS = ("PORT", "BIND_HOST", "WEB_CONCURRENCY", "WEB_THREADS", "GUNICORN_TIM
 
 @pytest.fixture
 def load(monkeypatch):
-    """Reads gunicorn.conf.py under a given environment; whatever it writes to os.environ is undone afterwards."""
+    """Reads gunicorn.conf.py under a given environment; whatever it writes to os.environ (and gunicorn's error
+    writer, which it replaces) is undone afterwards."""
+    monkeypatch.setattr(gunicorn_util, "write_error", gunicorn_util.write_error)
     for name in (*SETTINGS, "PROMETHEUS_MULTIPROC_DIR"):
         monkeypatch.setenv(name, "placeholder")  # remembers the real value (or its absence) for the teardown
         monkeypatch.delenv(name)
@@ -80,3 +85,27 @@ def test_an_operators_counters_folder_is_emptied_at_start_and_kept(load, tmp_pat
     conf["on_exit"](None)
 
     assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "code"),
+    [(414, "URI Too Long", "uri_too_long"), (431, "Request Header Fields Too Large", "headers_too_large"),
+     (400, "Bad Request", "bad_request"), (500, "Internal Server Error", "internal_error")],
+)  # fmt: skip
+def test_requests_gunicorn_refuses_itself_are_answered_in_the_api_s_error_shape(load, status, reason, code):
+    conf = load()
+    assert gunicorn_util.write_error is conf["write_json_error"]  # what the workers' handle_error calls
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        gunicorn_util.write_error(ours, status, reason, "Invalid Request Line '<script>'")
+        ours.shutdown(socket.SHUT_WR)
+        answer = theirs.makefile("rb").read()
+
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    assert lines[0] == f"HTTP/1.1 {status} {reason}"
+    assert {"Content-Type: application/json", "Connection: close", f"Content-Length: {len(body)}"} <= set(lines)
+    payload = json.loads(body)
+    assert (payload["success"], payload["code"]) == (False, code) and payload["message"]
+    assert b"<script>" not in answer  # nothing of the refused request is echoed
+    conf["on_exit"](None)

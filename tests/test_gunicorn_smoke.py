@@ -208,6 +208,37 @@ def count_messages(server: Server) -> int:
     return row[0]
 
 
+def raw_exchange(server: Server, request: bytes) -> tuple[str, dict[str, str], bytes]:
+    """Send bytes as they are (http.client would refuse to) and read the whole answer: status line, headers, body."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+        connection.sendall(request)
+        answer = connection.makefile("rb").read()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in header_lines)
+    return status_line, headers, body
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status_line", "code"),
+    [
+        (b"POST /api/v1/inbound/api-message?" + b"x" * 5000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+         "HTTP/1.1 414 URI Too Long", "uri_too_long"),
+        (b"POST /api/v1/inbound/api-message HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"X-Filler: y\r\n" * 120 + b"\r\n",
+         "HTTP/1.1 431 Request Header Fields Too Large", "headers_too_large"),
+        (b"POST /api/v1/inbound/api-message HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header: x\r\n\r\n",
+         "HTTP/1.1 400 Bad Request", "bad_request"),
+    ],
+)  # fmt: skip
+def test_requests_gunicorn_refuses_before_django_get_json_too(production, request_bytes, status_line, code):
+    got_status, headers, body = raw_exchange(production, request_bytes)
+
+    assert got_status == status_line
+    assert headers["Content-Type"] == "application/json"
+    assert json.loads(body)["code"] == code
+    assert production.request("GET", "/healthz").status == 200  # the worker that refused it serves on
+
+
 def test_the_production_server_journey(production):
     key = production.manage("createapikey", "--email", "smoke@example.com", "--name", "smoke").strip().splitlines()[-1]
 
