@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from accounts import views
+from accounts import password_reset, views
 from accounts.forms import EmailAuthenticationForm
 
 app_name = "accounts"
@@ -10,7 +10,7 @@ urlpatterns = [
     path("signup/", views.signup, name="signup"),
     path(
         "login/",
-        auth_views.LoginView.as_view(
+        views.LoginView.as_view(
             template_name="accounts/login.html",
             authentication_form=EmailAuthenticationForm,
             redirect_authenticated_user=True,
@@ -18,6 +18,16 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password-reset/", password_reset.PasswordResetView.as_view(), name="password_reset"),
+    path("password-reset/sent/", password_reset.PasswordResetSentView.as_view(), name="password_reset_sent"),
+    # The token is in this path only until the view puts it in the session and redirects to .../set-password/; the
+    # access log writes the route, not the path (ops/middleware.py).
+    path(
+        "reset/<uidb64>/<token>/",
+        password_reset.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path("reset/done/", password_reset.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("settings/", views.contact_settings, name="settings"),
     path("settings/password/", views.ConsolePasswordChangeView.as_view(), name="password_change"),
 ]

@@ -1,7 +1,11 @@
+from typing import Any
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
+from django.contrib.auth.views import LoginView as DjangoLoginView
 from django.contrib.auth.views import PasswordChangeView
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -11,6 +15,13 @@ from django.views.decorators.http import require_http_methods
 
 from accounts import services
 from accounts.forms import ContactForm, SignUpForm
+
+
+class LoginView(DjangoLoginView):
+    """Django's log-in view, whose page links to the password reset where it is offered (accounts/password_reset.py)."""
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().get_context_data(**kwargs), "password_reset_by_email": settings.PASSWORD_RESET_BY_EMAIL}
 
 
 def landing(request: HttpRequest) -> HttpResponse:

@@ -6,6 +6,7 @@ local-memory cache. Production sets DATABASE_URL, REDIS_URL, SECRET_KEY and ALLO
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -206,6 +207,33 @@ KEY_LAST_USED_RESOLUTION_SECONDS = 60
 # request. 0 looks every key up. At most API_KEY_CACHE_SIZE keys per process.
 API_KEY_CACHE_SECONDS = env_int("API_KEY_CACHE_SECONDS", 60)
 API_KEY_CACHE_SIZE = env_int("API_KEY_CACHE_SIZE", 1000)  # about 2 KB each
+
+# --- Email: password resets -------------------------------------------------------------------------------------
+# "Forgot your password?" is offered only when an SMTP server is configured (EMAIL_HOST): without one the reset link
+# (a secret that opens the account) would have nowhere to go but a log. TLS on port 587 unless told otherwise.
+_EMAIL_HOST = env_str("EMAIL_HOST", "")
+# Without EMAIL_HOST nothing here sends mail; the mailer is then SMTP on localhost:25 (Django's old default), so
+# that anything that did would fail to connect rather than print the message to a log.
+MAILERS: dict[str, dict[str, Any]] = {
+    "default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": {"host": "localhost", "port": 25}}
+}
+if _EMAIL_HOST:
+    MAILERS["default"] = {
+        "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "OPTIONS": {
+            "host": _EMAIL_HOST,
+            "port": env_int("EMAIL_PORT", 587),
+            "username": env_str("EMAIL_HOST_USER", ""),
+            "password": env_str("EMAIL_HOST_PASSWORD", ""),
+            "use_tls": env_bool("EMAIL_USE_TLS", True),
+            "timeout": 10,
+        },
+    }
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Assistant Inbox <no-reply@localhost>")
+PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST)
+PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link works for an hour (Django's default is three days)
+# Reset emails asked for per client address (each one mails whoever owns the address typed in).
+PASSWORD_RESET_RATE_LIMIT = env_rate("PASSWORD_RESET_RATE_LIMIT", "5/h")
 
 # --- Limits and retries (DESIGN.md "Limits", "Idempotency") ---------------------------------------------------
 # Rates in django-ratelimit's syntax: a count per s, m, h or d, with an optional multiplier (60/m, 1000/h, 10/30s).

@@ -44,7 +44,7 @@ requests_rejected = Counter(
 )
 rate_limited_requests = Counter(
     "ingest_rate_limited",
-    "Requests refused by a rate limit, by the limit's scope (key, client_ip, login).",
+    "Requests refused by a rate limit, by the limit's scope (key, client_ip, login, password_reset).",
     ["scope"],
 )
 delivery_attempts = Counter(
@@ -63,7 +63,8 @@ def request_rejected(endpoint: str, reason: str) -> None:
 
 
 def rate_limited(scope: str) -> None:
-    """Call when a rate limit refuses a request; scope names the limit ("key", "client_ip" or "login")."""
+    """Call when a rate limit refuses a request; scope names the limit: "key", "client_ip", "login" or
+    "password_reset"."""
     rate_limited_requests.labels(scope).inc()
 
 

@@ -133,6 +133,17 @@ def _error_code(response: HttpResponse) -> str | None:
     return code if isinstance(code, str) else None
 
 
+# Routes whose paths carry a secret (a password reset token): the log gets the route, not the path.
+_SECRET_BEARING_ROUTES = frozenset({"accounts:password_reset_confirm"})
+
+
+def _loggable_path(request: HttpRequest) -> str:
+    match = request.resolver_match
+    if match is not None and match.view_name in _SECRET_BEARING_ROUTES:
+        return "/" + match.route
+    return request.path_info[:200]
+
+
 def _log_fields(
     request: HttpRequest, response: HttpResponse, endpoint: str, code: str | None, seconds: float
 ) -> dict[str, Any]:
@@ -142,7 +153,7 @@ def _log_fields(
     return {
         "request_id": getattr(request, "request_id", None),
         "method": request.method,
-        "path": request.path_info[:200],
+        "path": _loggable_path(request),
         "endpoint": endpoint,
         "status": response.status_code,
         "code": code,

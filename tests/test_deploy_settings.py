@@ -102,3 +102,17 @@ def test_sentry_reports_errors_only_when_a_dsn_is_set(dsn, active):
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-1] == active
+
+
+@pytest.mark.parametrize(("host", "offered"), [(None, "False"), ("smtp.example.com", "True")])
+def test_password_resets_are_offered_only_with_an_smtp_server(host, offered):
+    script = (
+        "from django.conf import settings; from django.core import mail; "
+        "print(settings.PASSWORD_RESET_BY_EMAIL, mail.mailers.default.host)"
+    )
+    env = production_env(EMAIL_HOST=host, EMAIL_HOST_USER="mailer", EMAIL_HOST_PASSWORD="pw")
+    result = manage("shell", "--no-imports", "-c", script, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-2:] == [offered, host or "localhost"]
+    assert "RemovedInDjango" not in result.stderr  # MAILERS, not the EMAIL_* settings Django 6.1 deprecates

@@ -1,0 +1,99 @@
+"""Password reset by email (accounts/password_reset.py): offered only with an SMTP server configured; the link
+opens the account once, for an hour, and never reaches the access log."""
+
+import logging
+import re
+
+import pytest
+from django.core import mail
+from django.test import Client
+
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+OLD, NEW = "a long and uncommon passphrase", "another long and uncommon passphrase"
+
+
+@pytest.fixture
+def person():
+    user = UserFactory(username="ada@example.com", email="ada@example.com")
+    user.set_password(OLD)
+    user.save()
+    return user
+
+
+@pytest.fixture
+def email_configured(settings):
+    """As with EMAIL_HOST set, but the mail stays in django.core.mail.outbox (Django's test email backend)."""
+    settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
+    settings.PASSWORD_RESET_BY_EMAIL = True
+
+
+def log_in(client: Client, password: str):
+    return client.post("/login/", {"username": "ada@example.com", "password": password})
+
+
+def reset_link() -> str:
+    (sent,) = mail.outbox
+    found = re.search(r"http://testserver(/reset/[^\s]+/)", sent.body)
+    assert found is not None
+    return found[1]
+
+
+def test_the_whole_reset(client, person, email_configured, caplog):
+    assert "Forgot your password?" in client.get("/login/").content.decode()
+
+    response = client.post("/password-reset/", {"email": "Ada@Example.com"})
+    assert response.status_code == 302 and response["Location"] == "/password-reset/sent/"
+    assert mail.outbox[0].to == ["ada@example.com"]
+    link = reset_link()
+
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="access"):
+        opened = client.get(link)
+    assert opened.status_code == 302 and opened["Location"].endswith("/set-password/")
+    token = link.rstrip("/").rsplit("/", 1)[1]
+    assert token not in opened["Location"]  # out of the address bar and any Referer from here on
+    logged = [getattr(record, "fields", {}).get("path") for record in caplog.records if record.name == "access"]
+    assert logged == ["/reset/<uidb64>/<token>/"]
+    assert token not in caplog.text
+
+    form = client.get(opened["Location"])
+    assert "Choose a new password" in form.content.decode()
+    done = client.post(opened["Location"], {"new_password1": NEW, "new_password2": NEW})
+    assert done.status_code == 302 and done["Location"] == "/reset/done/"
+
+    assert log_in(Client(), OLD).status_code == 200  # refused: the form again
+    assert log_in(Client(), NEW).status_code == 302
+    again = Client().get(link, follow=True)
+    assert "This link no longer works" in again.content.decode()  # once only
+
+
+def test_an_unknown_address_gets_the_same_answer_and_no_email(client, person, email_configured):
+    response = client.post("/password-reset/", {"email": "nobody@example.com"})
+
+    assert response.status_code == 302 and response["Location"] == "/password-reset/sent/"
+    assert mail.outbox == []
+
+
+def test_reset_requests_are_limited_per_address(client, person, email_configured, settings):
+    settings.PASSWORD_RESET_RATE_LIMIT = "2/h"
+    for _ in range(2):
+        assert client.post("/password-reset/", {"email": "ada@example.com"}).status_code == 302
+
+    refused = client.post("/password-reset/", {"email": "ada@example.com"})
+
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert "Too many reset requests" in refused.content.decode()
+    assert len(mail.outbox) == 2
+
+
+def test_without_an_smtp_server_no_reset_is_offered(client, person, settings):
+    settings.PASSWORD_RESET_BY_EMAIL = False
+
+    assert "Forgot your password?" not in client.get("/login/").content.decode()
+    response = client.post("/password-reset/", {"email": "ada@example.com"})
+    assert response.status_code == 200
+    assert "cannot send email" in response.content.decode()
+    assert mail.outbox == []
