@@ -1,7 +1,7 @@
 from datetime import timedelta
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -28,21 +28,37 @@ def _wants_json(request: HttpRequest) -> bool:
     return "application/json" in request.headers.get("Accept", "")
 
 
-def _thread_context(request: HttpRequest) -> dict[str, object]:
+def _thread_context(request: HttpRequest, before: str = "") -> dict[str, object]:
+    """The latest PAGE_SIZE messages, or with ``before`` (a message of this thread) the PAGE_SIZE before it."""
     conversation = conversation_of(request.user)  # type: ignore[arg-type]
-    messages = list(reversed(_messages_of(conversation).reverse()[:PAGE_SIZE]))
+    messages = _messages_of(conversation)
+    # Only a message of the user's own thread can anchor a page; anything else shows the latest messages.
+    anchor = (
+        conversation.messages.filter(public_id=before).values("created_at", "id").first()
+        if is_message_id(before)
+        else None
+    )
+    if anchor is not None:
+        at, pk = anchor["created_at"], anchor["id"]
+        messages = messages.filter(Q(created_at__lt=at) | Q(created_at=at, id__lt=pk))  # the thread's own order
+    page = list(reversed(messages.reverse()[: PAGE_SIZE + 1]))  # one more, to know whether earlier ones exist
+    has_earlier = len(page) > PAGE_SIZE
+    page = page[-PAGE_SIZE:]
     # Not "messages": that name belongs to django.contrib.messages in every template.
     return {
-        "thread_messages": messages,
-        "cursor": messages[-1].public_id if messages else "",
+        "thread_messages": page,
+        "cursor": page[-1].public_id if page else "",
         "total": conversation.messages.count(),
+        "earlier_before": page[0].public_id if has_earlier else "",
+        "reading_earlier": anchor is not None,
     }
 
 
 @login_required
 @require_GET
 def thread(request: HttpRequest) -> HttpResponse:
-    return render(request, "conversations/thread.html", {**_thread_context(request), "form": ConsoleMessageForm()})
+    context = _thread_context(request, before=request.GET.get("before", ""))
+    return render(request, "conversations/thread.html", {**context, "form": ConsoleMessageForm()})
 
 
 @login_required

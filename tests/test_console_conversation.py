@@ -1,6 +1,7 @@
 """The conversation page: the thread, typing a message, and the JSON view the page polls for new messages."""
 
 import json
+import re
 
 import pytest
 from django.test import Client
@@ -149,6 +150,40 @@ def test_a_long_thread_shows_the_newest_hundred(signed_in, user):
     assert "message number 104" in page and "message number 005" in page
     assert "message number 004" not in page
     assert "latest 100 of 105" in page
+
+
+def test_earlier_messages_are_a_link_away_page_by_page(signed_in, user):
+    for n in range(250):
+        record_user_message(user=user, endpoint=Endpoint.CONSOLE, text=f"message number {n:03d}")
+    by_text = dict(Message.objects.values_list("text", "public_id"))
+
+    latest = signed_in.get("/conversation/").content.decode()
+    assert "message number 150" in latest and "message number 149" not in latest
+    assert f'href="/conversation/?before={by_text["message number 150"]}"' in latest
+    assert "data-updates-url" in latest and 'name="text"' in latest  # live, with the composer
+
+    earlier = signed_in.get(f"/conversation/?before={by_text['message number 150']}").content.decode()
+    shown = re.findall(r"message number (\d{3})", earlier)
+    assert shown == [f"{n:03d}" for n in range(50, 150)]  # the hundred before, oldest first
+    assert f'href="/conversation/?before={by_text["message number 050"]}"' in earlier
+    assert "Back to the latest" in earlier
+    assert "data-updates-url" not in earlier and 'name="text"' not in earlier  # a page of the past: read only
+
+    first = signed_in.get(f"/conversation/?before={by_text['message number 050']}").content.decode()
+    assert re.findall(r"message number (\d{3})", first) == [f"{n:03d}" for n in range(50)]
+    assert "data-earlier" not in first  # nothing before the first message
+
+
+@pytest.mark.parametrize("before", ["msg_notavalidone", "'; DROP TABLE x;--", "msg_" + "A" * 24])
+def test_an_anchor_that_is_not_a_message_of_the_thread_shows_the_latest(signed_in, user, before):
+    other = UserFactory()
+    foreign = record_user_message(user=other, endpoint=Endpoint.CONSOLE, text="someone else's")
+    record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="mine")
+    for anchor in (before, foreign.public_id):
+        page = signed_in.get("/conversation/", {"before": anchor})
+        assert page.status_code == 200
+        assert "mine" in page.content.decode() and "data-updates-url" in page.content.decode()
+        assert "someone else's" not in page.content.decode()
 
 
 def test_context_json_keeps_non_ascii_readable(signed_in, user, v2):

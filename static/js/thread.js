@@ -7,10 +7,10 @@
   var POLL_EVERY_HIDDEN_MS = 15000;
 
   var thread = document.querySelector("[data-thread]");
-  if (!thread) {
-    return;
+  var updatesUrl = thread && thread.getAttribute("data-updates-url");
+  if (!updatesUrl) {
+    return; // no thread, or a page of earlier messages: nothing new arrives there
   }
-  var updatesUrl = thread.getAttribute("data-updates-url");
   var cursor = thread.getAttribute("data-cursor") || "";
   var status = document.querySelector("[data-live-status]");
   var timer = null;
