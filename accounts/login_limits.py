@@ -19,10 +19,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
-from ingestion.throttling import FailureLimit
+from ingestion.throttling import AttemptLimit
 from ops import metrics
 
-LOGIN_FAILURES = FailureLimit("login-failures", "LOGIN_FAILURE_RATE_LIMIT", blocks_when_reached=True)
+LOGIN_FAILURES = AttemptLimit("login-failures", "LOGIN_FAILURE_RATE_LIMIT", blocks_when_reached=True)
 
 
 @receiver(user_login_failed)

@@ -9,11 +9,11 @@ from django.http import HttpRequest, HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse_lazy
 
-from ingestion.throttling import FailureLimit
+from ingestion.throttling import AttemptLimit
 from ops import metrics
 
 # Every reset request is counted (not only failures): each one sends an email to whoever owns the address typed in.
-RESET_REQUESTS = FailureLimit("password-resets", "PASSWORD_RESET_RATE_LIMIT", blocks_when_reached=True)
+RESET_REQUESTS = AttemptLimit("password-resets", "PASSWORD_RESET_RATE_LIMIT", blocks_when_reached=True)
 
 
 class PasswordResetView(auth_views.PasswordResetView):

@@ -129,10 +129,11 @@ class ApiKeyRateThrottle(BaseThrottle):
 
 
 @dataclass(frozen=True)
-class FailureLimit:
-    """Failed attempts per client address (an IPv4 address, an IPv6 /64), counted by django-ratelimit: the failure
-    that goes over the rate leaves a marker that blocks the address until the window ends. Used for API keys here
-    and for console and admin log-ins (accounts/login_limits.py)."""
+class AttemptLimit:
+    """Attempts per client address (an IPv4 address, an IPv6 /64), counted by django-ratelimit: the attempt that
+    goes over the rate (or reaches it) leaves a marker that blocks the address until the window ends. Counts failed
+    API-key authentications here, failed log-ins (accounts/login_limits.py) and password reset requests
+    (accounts/password_reset.py)."""
 
     policy: str
     rate_setting: str  # the name of the setting that holds the rate
@@ -150,7 +151,7 @@ class FailureLimit:
         return 0 if until is None else max(0, int(until - time.time() + 0.999))
 
     def count(self, request: Any) -> int:
-        """Count one failure; the seconds the address is now blocked for (0: still under the limit, or limits off)."""
+        """Count one attempt; the seconds the address is now blocked for (0: still under the limit, or limits off)."""
         network = client_network(request)
         counted = _count(request, self.policy, self.rate, network)
         if counted is None:
@@ -166,7 +167,7 @@ class FailureLimit:
         return f"{self.policy}-blocked:{network}"
 
 
-_FAILED_AUTHENTICATIONS = FailureLimit(AUTH_FAILURES, "AUTH_FAILURE_RATE_LIMIT")
+_FAILED_AUTHENTICATIONS = AttemptLimit(AUTH_FAILURES, "AUTH_FAILURE_RATE_LIMIT")
 
 
 def _auth_failures_limited(request: Any, wait: int) -> RateLimited:
