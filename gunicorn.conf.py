@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from gunicorn import util as gunicorn_util
+from gunicorn.glogging import Logger
+
+# The project folder is on sys.path: gunicorn changes to it before it reads this file.
+from ops.redaction import RESET_LINK_ROUTE, RedactResetLinks, is_reset_link
 
 
 def _env_int(name: str, default: int) -> int:
@@ -60,6 +64,28 @@ worker_tmp_dir = _SHARED_MEMORY if os.path.isdir(_SHARED_MEMORY) else None
 # string, no "%(u)s" (the user name of Basic auth); the request id ties the line to the app's JSON line.
 accesslog = "-" if os.environ.get("ACCESS_LOG", "off").strip().lower() in ("on", "1", "true", "yes") else None
 access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms request_id=%({x-request-id}o)s "%(a)s"'
+
+
+class RedactingLogger(Logger):
+    """gunicorn's logger, writing a password reset link's path as its route (ops/redaction.py): the token in it
+    opens the account. Every atom an access log format could name is covered: %(U)s, the request line %(r)s and the
+    environ's {path_info}e and {raw_uri}e; and the error log's lines."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        self.error_log.addFilter(RedactResetLinks())  # "Error handling request <uri>" names the path
+
+    def atoms(self, resp: Any, req: Any, environ: Any, request_time: Any) -> dict[str, Any]:
+        atoms: dict[str, Any] = super().atoms(resp, req, environ, request_time)
+        candidates = (environ.get("PATH_INFO") or "", (environ.get("RAW_URI") or "").split("?", 1)[0])
+        for secret in {path for path in candidates if is_reset_link(path)}:
+            for name, value in atoms.items():
+                if isinstance(value, str) and secret in value:
+                    atoms[name] = value.replace(secret, RESET_LINK_ROUTE)
+        return atoms
+
+
+logger_class = RedactingLogger
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 # Several servers may share a machine (tests, benchmarks); none of them needs gunicorn's control socket.

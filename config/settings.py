@@ -329,10 +329,15 @@ LOGGING = {
         "json": {"()": "ops.jsonlog.JsonFormatter"},
         "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    # A password reset link's token never reaches a log line (ops/redaction.py).
+    "filters": {"redact_reset_links": {"()": "ops.redaction.RedactResetLinks"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["redact_reset_links"]}
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # Refused requests already have their access line; from django.request only server errors, with tracebacks.
-    "loggers": {"django.request": {"level": "ERROR"}},
+    # The filter here too: Django's own handlers (its DEBUG console) receive django.request's lines as well.
+    "loggers": {"django.request": {"level": "ERROR", "filters": ["redact_reset_links"]}},
 }
 
 # --- Production: HTTPS, security headers, operators' endpoints, error reporting ------------------------------

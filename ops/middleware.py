@@ -17,6 +17,7 @@ from ingestion.idempotency import REPLAYED_HEADER
 from ingestion.parsers import declared_length
 from ops import exposition, metrics
 from ops.health import OK, readiness
+from ops.redaction import loggable_path
 
 access_log = logging.getLogger("access")
 
@@ -133,17 +134,6 @@ def _error_code(response: HttpResponse) -> str | None:
     return code if isinstance(code, str) else None
 
 
-# Routes whose paths carry a secret (a password reset token): the log gets the route, not the path.
-_SECRET_BEARING_ROUTES = frozenset({"accounts:password_reset_confirm"})
-
-
-def _loggable_path(request: HttpRequest) -> str:
-    match = request.resolver_match
-    if match is not None and match.view_name in _SECRET_BEARING_ROUTES:
-        return "/" + match.route
-    return request.path_info[:200]
-
-
 def _log_fields(
     request: HttpRequest, response: HttpResponse, endpoint: str, code: str | None, seconds: float
 ) -> dict[str, Any]:
@@ -153,7 +143,7 @@ def _log_fields(
     return {
         "request_id": getattr(request, "request_id", None),
         "method": request.method,
-        "path": _loggable_path(request),
+        "path": loggable_path(request.path_info),  # never a password reset link's token
         "endpoint": endpoint,
         "status": response.status_code,
         "code": code,

@@ -1,18 +1,25 @@
 """Error reporting to Sentry, only when SENTRY_DSN is set. SENTRY_ENVIRONMENT and SENTRY_RELEASE are read by the
 SDK itself. Events never carry the Authorization header, cookies, request bodies (the messages people send), local
-variables or personal data: the SDK is told not to collect them, and `scrub_event` removes them again in case an
-integration adds them anyway."""
+variables, personal data or a password reset link's token: the SDK is told not to collect them, and `scrub_event`
+removes them again in case an integration adds them anyway."""
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import sentry_sdk
 from sentry_sdk.integrations.django import DjangoIntegration
+
+from ops.redaction import loggable_path
 
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
 def scrub_event(event: Any, hint: Any) -> Any:
     request = event.get("request") or {}
+    url = request.get("url")
+    if isinstance(url, str):  # a password reset link's path holds its token (ops/redaction.py)
+        parts = urlsplit(url)
+        request["url"] = urlunsplit(parts._replace(path=loggable_path(parts.path)))
     headers = request.get("headers")
     if isinstance(headers, dict):
         request["headers"] = {

@@ -3,11 +3,14 @@ opens the account once, for an hour, and never reaches the access log."""
 
 import logging
 import re
+import runpy
+from pathlib import Path
 
 import pytest
 from django.core import mail
 from django.test import Client
 
+from ops.redaction import RedactResetLinks
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -97,3 +100,47 @@ def test_without_an_smtp_server_no_reset_is_offered(client, person, settings):
     assert response.status_code == 200
     assert "cannot send email" in response.content.decode()
     assert mail.outbox == []
+
+
+def test_wherever_a_path_is_recorded_a_reset_link_is_written_as_its_route(person):
+    """The app's access log (above), gunicorn's access log and error reports share ops/redaction.py."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from django.urls import reverse
+    from gunicorn.config import Config
+
+    from ops.redaction import loggable_path
+    from ops.sentry import scrub_event
+
+    link = reverse("accounts:password_reset_confirm", kwargs={"uidb64": "MQ", "token": "cz7x8w-0a1b2c3d4e5f"})
+    assert loggable_path(link) == "/reset/<uidb64>/<token>/"
+    assert loggable_path("/reset/MQ/set-password/") == "/reset/MQ/set-password/"  # no token left in it
+    assert loggable_path("/keys/") == "/keys/"
+
+    event = scrub_event({"request": {"url": f"https://ingest.example.com{link}"}}, None)
+    assert event["request"]["url"] == "https://ingest.example.com/reset/<uidb64>/<token>/"
+
+    conf = runpy.run_path(str(Path(__file__).resolve().parent.parent / "gunicorn.conf.py"))
+    environ = {"REQUEST_METHOD": "GET", "RAW_URI": link, "PATH_INFO": link, "SERVER_PROTOCOL": "HTTP/1.1"}
+    response = SimpleNamespace(status="302 Found", headers=[], sent=0)
+    atoms = conf["logger_class"](Config()).atoms(response, [], environ, timedelta(milliseconds=3))
+    assert (atoms["U"], atoms["r"]) == ("/reset/<uidb64>/<token>/", "GET /reset/<uidb64>/<token>/ HTTP/1.1")
+    assert "cz7x8w" not in repr(atoms)
+
+    # Log lines that name the path: Django's "Internal Server Error: <path>", gunicorn's "Error handling request".
+    record = logging.LogRecord(
+        "django.request", logging.ERROR, __file__, 1, "%s: %s", ("Internal Server Error", link), None
+    )
+    assert RedactResetLinks().filter(record)
+    assert record.getMessage() == "Internal Server Error: /reset/<uidb64>/<token>/"
+    gunicorn_logger = conf["logger_class"](Config())
+    assert any(isinstance(f, RedactResetLinks) for f in gunicorn_logger.error_log.filters)
+    conf["on_exit"](None)
+
+
+def test_the_settings_put_the_redaction_on_every_log_line():
+    ours = [h for h in logging.getLogger().handlers if type(h) is logging.StreamHandler]  # not pytest's capture
+    assert ours and all(any(isinstance(f, RedactResetLinks) for f in handler.filters) for handler in ours)
+    # Django's own handlers (its DEBUG console, mail to ADMINS) get django.request's lines before ours do.
+    assert any(isinstance(f, RedactResetLinks) for f in logging.getLogger("django.request").filters)
