@@ -214,21 +214,19 @@ API_KEY_CACHE_SIZE = env_int("API_KEY_CACHE_SIZE", 1000)  # about 2 KB each
 _EMAIL_HOST = env_str("EMAIL_HOST", "")
 # Without EMAIL_HOST nothing here sends mail; the mailer is then SMTP on localhost:25 (Django's old default), so
 # that anything that did would fail to connect rather than print the message to a log.
-MAILERS: dict[str, dict[str, Any]] = {
-    "default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": {"host": "localhost", "port": 25}}
-}
-if _EMAIL_HOST:
-    MAILERS["default"] = {
-        "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
-        "OPTIONS": {
-            "host": _EMAIL_HOST,
-            "port": env_int("EMAIL_PORT", 587),
-            "username": env_str("EMAIL_HOST_USER", ""),
-            "password": env_str("EMAIL_HOST_PASSWORD", ""),
-            "use_tls": env_bool("EMAIL_USE_TLS", True),
-            "timeout": 10,
-        },
+_SMTP_OPTIONS: dict[str, Any] = (
+    {
+        "host": _EMAIL_HOST,
+        "port": env_int("EMAIL_PORT", 587),
+        "username": env_str("EMAIL_HOST_USER", ""),
+        "password": env_str("EMAIL_HOST_PASSWORD", ""),
+        "use_tls": env_bool("EMAIL_USE_TLS", True),
+        "timeout": 10,
     }
+    if _EMAIL_HOST
+    else {"host": "localhost", "port": 25}
+)
+MAILERS = {"default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": _SMTP_OPTIONS}}
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Assistant Inbox <no-reply@localhost>")
 PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST)
 PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link works for an hour (Django's default is three days)
