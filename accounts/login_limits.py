@@ -40,7 +40,13 @@ class LoginLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.method == "POST" and request.path_info in _login_paths(getattr(request, "urlconf", None)):
+        # Both log-in paths end in "login/": a string test first keeps this off every other request's path.
+        path = request.path_info
+        if (
+            request.method == "POST"
+            and path.endswith("login/")
+            and path in _login_paths(getattr(request, "urlconf", None))
+        ):
             wait = LOGIN_FAILURES.blocked_for(request)
             if wait > 0:
                 metrics.rate_limited("login")
