@@ -48,7 +48,7 @@ def _thread_context(request: HttpRequest, before: str = "") -> dict[str, object]
     return {
         "thread_messages": page,
         "cursor": page[-1].public_id if page else "",
-        "total": conversation.messages.count(),
+        "total": None if anchor else conversation.messages.count(),  # shown on the latest page only
         "earlier_before": page[0].public_id if has_earlier else "",
         "reading_earlier": anchor is not None,
     }
