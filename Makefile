@@ -29,6 +29,7 @@ run: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 typecheck: install
 	DEBUG=1 $(BIN)/mypy .

@@ -5,4 +5,4 @@ class AccountsConfig(AppConfig):
     name = "accounts"
 
     def ready(self) -> None:
-        from accounts import login_limits, signals  # noqa: F401  (connects the receivers)
+        from accounts import signals  # noqa: F401  (connects the receivers)

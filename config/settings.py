@@ -45,24 +45,27 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_tasks_db",
+    # Bottom to top (README, "Layout"): identity, the thread, the assistant and its hand-off, the ways in.
     "accounts",
     "keys",
     "conversations",
-    "ingestion",
     "assistant",
+    "delivery",
+    "ingestion",
+    "console",
 ]
 
 MIDDLEWARE = [
     "ops.middleware.OperatorEndpointsMiddleware",  # /healthz, /readyz, metrics: before host checks and redirects
     "config.middleware.RequestIdMiddleware",
     "ops.middleware.RequestTelemetryMiddleware",  # after the request id, which its log line carries
-    "ingestion.throttling.RateLimitHeadersMiddleware",
+    "ops.limits.RateLimitHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "accounts.login_limits.LoginLimitMiddleware",  # a blocked address's log-in POST: 429 before the form is read
+    "console.login_limits.LoginLimitMiddleware",  # a blocked address's log-in POST: 429 before the form is read
     "django.middleware.csrf.CsrfViewMiddleware",
     # Django's login and flash-message middleware, passed through by /api/v1/ (see the module).
     "config.console_middleware.AuthenticationMiddleware",
@@ -118,7 +121,7 @@ elif "postgresql" in DATABASES["default"]["ENGINE"] and env_bool("DATABASE_PREPA
     }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Django's backend, with a health check that sends no SELECT 1 while the connection is quiet (see the module).
-    DATABASES["default"]["ENGINE"] = "config.postgresql"
+    DATABASES["default"]["ENGINE"] = "ingestion.hotpath.postgresql"
 if "postgresql" in DATABASES["default"]["ENGINE"]:
     # Persistent connections (CONN_MAX_AGE, health-checked before reuse), not Django's psycopg pool: connections
     # are per thread, and a gunicorn thread serves one request at a time, so each thread keeping its own connection
@@ -136,8 +139,8 @@ REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CACHES = {
         "default": {
-            # Django's RedisCache with a one-round-trip atomic incr (see config/cache.py).
-            "BACKEND": "config.cache.AtomicIncrRedisCache",
+            # Django's RedisCache with a one-round-trip atomic incr (see ingestion/hotpath/cache.py).
+            "BACKEND": "ingestion.hotpath.cache.AtomicIncrRedisCache",
             "LOCATION": REDIS_URL,
             # Lets several deployments (or test runs) share one Redis database without sharing counters.
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX"),
@@ -203,7 +206,8 @@ LEGACY_SUNSET_AT = env_timestamp("LEGACY_SUNSET_ON", "")
 # The key's last-used time is written at most this often, so that a busy key does not cost a write per request.
 KEY_LAST_USED_RESOLUTION_SECONDS = 60
 # Each worker remembers the V2 keys it found valid for this long, so a key's next message needs no lookup; the
-# message's own insert confirms the key still holds (keys/recent.py), so revocation still counts from the next
+# message's own insert confirms the key still holds (ingestion/hotpath/recent.py), so revocation still counts from the
+# next
 # request. 0 looks every key up. At most API_KEY_CACHE_SIZE keys per process.
 API_KEY_CACHE_SECONDS = env_int("API_KEY_CACHE_SECONDS", 60)
 API_KEY_CACHE_SIZE = env_int("API_KEY_CACHE_SIZE", 1000)  # about 2 KB each
@@ -242,7 +246,7 @@ INGEST_RATE_LIMIT = env_rate("INGEST_RATE_LIMIT", "60/m")
 # the rest of the window before any database query, whatever key it sends.
 AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")
 # Failed log-ins (console and admin) per client address; over it, every log-in from the address is refused (429)
-# until the window ends, whatever the password (accounts/login_limits.py).
+# until the window ends, whatever the password (console/login_limits.py).
 LOGIN_FAILURE_RATE_LIMIT = env_rate("LOGIN_FAILURE_RATE_LIMIT", "10/15m")
 # How many proxies in front of the app append the peer's address to X-Forwarded-For (1 behind a PaaS router).
 # 0 uses the connection's address; the client-written start of X-Forwarded-For is never trusted.

@@ -1,13 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 
-from accounts.views import landing
 from config import errors
+from console.views.accounts import landing
 from ingestion.views import DocsView, SchemaView, api_not_found
 
 urlpatterns = [
     path("", include("ingestion.urls")),
-    path("", include("assistant.urls")),
     path("admin/", admin.site.urls),
     # The OpenAPI document, and a docs page that renders it with assets served from here (no CDN).
     path("api/schema/", SchemaView.as_view(), name="openapi-schema"),
@@ -15,9 +14,9 @@ urlpatterns = [
     path("api/docs/", DocsView.as_view(url_name="openapi-schema"), name="api-docs"),
     # The web console: server-rendered pages, session-authenticated, CSRF on every POST.
     path("", landing, name="landing"),
-    path("", include("accounts.urls")),
-    path("", include("keys.urls")),
-    path("", include("conversations.urls")),
+    path("", include("console.urls.accounts")),
+    path("", include("console.urls.keys")),
+    path("", include("console.urls.thread")),
     # Keep last among the /api/ routes: anything unknown under /api/ answers JSON.
     re_path(r"^api/", api_not_found),
 ]

@@ -1,23 +1,9 @@
-"""Writes to the thread. Every entry point (the two endpoints, the console) records messages through here."""
+"""Reads and writes of the thread that every floor above may use. Recording a person's message with its hand-off
+is the request path's work: ingestion/hotpath/recording.py."""
 
-from typing import Any
-
-from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import Model
 
-from conversations.inserts import insert_together
-from conversations.models import Conversation, Delivery, Endpoint, Message, Role, Source
-from conversations.tasks import announce_enqueued, enqueue_delivery, new_task_row
-from keys import recent
-from keys.models import ApiKey
-from keys.services import note_key_used
-
-_SOURCE_OF_ENDPOINT = {
-    Endpoint.CURRENT: Source.API,
-    Endpoint.LEGACY: Source.LEGACY_WEBHOOK,
-    Endpoint.CONSOLE: Source.APP,
-}
+from conversations.models import Conversation
 
 
 def conversation_of(user: User) -> Conversation:
@@ -26,55 +12,3 @@ def conversation_of(user: User) -> Conversation:
     except Conversation.DoesNotExist:
         conversation, _ = Conversation.objects.get_or_create(user=user)
         return conversation
-
-
-def record_user_message(
-    *,
-    user: User,
-    endpoint: Endpoint,
-    text: str,
-    context: dict[str, Any] | None = None,
-    api_key: ApiKey | None = None,
-    request_id: str = "",
-    confirm_key: bool = False,
-) -> Message:
-    """Record a message in the user's thread, its delivery record and the task that hands it to the assistant,
-    together or not at all (DESIGN.md, "Conversations and the assistant hand-off"): with the database task
-    backend on PostgreSQL, in one statement.
-
-    ``confirm_key``: ``api_key`` was remembered, not looked up (keys/recent.py); the rows are written only if it
-    still holds, else nothing is and ``recent.NoLongerHolds`` is raised."""
-    # Keys by id rather than by instance: nothing reads the related objects back from these rows, and setting an
-    # instance goes through Django's related-object descriptor (type and router checks, caches) for each.
-    api_key_id = None if api_key is None else api_key.pk
-    conversation = conversation_of(user)
-    message = Message(
-        conversation_id=conversation.pk,
-        role=Role.USER,
-        source=_SOURCE_OF_ENDPOINT[endpoint],
-        text=text,
-        context=context,
-        api_key_id=api_key_id,
-    )
-    delivery = Delivery(
-        message=message,  # an instance: its key exists only once the statement has inserted it
-        api_key_id=api_key_id,
-        endpoint=endpoint,
-        request_id=request_id,
-        backend=settings.ASSISTANT_BACKEND,
-    )
-    task_row = new_task_row(message.public_id)
-    rows: list[Model] = [message, delivery] if task_row is None else [message, delivery, task_row]
-    only_if = None
-    if confirm_key:
-        assert api_key is not None
-        only_if = recent.still_holds(api_key, conversation)
-    if not insert_together(rows, only_if):
-        raise recent.NoLongerHolds()
-    if task_row is None:
-        enqueue_delivery(message.public_id)  # after the commit: the backend is not in the database
-    else:
-        announce_enqueued(task_row)
-    if api_key is not None:
-        note_key_used(api_key)
-    return message

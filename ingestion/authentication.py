@@ -2,7 +2,8 @@
 that also brings the owner and their conversation, and for the legacy endpoint their profile (what the request
 needs next). Only a failure touches the failed-authentication limit.
 
-The current endpoint's POSTs may instead take a key this process found valid lately (keys/recent.py), with no query:
+The current endpoint's POSTs may instead take a key this process found valid lately (ingestion/hotpath/recent.py), with
+no query:
 such a key is *unconfirmed* until the message's insert confirms it, and the view looks it up afresh
 (``authenticate_afresh``) whenever that did not happen."""
 
@@ -22,7 +23,8 @@ from ingestion.exceptions import (
     Unauthorized,
     WrongKeyGeneration,
 )
-from keys import lookup, recent, tokens
+from ingestion.hotpath import lookup, recent
+from keys import tokens
 from keys.models import ApiKey, Generation
 
 # Any character str.isspace() calls whitespace (the regex engine uses the same test), found in C.
@@ -68,7 +70,8 @@ class ApiKeyAuthentication(BaseAuthentication):
     # The key's own query always brings the owner's thread (where the message goes); the profile only where the
     # reply needs it: each table joined costs rows to build on every request.
     with_profile: ClassVar[bool] = False
-    # Whether a POST may take a key remembered by keys/recent.py, unconfirmed. Only where the view confirms it: the
+    # Whether a POST may take a key remembered by ingestion/hotpath/recent.py, unconfirmed. Only where the view
+    # confirms it: the
     # current endpoint (the legacy reply carries the profile, which the insert does not confirm).
     recalls: ClassVar[bool] = False
 

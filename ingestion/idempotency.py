@@ -6,7 +6,7 @@ How it holds, in one transaction per request:
    holding a connection while it waits.
 2. INSERT the key's record. The unique constraint on (API key, Idempotency-Key) is what enforces "once": a retry
    after the first committed fails here at once, and gets the stored response replayed (422 if its body differs).
-3. Record the message (the view, through conversations.services.record_user_message), then store the response in
+3. Record the message (the view, through ingestion.hotpath.recording.record_user_message), then store the response in
    the record. A failure anywhere rolls back the claim with the message, so a failed request leaves no record and
    can be retried with the same key.
 SQLite runs one writing transaction at a time, so there a concurrent retry waits for the first and gets the replay.
@@ -28,9 +28,9 @@ from rest_framework.response import Response
 from ingestion.exceptions import IdempotencyInProgress, IdempotencyKeyReused, InvalidIdempotencyKey
 from ingestion.models import IdempotencyRecord
 from keys.models import ApiKey
+from ops.http import REPLAYED_HEADER
 
 HEADER = "Idempotency-Key"
-REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_LENGTH = 255
 
 Handler = Callable[..., Response]

@@ -7,6 +7,7 @@ from django.conf import settings
 from rest_framework.parsers import BaseParser
 
 from ingestion.exceptions import InvalidBody, InvalidJson, PayloadTooLarge, UnsupportedMediaType
+from ops.http import declared_length
 
 
 def _refuse_constant(name: str) -> float:
@@ -94,13 +95,3 @@ def _declared_charset(media_type: str) -> str:
         if name.strip().lower() == "charset":
             return value.strip().strip('"').lower()
     return ""
-
-
-def declared_length(request: Any) -> int | None:
-    """The request's Content-Length, or None when there is none or it is not a number (a Django or DRF request)."""
-    if request is None:
-        return None
-    try:
-        return int(request.META.get("CONTENT_LENGTH") or "")
-    except ValueError:
-        return None

@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from ingestion import views
+from ingestion import callback, views
 
 # A trailing slash is tolerated: redirecting a POST would lose its body.
 urlpatterns = [
@@ -9,4 +9,5 @@ urlpatterns = [
     re_path(
         r"^api/v1/inbound/messages/(?P<message_id>[^/]+)/?$", views.MessageReceiptView.as_view(), name="message-receipt"
     ),
+    re_path(r"^api/v1/assistant/replies/?$", callback.AssistantReplyView.as_view(), name="assistant-replies"),
 ]

@@ -12,7 +12,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.models import Endpoint, Message, Role, is_message_id
-from conversations.services import record_user_message
 from ingestion import body as body_rules
 from ingestion import openapi
 from ingestion.authentication import (
@@ -24,10 +23,11 @@ from ingestion.authentication import (
     is_unconfirmed,
 )
 from ingestion.exceptions import ApiError, InvalidJson, LengthRequired, MessageNotFound, NotFound, Unauthorized
+from ingestion.hotpath import recent
+from ingestion.hotpath.recording import record_user_message
 from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
 from ingestion.receipts import receipt
-from keys import recent
 from keys.models import ApiKey
 
 SENT = "Message sent successfully"
@@ -74,7 +74,8 @@ class _MessageView(APIView):
         return key, message
 
     def confirm_key(self, request: Request) -> None:
-        """Replace an unconfirmed key (keys/recent.py) by a fresh lookup; raises the error if it no longer holds."""
+        """Replace an unconfirmed key (ingestion/hotpath/recent.py) by a fresh lookup; raises the error if it no longer
+        holds."""
         authenticator = self.get_authenticators()[0]
         assert isinstance(authenticator, ApiKeyAuthentication)
         request.user, request.auth = authenticator.authenticate_afresh(request)

@@ -2,7 +2,9 @@
 
 import logging
 from datetime import datetime, timedelta
+from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
@@ -12,6 +14,13 @@ from keys import tokens
 from keys.models import ApiKey, Generation
 
 logger = logging.getLogger(__name__)
+
+
+def key_name_field(**options: Any) -> forms.CharField:
+    """A key's name wherever one is typed (the console's form, createapikey): stripped, not blank, no NUL (PostgreSQL
+    cannot store it), no longer than the column."""
+    options.setdefault("error_messages", {"required": "Give the key a name, for example the automation it is for."})
+    return forms.CharField(max_length=ApiKey._meta.get_field("name").max_length, **options)
 
 
 def create_key(owner: User, name: str, generation: Generation = Generation.V2) -> tuple[ApiKey, str]:

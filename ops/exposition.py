@@ -1,39 +1,23 @@
-"""The text a Prometheus scrape receives: the counters of every gunicorn worker, plus deliveries by status, read
-from the database at scrape time (the task worker may run on another machine; the database is what they share)."""
+"""The text a Prometheus scrape receives: the counters of every gunicorn worker, plus figures that apps count in
+the database at scrape time (they register a collector with ``count_in_database`` when they are ready: ops imports
+no app)."""
 
-import logging
 import os
-from collections.abc import Iterator
 
-from django.db.models import Count
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, multiprocess
-from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-
-from conversations.models import Delivery, DeliveryStatus
-
-logger = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
+_database = CollectorRegistry()
+_registered: set[type[Collector]] = set()
 
-class DeliveriesByStatus(Collector):
-    """One GROUP BY per scrape (the status index serves it), never per request."""
 
-    def collect(self) -> Iterator[Metric]:
-        try:
-            rows = Delivery.objects.order_by().values_list("status").annotate(n=Count("id"))
-            counts = dict(rows)
-        except Exception as error:
-            # A scrape must still return the request counters when the database is down.
-            logger.warning("metrics: deliveries not counted (%s)", type(error).__name__)
-            return
-        family = GaugeMetricFamily(
-            "ingest_deliveries", "Deliveries by status, counted in the database at scrape time.", labels=["status"]
-        )
-        for status in DeliveryStatus.values:
-            family.add_metric([status], counts.get(status, 0))
-        yield family
+def count_in_database(collector: Collector) -> None:
+    """Have every scrape run ``collector`` (once per process: app configs may be readied more than once in tests)."""
+    if type(collector) not in _registered:
+        _registered.add(type(collector))
+        _database.register(collector)
 
 
 def render() -> bytes:
@@ -42,6 +26,4 @@ def render() -> bytes:
         multiprocess.MultiProcessCollector(counters)
     else:
         counters = REGISTRY
-    database = CollectorRegistry()
-    database.register(DeliveriesByStatus())
-    return generate_latest(counters) + generate_latest(database)
+    return generate_latest(counters) + generate_latest(_database)

@@ -12,11 +12,10 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from ingestion.client_ip import client_ip
-from ingestion.idempotency import REPLAYED_HEADER
-from ingestion.parsers import declared_length
 from ops import exposition, metrics
+from ops.client_ip import client_ip
 from ops.health import OK, readiness
+from ops.http import REPLAYED_HEADER, declared_length
 from ops.redaction import loggable_path
 
 access_log = logging.getLogger("access")

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test import Client
 from django.test.testcases import LiveServerThread
 
-from keys import recent
+from ingestion.hotpath import recent
 from keys.models import Generation
 from tests.factories import UserFactory, make_key
 

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from assistant.signing import secret_bytes
-from conversations.handoff import attempt_delivery
 from conversations.models import Delivery, DeliveryStatus, Message, Role
+from delivery.handoff import attempt_delivery
 from tests.conftest import CURRENT, post
 from tests.test_webhook_backend import SECRET
 
@@ -197,7 +197,7 @@ def test_a_reply_that_arrives_before_our_attempt_ends_is_kept(client, v2, runtim
     Delivery.objects.update(status=DeliveryStatus.PROCESSING, attempts=1)
 
     assert call_back(client, {"message_id": message_id, "reply": "quick"}).status_code == 200
-    from conversations.handoff import _record_delivered
+    from delivery.handoff import _record_delivered
 
     _record_delivered(delivery().pk, None, attempt_finished=True)
     assert (delivery().status, delivery().reply.text) == (DeliveryStatus.DELIVERED, "quick")

@@ -1,6 +1,6 @@
-"""config/cache.py: the Redis cache's client is made once per connection pool, not once per operation."""
+"""ingestion/hotpath/cache.py: the Redis cache's client is made once per connection pool, not once per operation."""
 
-from config.cache import AtomicIncrRedisCache
+from ingestion.hotpath.cache import AtomicIncrRedisCache
 
 
 def test_every_operation_shares_one_redis_client():

@@ -3,7 +3,7 @@
 import pytest
 from django.test import RequestFactory
 
-from ingestion.client_ip import client_ip, client_network
+from ops.client_ip import client_ip, client_network
 
 
 def request_from(remote: str, forwarded: str | None = None):

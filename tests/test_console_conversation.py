@@ -7,7 +7,8 @@ import pytest
 from django.test import Client
 
 from conversations.models import Delivery, Endpoint, Message, Role, Source
-from conversations.services import conversation_of, record_user_message
+from conversations.services import conversation_of
+from ingestion.hotpath.recording import record_user_message
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

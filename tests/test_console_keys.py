@@ -8,7 +8,7 @@ from django.test import Client
 from django.utils import timezone
 
 from conversations.models import Delivery, Endpoint
-from conversations.services import record_user_message
+from ingestion.hotpath.recording import record_user_message
 from keys import tokens
 from keys.models import ApiKey, Generation
 from tests.console import form_nonce, secret_on

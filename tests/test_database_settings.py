@@ -1,6 +1,6 @@
 """On PostgreSQL the connection prepares the statements it repeats, its health check sends nothing while the
 connection is quiet, and the request path's statements run through fetch_one (config/settings.py,
-config/postgresql/base.py, config/db.py, docs/benchmarks.md)."""
+ingestion/hotpath/postgresql/base.py, ingestion/hotpath/db.py, docs/benchmarks.md)."""
 
 import select
 import time
@@ -11,7 +11,7 @@ from django.db import IntegrityError, ProgrammingError, connection, transaction
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
-from config.db import fetch_one
+from ingestion.hotpath.db import fetch_one
 
 
 @pytest.mark.django_db

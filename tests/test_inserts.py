@@ -1,4 +1,4 @@
-"""conversations.inserts: rows that belong together are written at once (one statement on PostgreSQL, a
+"""ingestion.hotpath.inserts: rows that belong together are written at once (one statement on PostgreSQL, a
 transaction elsewhere) and come back as ``save()`` leaves them. Run on whichever DATABASE_URL selects."""
 
 import uuid
@@ -10,9 +10,9 @@ from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 from django_tasks_db.models import DBTaskResult
 
-from conversations.inserts import Condition, _parameters, _prepared, _references, insert_together, passed_unchanged
 from conversations.models import Delivery, Endpoint, Message, Role, Source
-from conversations.tasks import new_task_row
+from delivery.tasks import new_task_row
+from ingestion.hotpath.inserts import Condition, _parameters, _prepared, _references, insert_together, passed_unchanged
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from datetime import date, datetime, timedelta
 import pytest
 from django.utils import timezone
 
+from console import activity
 from conversations.models import Delivery, Endpoint
-from conversations.services import record_user_message
-from keys import activity
+from ingestion.hotpath.recording import record_user_message
 from tests.factories import UserFactory, make_key
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from console.examples import for_new_key
 from conversations.models import Message
-from keys.examples import for_new_key
 from keys.models import Generation
 from tests.factories import UserFactory, make_key
 

@@ -1,11 +1,12 @@
-"""keys/lookup.py: the request path's one-query key lookup gives what the ORM's select_related query gives."""
+"""ingestion/hotpath/lookup.py: the request path's one-query key lookup gives what the ORM's select_related query
+gives."""
 
 import pytest
 from django.contrib.auth.models import User
 from django.forms.models import model_to_dict
 
 from conversations.models import Conversation
-from keys.lookup import key_with_owner
+from ingestion.hotpath.lookup import key_with_owner
 from keys.models import ApiKey, Generation
 from keys.services import revoke_key
 from tests.factories import make_key

@@ -3,7 +3,7 @@
 import pytest
 
 from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
-from conversations.services import record_user_message
+from ingestion.hotpath.recording import record_user_message
 from tests.conftest import LEGACY, fixture_body
 
 pytestmark = pytest.mark.django_db

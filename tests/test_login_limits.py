@@ -1,4 +1,4 @@
-"""accounts/login_limits.py: failed log-ins per client address, for the console's log-in page and the admin's."""
+"""console/login_limits.py: failed log-ins per client address, for the console's log-in page and the admin's."""
 
 import pytest
 from django.contrib.auth import get_user_model

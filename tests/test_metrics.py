@@ -7,7 +7,7 @@ from django.test import override_settings
 from prometheus_client import REGISTRY
 
 from conversations.models import Delivery, DeliveryStatus
-from conversations.tasks import deliver_message
+from delivery.tasks import deliver_message
 from keys import tokens
 from keys.models import Generation
 from ops import metrics

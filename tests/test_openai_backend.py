@@ -2,8 +2,8 @@
 
 import pytest
 
-from conversations.handoff import attempt_delivery
 from conversations.models import Delivery, DeliveryStatus, Role
+from delivery.handoff import attempt_delivery
 
 pytestmark = pytest.mark.django_db
 

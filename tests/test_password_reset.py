@@ -1,4 +1,4 @@
-"""Password reset by email (accounts/password_reset.py): offered only with an SMTP server configured; the link
+"""Password reset by email (console/password_reset.py): offered only with an SMTP server configured; the link
 opens the account once, for an hour, and never reaches the access log."""
 
 import logging

@@ -10,9 +10,9 @@ from django.conf import settings as django_settings
 from redis.connection import AbstractConnection
 
 from conversations.models import Message
-from ingestion.throttling import describe_rate, parse_rate
 from keys import tokens
 from keys.models import Generation
+from ops.limits import describe_rate, parse_rate
 from tests.conftest import CURRENT, LEGACY, post
 from tests.factories import make_key
 from tests.test_health import closed_port
@@ -259,10 +259,11 @@ def test_the_count_goes_on_after_redis_drops_the_connection(v2, settings):
 
 
 def test_an_unreachable_redis_refuses_the_message_with_503_and_records_nothing(client, v2, settings):
-    """The per-key count's own connection (config/cache.py) fails like the pooled client: a JSON 503, no 500."""
+    """The per-key count's own connection (ingestion/hotpath/cache.py) fails like the pooled client: a JSON 503, no
+    500."""
     settings.CACHES = {
         "default": {
-            "BACKEND": "config.cache.AtomicIncrRedisCache",
+            "BACKEND": "ingestion.hotpath.cache.AtomicIncrRedisCache",
             "LOCATION": f"redis://127.0.0.1:{closed_port()}/0",
             "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }

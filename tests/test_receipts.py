@@ -2,8 +2,8 @@
 
 import pytest
 
-from conversations.handoff import attempt_delivery
 from conversations.models import Delivery, DeliveryStatus, Message, Role
+from delivery.handoff import attempt_delivery
 from keys.models import Generation
 from keys.services import revoke_key
 from tests.conftest import CURRENT, LEGACY, post

@@ -1,4 +1,5 @@
-"""keys/recent.py: a worker remembers the V2 keys it found valid, and the message's insert confirms them. Whatever
+"""ingestion/hotpath/recent.py: a worker remembers the V2 keys it found valid, and the message's insert confirms them.
+Whatever
 happens to a key between two of its requests, the second is answered as if the key had been looked up again."""
 
 import pytest
@@ -6,7 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Conversation, Message
-from keys import recent, tokens
+from ingestion.hotpath import recent
+from keys import tokens
 from keys.models import ApiKey
 from keys.services import revoke_key
 from tests.conftest import CURRENT, LEGACY, post
@@ -28,7 +30,8 @@ def statements_of(response_of):
 
 
 def looked_up(statements: list[str]) -> bool:
-    """Whether the key lookup (keys/lookup.py: the key's columns, by its digest) is among the statements; the check
+    """Whether the key lookup (ingestion/hotpath/lookup.py: the key's columns, by its digest) is among the statements;
+    the check
     of a remembered key starts SELECT 1 (SQLite) or is inside the WITH statement (PostgreSQL)."""
     return any(s.startswith("SELECT k.") for s in statements)
 

@@ -11,7 +11,7 @@ from django_tasks_db import DatabaseBackend
 from django_tasks_db.models import DBTaskResult
 
 from conversations.models import Delivery, DeliveryStatus, Message, Role
-from conversations.tasks import deliver_message
+from delivery.tasks import deliver_message
 from tests.conftest import CURRENT, post
 from tests.test_webhook_backend import SECRET
 
@@ -52,7 +52,7 @@ def test_the_task_row_is_written_with_the_message(client, v2, database_tasks):
 
 @pytest.mark.django_db
 def test_the_request_s_task_row_is_the_one_the_backend_would_write(client, v2, database_tasks):
-    """The request writes the task row itself (conversations.tasks.new_task_row); it must stay identical to what
+    """The request writes the task row itself (delivery.tasks.new_task_row); it must stay identical to what
     django-tasks-db's own enqueue writes, whatever version of it is installed."""
     message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
     ours = DBTaskResult.objects.get()

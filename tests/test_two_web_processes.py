@@ -143,7 +143,7 @@ def test_a_key_revoked_through_one_process_is_refused_by_the_other(stack):
     (one, other), keys, session, db = stack
     key_id, plaintext = keys[KEYS + 2]
     # Several requests, each on a new connection, so that the key is remembered by each of the other's workers
-    # (keys/recent.py): the revocation must get past what they remember.
+    # (ingestion/hotpath/recent.py): the revocation must get past what they remember.
     before = [send(other.url, CURRENT, plaintext, {"message": f"before {n}"}).status for n in range(BEFORE_AND_AFTER)]
     assert before == [200] * BEFORE_AND_AFTER
 

@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 
 from assistant.signing import secret_bytes
-from conversations.handoff import attempt_delivery, backoff_seconds
 from conversations.models import Delivery, DeliveryStatus, Message, Role
+from delivery.handoff import attempt_delivery, backoff_seconds
 from tests.conftest import fixture_body
 
 pytestmark = pytest.mark.django_db
@@ -226,7 +226,7 @@ def test_a_malformed_reply_fails_without_retrying(send, runtime, v2, body):
 
 
 def test_a_new_round_after_failure_can_succeed(send, runtime, v2):
-    from conversations.handoff import retry_delivery
+    from delivery.handoff import retry_delivery
 
     runtime.answer(400)
     send(v2[1], {"message": "hi"})

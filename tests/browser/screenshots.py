@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from accounts.services import sign_up as create_account
 from conversations.models import Delivery, Endpoint, Message, Role, Source
-from conversations.services import conversation_of, record_user_message
+from conversations.services import conversation_of
+from ingestion.hotpath.recording import record_user_message
 from keys.models import Generation
 from keys.services import create_key, revoke_key
 from tests.browser.conftest import PHONE, new_context

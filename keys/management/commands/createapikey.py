@@ -7,9 +7,8 @@ from django.db import transaction
 
 from accounts.models import Channel
 from accounts.services import get_or_create_user, update_contact
-from keys.forms import NewKeyForm
 from keys.models import Generation
-from keys.services import create_key
+from keys.services import create_key, key_name_field
 
 
 class Command(BaseCommand):
@@ -32,8 +31,7 @@ class Command(BaseCommand):
         except ValidationError:
             raise CommandError(f"{email!r} is not a valid email address.") from None
         try:
-            # The console's own rules for a name: not blank, no NUL, no longer than the column.
-            name = NewKeyForm.base_fields["name"].clean(options["name"])
+            name = key_name_field().clean(options["name"])
         except ValidationError as error:
             raise CommandError(f"--name: {' '.join(error.messages)}") from None
         with transaction.atomic():

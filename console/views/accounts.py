@@ -14,11 +14,11 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from accounts import services
-from accounts.forms import ContactForm, SignUpForm
+from console.forms.accounts import ContactForm, SignUpForm
 
 
 class LoginView(DjangoLoginView):
-    """Django's log-in view, whose page links to the password reset where it is offered (accounts/password_reset.py)."""
+    """Django's log-in view, whose page links to the password reset where it is offered (console/password_reset.py)."""
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return {**super().get_context_data(**kwargs), "password_reset_by_email": settings.PASSWORD_RESET_BY_EMAIL}

@@ -6,7 +6,7 @@ A key that sends once usually sends again, so each gunicorn worker remembers the
 
 A remembered key is never taken on trust. It is *unconfirmed* until the message's own insert confirms it: the
 statement writes the message only if the key still exists with that digest, is not revoked and its owner's thread
-is still the one remembered (``still_holds``; conversations.inserts ``only_if``), and writes nothing otherwise. When
+is still the one remembered (``still_holds``; ingestion.hotpath.inserts ``only_if``), and writes nothing otherwise. When
 it did not hold, or the request ends in any other answer than the recorded message, the view looks the key up afresh
 before it answers (ingestion/views.py). So revoking or deleting a key takes effect from the next request, as with a
 lookup every time.
@@ -27,9 +27,9 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
 
-from conversations.inserts import Condition
 from conversations.models import Conversation
-from keys.lookup import column_of
+from ingestion.hotpath.inserts import Condition
+from ingestion.hotpath.lookup import column_of
 from keys.models import ApiKey
 
 _lock = threading.Lock()

@@ -19,8 +19,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Field, Model
 
 from accounts.models import Profile
-from config.db import fetch_one
 from conversations.models import Conversation
+from ingestion.hotpath.db import fetch_one
 from keys.models import ApiKey
 
 Converter = Callable[[Any, Any, Any], Any]

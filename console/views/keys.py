@@ -8,9 +8,10 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from console import activity, examples, nonces
+from console.forms.keys import NewKeyForm
 from conversations.models import Delivery
-from keys import activity, examples, nonces, services
-from keys.forms import NewKeyForm
+from keys import services
 from keys.models import ApiKey, Generation
 
 RECENT_DELIVERIES = 20

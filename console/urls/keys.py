@@ -1,6 +1,6 @@
 from django.urls import path
 
-from keys import views
+from console.views import keys as views
 
 app_name = "keys"
 

@@ -14,7 +14,7 @@ from assistant.backends import backend_named
 from assistant.conversation import build_request
 from assistant.outcomes import PermanentFailure, Reply, TransientFailure
 from conversations.models import Delivery, DeliveryStatus, Message, Role, Source
-from conversations.tasks import can_defer, enqueue_delivery
+from delivery.tasks import can_defer, enqueue_delivery
 
 logger = logging.getLogger(__name__)
 

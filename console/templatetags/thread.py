@@ -2,7 +2,7 @@ from typing import Any
 
 from django import template
 
-from conversations import presentation
+from console import presentation
 from conversations.models import Message
 
 register = template.Library()

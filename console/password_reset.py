@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse_lazy
 
-from ingestion.throttling import AttemptLimit
 from ops import metrics
+from ops.limits import AttemptLimit
 
 # Every reset request is counted (not only failures): each one sends an email to whoever owns the address typed in.
 RESET_REQUESTS = AttemptLimit("password-resets", "PASSWORD_RESET_RATE_LIMIT", blocks_when_reached=True)

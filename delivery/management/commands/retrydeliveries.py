@@ -5,8 +5,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Q
 
-from conversations.handoff import due_deliveries, retry_delivery
 from conversations.models import Delivery, DeliveryStatus
+from delivery.handoff import due_deliveries, retry_delivery
 
 
 class Command(BaseCommand):

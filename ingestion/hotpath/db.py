@@ -1,4 +1,4 @@
-"""One statement, one row: through the database backend's own fast path where it has one (config/postgresql),
+"""One statement, one row: through the database backend's own fast path where it has one (ingestion/hotpath/postgresql),
 else through Django's cursor."""
 
 from collections.abc import Sequence

@@ -1,8 +1,9 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from accounts import password_reset, views
-from accounts.forms import EmailAuthenticationForm
+from console import password_reset
+from console.forms.accounts import EmailAuthenticationForm
+from console.views import accounts as views
 
 app_name = "accounts"
 

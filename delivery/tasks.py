@@ -20,8 +20,8 @@ def deliver_message(message_id: str | int) -> str:
     afterwards. The task carries the public id, not the delivery's key, because the id exists before any row is
     written: the request writes the message, its delivery and this task's row in one statement. An integer is a
     delivery's key, as tasks enqueued before that change carry it: they still run after a deploy."""
-    from conversations.handoff import attempt_delivery
     from conversations.models import Delivery
+    from delivery.handoff import attempt_delivery
 
     if isinstance(message_id, int):
         delivery_id: int | None = message_id
@@ -40,7 +40,7 @@ def can_defer() -> bool:
 
 def new_task_row(message_id: str) -> DBTaskResult | None:
     """With the database backend: the unsaved row that enqueues ``deliver_message(message_id)``, for the caller to
-    insert together with the message (``conversations.inserts``); the caller then calls ``announce_enqueued``.
+    insert together with the message (``ingestion.hotpath.inserts``); the caller then calls ``announce_enqueued``.
     None with any other backend: use ``enqueue_delivery``.
 
     The fields are the ones ``DatabaseBackend.enqueue`` writes (tests/test_task_backends.py compares the two rows).

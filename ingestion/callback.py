@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from assistant import signing
-from conversations import handoff
 from conversations.models import Message, Role
+from delivery import handoff
 from ingestion import body as body_rules
 from ingestion.exceptions import (
     InvalidBody,
@@ -25,7 +25,8 @@ from ingestion.exceptions import (
     UnsupportedMediaType,
 )
 from ingestion.negotiation import JsonOnly
-from ingestion.parsers import StrictJSONParser, declared_length
+from ingestion.parsers import StrictJSONParser
+from ops.http import declared_length
 
 _EXAMPLE = 'for example {"message_id": "msg_…", "reply": "Done: reminder set for 5pm."}'
 

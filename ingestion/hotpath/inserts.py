@@ -18,7 +18,7 @@ value, and every other field, takes the field's own path.
 
 A batch may be written on a condition (``only_if``: an SQL truth value, checked in the same statement on
 PostgreSQL, in the same transaction elsewhere): then either every row is written or none is. The request path uses
-it to confirm, in the insert itself, that a key it remembers still holds (keys/recent.py).
+it to confirm, in the insert itself, that a key it remembers still holds (ingestion/hotpath/recent.py).
 """
 
 import uuid
@@ -42,7 +42,7 @@ from django.db.models import (
 )
 from django.db.models.signals import post_save, pre_save
 
-from config.db import fetch_one
+from ingestion.hotpath.db import fetch_one
 
 # A foreign key whose target is an earlier, unsaved row of the same batch: (row, the field's name, that row)
 Reference = tuple[int, str, int]
@@ -100,7 +100,7 @@ class _Table:
     def __post_init__(self) -> None:
         for field in self.fields:
             if hasattr(field, "get_placeholder"):  # a field that needs its own SQL around the value
-                raise TypeError(f"{field} cannot be inserted by conversations.inserts")
+                raise TypeError(f"{field} cannot be inserted by ingestion.hotpath.inserts")
 
 
 @cache

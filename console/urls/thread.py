@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import views
+from console.views import thread as views
 
 app_name = "conversations"
 

@@ -2,16 +2,14 @@ from typing import Any
 
 from django import forms
 
-from keys.models import ApiKey
+from keys.services import key_name_field
 
 
 class NewKeyForm(forms.Form):
-    name = forms.CharField(
+    name = key_name_field(
         label="Name",
-        max_length=ApiKey._meta.get_field("name").max_length,
         help_text="What the key is for, so you know which one to revoke later. For example “GitHub deploys”.",
         widget=forms.TextInput(attrs={"autocomplete": "off"}),
-        error_messages={"required": "Give the key a name, for example the automation it is for."},
     )
     # The one-time token that makes resubmitting the same form (reload, Back, a double click) harmless.
     nonce = forms.CharField(widget=forms.HiddenInput, max_length=64)

@@ -19,8 +19,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
-from ingestion.throttling import AttemptLimit
 from ops import metrics
+from ops.limits import AttemptLimit
 
 LOGIN_FAILURES = AttemptLimit("login-failures", "LOGIN_FAILURE_RATE_LIMIT", blocks_when_reached=True)
 

@@ -9,9 +9,10 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from conversations.forms import ConsoleMessageForm
+from console.forms.thread import ConsoleMessageForm
 from conversations.models import Conversation, Endpoint, Message, is_message_id
-from conversations.services import conversation_of, record_user_message
+from conversations.services import conversation_of
+from ingestion.hotpath.recording import record_user_message
 
 PAGE_SIZE = 100
 # A message is visible to readers only once its transaction commits, which can be after a message created later
