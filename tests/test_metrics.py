@@ -1,9 +1,11 @@
 """Prometheus metrics: counted on every request at no database cost, served only to operators."""
 
 import socket
+from datetime import timedelta
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 from prometheus_client import REGISTRY
 
 from conversations.models import Delivery, DeliveryStatus
@@ -188,3 +190,25 @@ def test_hand_off_attempts_are_counted_by_outcome(send, v2, settings):
     deliver_message.call(Delivery.objects.get(status=DeliveryStatus.QUEUED).message.public_id)
     assert counted("failed") == before["failed"] + 1
     assert counted("delivered") == before["delivered"] + 1
+
+
+@override_settings(METRICS_TOKEN=TOKEN)
+@pytest.mark.django_db
+def test_the_oldest_queued_delivery_age_is_zero_with_nothing_queued(client):
+    assert "ingest_delivery_oldest_queued_age_seconds 0.0" in scrape(client).content.decode()
+
+
+@override_settings(METRICS_TOKEN=TOKEN)
+@pytest.mark.django_db
+def test_the_oldest_queued_delivery_age_counts_from_its_acceptance(client, v2):
+    post(client, CURRENT, v2[1], {"message": "waiting"})
+    post(client, CURRENT, v2[1], {"message": "delivered long ago"})
+    waiting, delivered = Delivery.objects.order_by("created_at")
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    Delivery.objects.filter(pk=waiting.pk).update(created_at=an_hour_ago + timedelta(minutes=30))
+    Delivery.objects.filter(pk=delivered.pk).update(created_at=an_hour_ago, status=DeliveryStatus.DELIVERED)
+
+    body = scrape(client).content.decode()
+
+    line = next(row for row in body.splitlines() if row.startswith("ingest_delivery_oldest_queued_age_seconds "))
+    assert 30 * 60 <= float(line.split()[1]) < 31 * 60
