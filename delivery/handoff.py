@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import Case, F, PositiveIntegerField, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from assistant.backends import backend_named
@@ -164,12 +164,21 @@ def due_deliveries(grace: timedelta) -> QuerySet[Delivery]:
 
 
 def retry_delivery(delivery: Delivery) -> bool:
-    """Give a failed, queued or abandoned delivery a fresh round of attempts now. False if it is delivered or
-    an attempt is in progress."""
+    """Give a failed, queued or abandoned delivery an attempt now. False if it is delivered or an attempt is in
+    progress. Only a failed one starts a fresh round (its count back to 0); a queued or abandoned one keeps its
+    count, so the runtime never sees the same attempt number twice for a message it may already have received
+    (a dead worker's attempt 1 is followed by attempt 2, not by another attempt 1)."""
     now = timezone.now()
     with transaction.atomic():
         requeued = Delivery.objects.filter(_retryable(now), pk=delivery.pk).update(
-            status=DeliveryStatus.QUEUED, attempts=0, next_attempt_at=None, updated_at=now
+            status=DeliveryStatus.QUEUED,
+            attempts=Case(
+                When(status=DeliveryStatus.FAILED, then=Value(0)),
+                default=F("attempts"),
+                output_field=PositiveIntegerField(),
+            ),
+            next_attempt_at=None,
+            updated_at=now,
         )
         if requeued:
             enqueue_delivery(delivery.message.public_id)

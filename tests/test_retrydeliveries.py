@@ -70,6 +70,21 @@ def test_due_picks_overdue_retries_lost_tasks_and_dead_workers(sent):
     assert run("--due")[-1] == "Retried 3 of 3 deliveries."
 
 
+def test_an_abandoned_attempt_is_followed_by_the_next_attempt_number_not_the_same_one(
+    sent, django_capture_on_commit_callbacks
+):
+    abandoned = sent[0]
+    long_ago = timezone.now() - timedelta(hours=1)
+    Delivery.objects.filter(pk=abandoned.pk).update(status=DeliveryStatus.PROCESSING, started_at=long_ago, attempts=1)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        run("--id", abandoned.message.public_id)
+
+    # The immediate backend ran the attempt after the commit: the local assistant answered it as attempt 2.
+    abandoned.refresh_from_db()
+    assert (abandoned.status, abandoned.attempts) == (DeliveryStatus.DELIVERED, 2)
+
+
 def test_due_leaves_fresh_and_future_ones_alone(sent):
     Delivery.objects.filter(pk=sent[0].pk).update(next_attempt_at=timezone.now() + timedelta(minutes=5))
     Delivery.objects.filter(pk=sent[1].pk).update(status=DeliveryStatus.PROCESSING, started_at=timezone.now())
