@@ -2,10 +2,11 @@
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 
 from conversations.models import Delivery
 from delivery.handoff import retry_delivery
+from delivery.metrics import queue_state
 
 
 @admin.register(Delivery)
@@ -76,6 +77,10 @@ class DeliveryAdmin(admin.ModelAdmin):
                 f"Skipped {skipped} {_deliveries(skipped)} already delivered or being attempted right now.",
                 level=messages.WARNING,
             )
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, object] | None = None) -> HttpResponse:
+        # The same figures as /metrics, above the list: is the hand-off keeping up?
+        return super().changelist_view(request, {**(extra_context or {}), "queue": queue_state()})
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -1,5 +1,7 @@
 """Staff inspect keys (never their secrets), threads and deliveries in the admin."""
 
+import re
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -117,3 +119,24 @@ def test_staff_retry_failed_deliveries_with_an_action(staff_client, client, v2, 
     assert "Skipped 1 delivery already delivered or being attempted right now." in page
     failed.refresh_from_db()
     assert (failed.status, failed.attempts) == (DeliveryStatus.DELIVERED, 1)  # the local assistant took it
+
+
+def test_the_delivery_list_shows_the_backlog_the_attempts_in_flight_and_the_oldest_queued_age(
+    staff_client, client, user
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from conversations.models import Delivery, DeliveryStatus
+
+    _, plaintext = make_key(user)
+    for text in ["one", "two", "three"]:
+        post(client, CURRENT, plaintext, {"message": text})
+    one, two, _ = Delivery.objects.order_by("created_at")
+    Delivery.objects.filter(pk=one.pk).update(status=DeliveryStatus.PROCESSING, started_at=timezone.now())
+    Delivery.objects.filter(pk=two.pk).update(created_at=timezone.now() - timedelta(minutes=10))
+
+    page = staff_client.get("/admin/conversations/delivery/").content.decode()
+
+    assert re.search(r"Queued: 2 · being attempted: 1 · oldest queued accepted 60[01] s ago", page)
