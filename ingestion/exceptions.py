@@ -143,8 +143,8 @@ class RateLimited(ApiError):
 
 class MessageNotFound(NotFound):
     default_detail = (
-        "No message with this id was sent by you. Use the id from the response that accepted the message, "
-        "with a key of the same account."
+        "No message with this id was sent with this key. Use the id from the response that accepted the message, "
+        "with the key that sent it."
     )
 
 

@@ -61,7 +61,14 @@ class ReceiptSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     next_attempt_at = serializers.DateTimeField(allow_null=True)
-    reply = ReplySerializer(allow_null=True, help_text="The assistant's reply, once it has arrived.")
+    reply = ReplySerializer(
+        allow_null=True,
+        required=False,
+        help_text=(
+            "The assistant's reply (null until it arrives). Present only when the key may read replies, a permission "
+            "its owner gives on the key's page (off by default): the reply is meant for the person, not the caller."
+        ),
+    )
 
 
 # Each error status is described by the codes ops/errors.py lists for it (those the public endpoints answer).
@@ -180,8 +187,12 @@ legacy_endpoint = extend_schema(
 
 receipt_endpoint = extend_schema(
     operation_id="get_message_receipt",
-    summary="Where a sent message stands, and the assistant's reply",
-    description="With any key (V1 or V2) of the account that sent the message.",
+    summary="What became of a message you sent",
+    description=(
+        "Only with the key (V1 or V2) that sent the message: any other key, even of the same account, gets 404. "
+        "Status, attempts and times; the assistant's reply (`reply`) only for a key whose owner allowed it "
+        '("may read replies" on the key\'s console page, off by default).'
+    ),
     responses=responses(401, 404, 429, 503, success=ReceiptSerializer),
     parameters=COMMON_RESPONSE_HEADERS,
     tags=["messages"],

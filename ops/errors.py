@@ -71,7 +71,7 @@ _LIST = (
     ErrorCode(
         "not_found",
         404,
-        "unknown path under `/api/`; a receipt id that is unknown, malformed or another account's",
+        "unknown path under `/api/`; a receipt id that is unknown, malformed or sent with another key",
         True,
     ),
     ErrorCode(
