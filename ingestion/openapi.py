@@ -62,7 +62,8 @@ class ReceiptSerializer(serializers.Serializer):
 _ERRORS = {
     400: "invalid_json, invalid_body or invalid_idempotency_key: the body or a header is not acceptable.",
     401: (
-        "missing_authorization, malformed_authorization, invalid_api_key, revoked_api_key or wrong_key_generation. "
+        "missing_authorization, malformed_authorization, invalid_api_key, revoked_api_key, wrong_key_generation "
+        "or account_disabled. "
         "Carries WWW-Authenticate: Bearer."
     ),
     404: "not_found: no message with this id was sent with this key.",
