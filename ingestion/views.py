@@ -31,6 +31,7 @@ from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
 from ingestion.receipts import receipt
 from keys.models import ApiKey
+from ops.errors import json_error
 
 SENT = "Message sent successfully"
 
@@ -204,4 +205,4 @@ class DocsView(_JsonErrors, SpectacularSwaggerSplitView):
 def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Unknown paths under /api/ answer JSON too, never the HTML 404 page."""
     error = NotFound()
-    return JsonResponse({"success": False, "message": str(error.detail), "code": error.default_code}, status=404)
+    return json_error(error.default_code, str(error.detail))

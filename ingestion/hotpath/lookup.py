@@ -71,7 +71,7 @@ def _statement(with_profile: bool) -> tuple[str, list[_Part]]:
     parts, selects = [key_part], [key_select, active]
     sources = [
         f"{quote(ApiKey._meta.db_table)} k",
-        f"JOIN {users} ON u.{quote(user_model._meta.pk.column)} = {owner_id}",
+        f"JOIN {users} ON u.{quote(column_of(user_model, user_model._meta.pk.name))} = {owner_id}",
     ]
     for model, alias in [(Conversation, "c"), *([(Profile, "p")] if with_profile else [])]:
         part, select = _part(model, alias, connection)

@@ -97,7 +97,7 @@ def _still_holds_sql() -> str:
     # Names from the models' metadata; the values are parameters.
     owner, user = column(ApiKey, "owner"), column(Conversation, "user")
     user_model = get_user_model()
-    users, user_id = quote(user_model._meta.db_table), quote(user_model._meta.pk.column)
+    users, user_id = quote(user_model._meta.db_table), column(user_model, user_model._meta.pk.name)
     return (
         f"EXISTS (SELECT 1 FROM {quote(ApiKey._meta.db_table)} k "  # noqa: S608
         f"JOIN {quote(Conversation._meta.db_table)} c ON c.{user} = k.{owner} "
