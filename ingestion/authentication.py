@@ -132,6 +132,6 @@ class V1KeyAuthentication(ApiKeyAuthentication):
 
 
 class AnyKeyAuthentication(ApiKeyAuthentication):
-    """Either generation: reading a receipt is not sending, and the legacy endpoint hands out message ids too."""
+    """Either generation: the legacy endpoint hands out message ids too (read with the key that sent the message)."""
 
     generation = None

@@ -29,6 +29,7 @@ from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
 from ingestion.receipts import receipt
 from keys.models import ApiKey
+from ops.errors import json_error
 
 SENT = "Message sent successfully"
 
@@ -139,10 +140,10 @@ class LegacyWebhookView(_MessageView):
 
 
 class MessageReceiptView(APIView):
-    """GET a message's delivery status and the assistant's reply, with any key of the account that sent it."""
+    """GET what became of a message, with the key that sent it; the assistant's reply too if that key may read it."""
 
     authentication_classes = [AnyKeyAuthentication]
-    http_method_names = ["get", "head", "options"]
+    http_method_names = ["get"]
     content_negotiation_class = JsonOnly
 
     @openapi.receipt_endpoint
@@ -151,14 +152,15 @@ class MessageReceiptView(APIView):
         assert isinstance(key, ApiKey)
         if not is_message_id(message_id):
             raise MessageNotFound()
-        message = (
-            Message.objects.select_related("delivery__reply")
-            .filter(public_id=message_id, role=Role.USER, conversation__user_id=key.owner_id, delivery__isnull=False)
-            .first()
-        )
+        messages = Message.objects.select_related("delivery__reply" if key.may_read_replies else "delivery")
+        # The sending key's own messages only: another key's message, even the same account's, is as absent as one
+        # that never existed (a leaked key reads nothing but what it sent itself).
+        message = messages.filter(
+            public_id=message_id, role=Role.USER, api_key_id=key.pk, delivery__isnull=False
+        ).first()
         if message is None:
-            raise MessageNotFound()  # another account's message is as absent as one that never existed
-        return Response(receipt(message))
+            raise MessageNotFound()
+        return Response(receipt(message, with_reply=key.may_read_replies))
 
 
 def add_deprecation_headers(request: Request, response: Response) -> None:
@@ -190,4 +192,4 @@ class DocsView(_JsonErrors, SpectacularSwaggerSplitView):
 def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Unknown paths under /api/ answer JSON too, never the HTML 404 page."""
     error = NotFound()
-    return JsonResponse({"success": False, "message": str(error.detail), "code": error.default_code}, status=404)
+    return json_error(error.default_code, str(error.detail))
