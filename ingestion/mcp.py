@@ -33,12 +33,10 @@ class ConnectionNotFound(NotFound):
 
 
 class McpServerUnusable(ApiError):
-    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
     default_code = "mcp_server_unusable"
 
 
 class McpAuthenticationRequired(ApiError):
-    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
     default_code = "mcp_authentication_required"
 
 
