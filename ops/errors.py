@@ -49,6 +49,11 @@ _LIST = (
         "refused before reaching the API, most often a `Host` header this server does not serve (`ALLOWED_HOSTS`), "
         "or not valid HTTP/1.1 (gunicorn)",
     ),
+    ErrorCode(
+        "tunnels_not_supported",
+        400,
+        "`poke tunnel`'s calls: this server offers no tunnels (see [MCP connections](#mcp-connections))",
+    ),
     # 401
     ErrorCode("missing_authorization", 401, "no `Authorization` header", True),
     ErrorCode("malformed_authorization", 401, "the header is not `Bearer <key>`", True),
@@ -98,6 +103,12 @@ _LIST = (
     ErrorCode("expectation_failed", 417, "refused by gunicorn: an `Expect` other than `100-continue`"),
     # 422 - 503
     ErrorCode("idempotency_key_reused", 422, "the same `Idempotency-Key` was used with a different body", True),
+    ErrorCode(
+        "mcp_server_unusable",
+        422,
+        "an MCP server could not be used (unreachable, no answer in time, not MCP); the message says what failed",
+    ),
+    ErrorCode("mcp_authentication_required", 422, "an MCP server answered 401 or 403: add it with its API key"),
     ErrorCode(
         "rate_limited",
         429,
