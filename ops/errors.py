@@ -49,12 +49,24 @@ _LIST = (
         "refused before reaching the API, most often a `Host` header this server does not serve (`ALLOWED_HOSTS`), "
         "or not valid HTTP/1.1 (gunicorn)",
     ),
+    ErrorCode(
+        "tunnels_not_supported",
+        400,
+        "`poke tunnel`'s calls: this server offers no tunnels (see [MCP connections](#mcp-connections))",
+    ),
     # 401
     ErrorCode("missing_authorization", 401, "no `Authorization` header", True),
     ErrorCode("malformed_authorization", 401, "the header is not `Bearer <key>`", True),
     ErrorCode("invalid_api_key", 401, "an unknown or mistyped key", True),
     ErrorCode("revoked_api_key", 401, "a revoked key", True),
     ErrorCode("wrong_key_generation", 401, "a V1 key on the current endpoint or a V2 key on the legacy one", True),
+    ErrorCode(
+        "account_disabled",
+        401,
+        "the key's account was deactivated by staff (`is_active` off in the admin): every key of it, from the next "
+        "request",
+        True,
+    ),
     ErrorCode(
         "invalid_signature",
         401,
@@ -91,6 +103,12 @@ _LIST = (
     ErrorCode("expectation_failed", 417, "refused by gunicorn: an `Expect` other than `100-continue`"),
     # 422 - 503
     ErrorCode("idempotency_key_reused", 422, "the same `Idempotency-Key` was used with a different body", True),
+    ErrorCode(
+        "mcp_server_unusable",
+        422,
+        "an MCP server could not be used (unreachable, no answer in time, not MCP); the message says what failed",
+    ),
+    ErrorCode("mcp_authentication_required", 422, "an MCP server answered 401 or 403: add it with its API key"),
     ErrorCode(
         "rate_limited",
         429,
