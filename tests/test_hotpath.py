@@ -52,8 +52,8 @@ def test_the_models_checked_here_are_the_ones_a_message_writes(user, database_ta
     recording.record_user_message(user=user, endpoint=Endpoint.CURRENT, text="hi")
 
     assert written == HOT_PATH_MODELS, (
-        f"an accepted message now writes {[model.__name__ for model in written]}: list exactly these in HOT_PATH_MODELS "
-        "(tests/test_hotpath.py), so each is checked below"
+        f"an accepted message now writes {[model.__name__ for model in written]}: list exactly these in "
+        "HOT_PATH_MODELS (tests/test_hotpath.py), so that each is checked below"
     )
 
 
