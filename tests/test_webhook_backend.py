@@ -34,7 +34,7 @@ def runtime(settings, assistant_server):
     settings.ASSISTANT_BACKEND = "webhook"
     settings.ASSISTANT_WEBHOOK_URL = assistant_server.url + "/hooks/assistant"
     settings.ASSISTANT_WEBHOOK_KEY = secret_bytes(SECRET)
-    settings.ASSISTANT_TIMEOUT_SECONDS = 0.3
+    settings.ASSISTANT_TIMEOUT_SECONDS = 2  # a slow answer is held (servers.Answer.hold), never raced
     settings.ASSISTANT_MAX_ATTEMPTS = 3
     settings.ASSISTANT_RETRY_BASE_SECONDS = 30
     return assistant_server
@@ -165,7 +165,7 @@ def test_a_timeout_is_retried(send, runtime, v2):
         send(v2[1], {"message": "hi"})  # returns with the runtime still holding its answer: the client gave up
 
         assert delivery().status == DeliveryStatus.QUEUED
-        assert delivery().last_error == "No response within 0.3 seconds."
+        assert delivery().last_error == "No response within 2 seconds."
         assert delivery().reply is None
         assert len(runtime.received) == 1
     finally:
