@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+import phonenumbers
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
@@ -238,6 +239,13 @@ PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST)
 PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link works for an hour (Django's default is three days)
 # Reset emails asked for per client address (each one mails whoever owns the address typed in).
 PASSWORD_RESET_RATE_LIMIT = env_rate("PASSWORD_RESET_RATE_LIMIT", "5/h")
+# A phone number typed without its country code (console sign-up and settings) is read as a number of the browser's
+# region (Accept-Language) or, failing that, of this one (ISO 3166 code: US, GB, DE, ...; accounts/phones.py).
+PHONE_DEFAULT_REGION = env_str("PHONE_DEFAULT_REGION", "US").upper()
+if PHONE_DEFAULT_REGION not in phonenumbers.SUPPORTED_REGIONS:
+    raise ImproperlyConfigured(
+        f"PHONE_DEFAULT_REGION must be a two-letter region code such as US or GB; got {PHONE_DEFAULT_REGION!r}"
+    )
 
 # --- Limits and retries (DESIGN.md "Limits", "Idempotency") ---------------------------------------------------
 # Rates in django-ratelimit's syntax: a count per s, m, h or d, with an optional multiplier (60/m, 1000/h, 10/30s).

@@ -13,8 +13,13 @@ from django.urls import reverse_lazy
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from accounts import services
+from accounts import phones, services
 from console.forms.accounts import ContactForm, SignUpForm
+
+
+def browser_regions(request: HttpRequest) -> list[str]:
+    """The browser's hint for reading a phone number typed without its country code."""
+    return phones.regions_from_accept_language(request.headers.get("Accept-Language", ""))
 
 
 class LoginView(DjangoLoginView):
@@ -36,7 +41,7 @@ def landing(request: HttpRequest) -> HttpResponse:
 def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("keys:list")
-    form = SignUpForm(request.POST or None)
+    form = SignUpForm(request.POST or None, phone_regions=browser_regions(request))
     if request.method == "POST" and form.is_valid():
         try:
             user = services.sign_up(
@@ -59,7 +64,7 @@ def signup(request: HttpRequest) -> HttpResponse:
 def contact_settings(request: HttpRequest) -> HttpResponse:
     profile = services.profile_of(request.user)  # type: ignore[arg-type]
     initial = {"phone_number": profile.phone_number, "channel": profile.channel}
-    form = ContactForm(request.POST or None, initial=initial)
+    form = ContactForm(request.POST or None, initial=initial, phone_regions=browser_regions(request))
     if request.method == "POST" and form.is_valid():
         services.update_contact(
             request.user,  # type: ignore[arg-type]
