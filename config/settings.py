@@ -233,9 +233,18 @@ _SMTP_OPTIONS: dict[str, Any] = (
     if _EMAIL_HOST
     else {"host": "localhost", "port": 25}
 )
-MAILERS = {"default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": _SMTP_OPTIONS}}
+# In development (DEBUG, `make run`) without EMAIL_HOST, emails are printed in the server's terminal instead, so that
+# password reset can be tried locally: the link is there to open.
+_EMAIL_TO_TERMINAL = DEBUG and not _EMAIL_HOST and not TESTING
+MAILERS = {
+    "default": (
+        {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
+        if _EMAIL_TO_TERMINAL
+        else {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": _SMTP_OPTIONS}
+    )
+}
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Assistant Inbox <no-reply@localhost>")
-PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST)
+PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST) or _EMAIL_TO_TERMINAL
 PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link works for an hour (Django's default is three days)
 # Reset emails asked for per client address (each one mails whoever owns the address typed in).
 PASSWORD_RESET_RATE_LIMIT = env_rate("PASSWORD_RESET_RATE_LIMIT", "5/h")
