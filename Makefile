@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint typecheck pytest bench clean screenshots
+.PHONY: install clients run test lint typecheck pytest bench clean screenshots
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,16 @@ $(STAMP): requirements.txt requirements-dev.txt
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The official npm client (the `poke` CLI), pinned by tests/clients/package-lock.json, for the tests that run it
+# unmodified against our server. Without npm the target says so and those tests skip (.ci/run installs npm).
+CLIENTS := tests/clients/node_modules/.package-lock.json
+$(CLIENTS): tests/clients/package.json tests/clients/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd tests/clients && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error; \
+	else echo "npm not found: the tests that drive the poke CLI will skip (apt-get install nodejs npm)"; fi
+
+clients: $(CLIENTS)
 
 run: install
 	DEBUG=$${DEBUG-1} $(BIN)/python manage.py migrate --no-input
@@ -34,7 +44,7 @@ lint: install
 typecheck: install
 	DEBUG=1 $(BIN)/mypy .
 
-pytest: install
+pytest: install clients
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
@@ -49,4 +59,4 @@ screenshots: install
 	$(BIN)/pytest tests/browser/screenshots.py -q -p no:cacheprovider
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache staticfiles
+	rm -rf $(VENV) tests/clients/node_modules .pytest_cache .mypy_cache .ruff_cache staticfiles

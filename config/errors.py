@@ -2,10 +2,11 @@
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.views import defaults
 
 from ingestion.views import api_not_found
+from ops.errors import json_error
 
 
 def _is_api(request: HttpRequest) -> bool:
@@ -19,7 +20,7 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
             "The request was refused as malformed: send it to this server's own host name (the Host header) "
             "with well-formed headers."
         )
-        return JsonResponse({"success": False, "message": message, "code": "bad_request"}, status=400)
+        return json_error("bad_request", message)
     return defaults.bad_request(request, exception)
 
 
@@ -31,6 +32,11 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 
 def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
     if _is_api(request):
-        message = "Something went wrong on our side; nothing was recorded. Retry, and contact support if it persists."
-        return JsonResponse({"success": False, "message": message, "code": "internal_error"}, status=500)
+        # Not "nothing was recorded": a crash may come after a message's rows were committed. A retry with the same
+        # Idempotency-Key is safe either way.
+        message = (
+            "Something went wrong on our side. Retry with the same Idempotency-Key (so that a message is never "
+            "recorded twice), and contact support with the X-Request-ID if it persists."
+        )
+        return json_error("internal_error", message)
     return defaults.server_error(request)

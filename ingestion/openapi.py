@@ -5,6 +5,7 @@ A new endpoint gets an ``extend_schema`` here with ``responses=responses(<error 
 ``parameters=COMMON_RESPONSE_HEADERS``; tests/test_openapi.py then fuzzes it with schemathesis.
 """
 
+import re
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -14,12 +15,23 @@ from rest_framework import serializers
 
 from accounts.models import Channel
 from conversations.models import DeliveryStatus
+from ops.errors import ERROR_CODES
+
+_MARKDOWN_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+
+
+def _plain(when: str) -> str:
+    """The README's words without its links, which point nowhere in the document."""
+    return _MARKDOWN_LINK.sub(r"\g<1>", when)
 
 
 class ErrorSerializer(serializers.Serializer):
     success = serializers.BooleanField(help_text="Always false.")
     message = serializers.CharField(help_text="What went wrong and how to fix it, in one sentence.")
-    code = serializers.CharField(help_text="Stable snake_case code, for example invalid_api_key or rate_limited.")
+    code = serializers.ChoiceField(
+        choices=[(code, _plain(ERROR_CODES[code].when)) for code in sorted(ERROR_CODES)],
+        help_text="Stable snake_case code, one of the list below (ops/errors.py).",
+    )
 
 
 class SentSerializer(serializers.Serializer):
@@ -49,28 +61,31 @@ class ReceiptSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     next_attempt_at = serializers.DateTimeField(allow_null=True)
-    reply = ReplySerializer(allow_null=True, help_text="The assistant's reply, once it has arrived.")
+    reply = ReplySerializer(
+        allow_null=True,
+        required=False,
+        help_text=(
+            "The assistant's reply (null until it arrives). Present only when the key may read replies, a permission "
+            "its owner gives on the key's page (off by default): the reply is meant for the person, not the caller."
+        ),
+    )
 
 
-_ERRORS = {
-    400: "invalid_json, invalid_body or invalid_idempotency_key: the body or a header is not acceptable.",
-    401: (
-        "missing_authorization, malformed_authorization, invalid_api_key, revoked_api_key or wrong_key_generation. "
-        "Carries WWW-Authenticate: Bearer."
-    ),
-    404: "not_found: no message with this id was sent by this key's account.",
-    405: "method_not_allowed: only POST (and OPTIONS).",
-    409: "idempotency_in_progress: a request with this Idempotency-Key is still being processed.",
-    411: "length_required: a chunked body without Content-Length.",
-    413: "payload_too_large: the body is over the size limit.",
-    415: "unsupported_media_type: the body is not application/json (UTF-8).",
-    422: "idempotency_key_reused: this Idempotency-Key came with a different body before.",
-    429: (
-        "rate_limited: over the key's rate limit, or too many failed authentications from this address. "
-        "Carries Retry-After."
-    ),
-    503: "service_unavailable: the database or cache cannot be reached; nothing was recorded.",
-}
+# Each error status is described by the codes ops/errors.py lists for it (those the public endpoints answer).
+_HEADER_NOTES = {401: " Carries WWW-Authenticate: Bearer.", 429: " Carries Retry-After."}
+
+
+def error_description(status: int) -> str:
+    """'code: when; code: when.' for every listed code of this status that the public endpoints answer."""
+    entries = [entry for entry in ERROR_CODES.values() if entry.status == status and entry.in_openapi]
+    if not entries:
+        raise ValueError(
+            f"an operation documents a {status} response but no code in ERROR_CODES (ops/errors.py) has status "
+            f"{status} and in_openapi=True: mark the code it answers in_openapi=True, or drop {status} from responses()"
+        )
+    described = "; ".join(f"{entry.code}: {_plain(entry.when)}" for entry in entries)
+    return f"{described}.{_HEADER_NOTES.get(status, '')}"
+
 
 _SENDING_ERRORS = (400, 401, 405, 409, 411, 413, 415, 422, 429, 503)
 
@@ -120,7 +135,7 @@ def responses(*statuses: int, success: Any) -> dict[int, OpenApiResponse]:
     described: dict[int, OpenApiResponse] = {200: OpenApiResponse(success, description="Accepted.")}
     for status in statuses:
         if status != 200:
-            described[status] = OpenApiResponse(ErrorSerializer, description=_ERRORS[status])
+            described[status] = OpenApiResponse(ErrorSerializer, description=error_description(status))
     return described
 
 
@@ -172,8 +187,12 @@ legacy_endpoint = extend_schema(
 
 receipt_endpoint = extend_schema(
     operation_id="get_message_receipt",
-    summary="Where a sent message stands, and the assistant's reply",
-    description="With any key (V1 or V2) of the account that sent the message.",
+    summary="What became of a message you sent",
+    description=(
+        "Only with the key (V1 or V2) that sent the message: any other key, even of the same account, gets 404. "
+        "Status, attempts and times; the assistant's reply (`reply`) only for a key whose owner allowed it "
+        '("may read replies" on the key\'s console page, off by default).'
+    ),
     responses=responses(401, 404, 429, 503, success=ReceiptSerializer),
     parameters=COMMON_RESPONSE_HEADERS,
     tags=["messages"],

@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from ingestion import callback, views
+from ingestion import callback, mcp, views
 
 # A trailing slash is tolerated: redirecting a POST would lose its body.
 urlpatterns = [
@@ -10,4 +10,20 @@ urlpatterns = [
         r"^api/v1/inbound/messages/(?P<message_id>[^/]+)/?$", views.MessageReceiptView.as_view(), name="message-receipt"
     ),
     re_path(r"^api/v1/assistant/replies/?$", callback.AssistantReplyView.as_view(), name="assistant-replies"),
+    # MCP connections (the CLI's `poke mcp add`; README, "MCP connections")
+    re_path(r"^api/v1/mcp/connections/?$", mcp.ConnectionListView.as_view(), name="mcp-connections"),
+    re_path(r"^api/v1/mcp/connections/cli/?$", mcp.AddConnectionView.as_view(), name="mcp-connection-add"),
+    re_path(
+        r"^api/v1/mcp/connections/(?P<connection_id>[^/]+)/sync-tools/?$",
+        mcp.SyncToolsView.as_view(),
+        name="mcp-connection-sync",
+    ),
+    re_path(
+        r"^api/v1/mcp/connections/(?P<connection_id>[^/]+)/(?:activate-tunnel|create-recipe)/?$",
+        mcp.TunnelView.as_view(),
+        name="mcp-connection-tunnel",
+    ),
+    re_path(
+        r"^api/v1/mcp/connections/(?P<connection_id>[^/]+)/?$", mcp.ConnectionView.as_view(), name="mcp-connection"
+    ),
 ]

@@ -120,3 +120,34 @@ def send(client, django_capture_on_commit_callbacks):
             return post(client, path, key, body, **headers)
 
     return send
+
+
+# The official clients against the live server (tests/clients.py).
+
+
+@pytest.fixture
+def poke_home(tmp_path):
+    from tests.clients import ClientHome
+
+    return ClientHome(tmp_path / "client-home")
+
+
+@pytest.fixture
+def poke_cli(live_server, poke_home):
+    """The unmodified npm `poke` CLI with its own home, pointed at the live server (skips without node or the
+    package: `make clients`)."""
+    from tests.clients import PokeCli, require_cli
+
+    require_cli()
+    return PokeCli(poke_home, api=f"{live_server.url}/api/v1", frontend=live_server.url)
+
+
+@pytest.fixture
+def poke_sdk_env(live_server, poke_home, monkeypatch):
+    """The PyPI SDK in this process pointed at the live server, with poke_home's credentials file and no
+    POKE_API_KEY. Returns the API base URL."""
+    from tests.clients import sdk_environment
+
+    api = f"{live_server.url}/api/v1"
+    sdk_environment(monkeypatch, poke_home, api)
+    return api

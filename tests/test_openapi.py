@@ -134,7 +134,7 @@ def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, se
     replayed = sent.call_and_validate(base_url=live_server.url, checks=CHECKS)
     assert replayed.headers["idempotent-replayed"] == ["true"]
     found = schema[RECEIPT]["GET"].Case(
-        path_parameters={"message_id": first.json()["id"]}, headers={"Authorization": f"Bearer {legacy}"}
+        path_parameters={"message_id": first.json()["id"]}, headers={"Authorization": f"Bearer {current}"}
     )
     assert found.call_and_validate(base_url=live_server.url, checks=CHECKS).status_code == 200
 
