@@ -72,7 +72,7 @@ def _recent_latency() -> tuple[int, float | None, float | None]:
     rows = Delivery.objects.filter(
         status=DeliveryStatus.DELIVERED, created_at__gte=since, finished_at__isnull=False
     ).values_list("created_at", "finished_at")[:100_000]
-    seconds = sorted((finished - created).total_seconds() for created, finished in rows)
+    seconds = sorted((finished - created).total_seconds() for created, finished in rows if finished is not None)
     if not seconds:
         return 0, None, None
     if len(seconds) == 1:
