@@ -32,6 +32,11 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 
 def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
     if _is_api(request):
-        message = "Something went wrong on our side; nothing was recorded. Retry, and contact support if it persists."
+        # Not "nothing was recorded": a crash may come after a message's rows were committed. A retry with the same
+        # Idempotency-Key is safe either way.
+        message = (
+            "Something went wrong on our side. Retry with the same Idempotency-Key (so that a message is never "
+            "recorded twice), and contact support with the X-Request-ID if it persists."
+        )
         return json_error("internal_error", message)
     return defaults.server_error(request)

@@ -61,6 +61,13 @@ class RevokedApiKey(Unauthorized):
     default_detail = "This API key has been revoked. Create a new key in the console under API Keys."
 
 
+class AccountDisabled(Unauthorized):
+    """The key's account was deactivated (is_active off, by staff): none of its keys works until it is reactivated."""
+
+    default_code = "account_disabled"
+    default_detail = "The account this API key belongs to is deactivated. Contact support to have it reactivated."
+
+
 class WrongKeyGeneration(Unauthorized):
     default_code = "wrong_key_generation"
 

@@ -11,6 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.models import Profile
+from accounts.services import profile_of
 from conversations.models import Endpoint, Message, Role, is_message_id
 from ingestion import body as body_rules
 from ingestion import openapi
@@ -121,8 +123,11 @@ class LegacyWebhookView(_MessageView):
     @openapi.legacy_endpoint
     @idempotent
     def post(self, request: Request) -> Response:
-        key, message = self.accept(request)
-        profile = key.owner.profile
+        # The reply's contact details are read before the message is recorded: nothing after the insert may fail,
+        # or the caller would be told of an error for a message that was recorded and queued, and its retry would
+        # send it twice. A person whose profile was deleted (the admin allows it) gets the default one back.
+        profile = _profile_of(request.auth)
+        _key, message = self.accept(request)
         return Response(
             {
                 "success": True,
@@ -161,6 +166,14 @@ class MessageReceiptView(APIView):
         if message is None:
             raise MessageNotFound()
         return Response(receipt(message, with_reply=key.may_read_replies))
+
+
+def _profile_of(key: Any) -> Profile:
+    assert isinstance(key, ApiKey)  # set by the endpoint's authentication class
+    try:
+        return key.owner.profile  # loaded with the key (V1KeyAuthentication.with_profile)
+    except Profile.DoesNotExist:
+        return profile_of(key.owner)
 
 
 def add_deprecation_headers(request: Request, response: Response) -> None:

@@ -61,6 +61,13 @@ _LIST = (
     ErrorCode("revoked_api_key", 401, "a revoked key", True),
     ErrorCode("wrong_key_generation", 401, "a V1 key on the current endpoint or a V2 key on the legacy one", True),
     ErrorCode(
+        "account_disabled",
+        401,
+        "the key's account was deactivated by staff (`is_active` off in the admin): every key of it, from the next "
+        "request",
+        True,
+    ),
+    ErrorCode(
         "invalid_signature",
         401,
         "the assistant callback only: a missing or wrong Standard Webhooks signature "
