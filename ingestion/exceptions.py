@@ -7,13 +7,13 @@ is not listed there fails at import, saying what to add)."""
 import logging
 from typing import Any
 
-import redis.exceptions
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import DatabaseError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from ops.errors import error_body, status_of
+from ops.outage import RETRY_AFTER_SECONDS, is_outage
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +130,7 @@ class IdempotencyInProgress(ApiError):
     default_detail = (
         "A request with this Idempotency-Key is still being processed. Retry in a moment to get its response."
     )
+    wait = 1  # seconds, sent as Retry-After: the first request is usually done by then
 
 
 class IdempotencyKeyReused(ApiError):
@@ -163,6 +164,7 @@ class ReplyAlreadyRecorded(ApiError):
 class ServiceUnavailable(ApiError):
     default_code = "service_unavailable"
     default_detail = "The service is briefly unavailable and nothing was recorded. Retry in a few seconds."
+    wait = RETRY_AFTER_SECONDS  # sent as Retry-After
 
 
 def _what_to_send(view: Any) -> str:
@@ -212,9 +214,7 @@ def error_response(status_code: int, code: str, message: str, headers: dict[str,
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, Http404):
         exc = NotFound()
-    if isinstance(
-        exc, (OperationalError, InterfaceError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
-    ):
+    if is_outage(exc):
         # The database or cache is unreachable; the transaction rolled back, so nothing was half-written.
         logger.warning("backing store unavailable: %s", type(exc).__name__)
         exc = ServiceUnavailable()

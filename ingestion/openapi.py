@@ -72,7 +72,12 @@ class ReceiptSerializer(serializers.Serializer):
 
 
 # Each error status is described by the codes ops/errors.py lists for it (those the public endpoints answer).
-_HEADER_NOTES = {401: " Carries WWW-Authenticate: Bearer.", 429: " Carries Retry-After."}
+_HEADER_NOTES = {
+    401: " Carries WWW-Authenticate: Bearer.",
+    409: " Carries Retry-After.",
+    429: " Carries Retry-After.",
+    503: " Carries Retry-After.",
+}
 
 
 def error_description(status: int) -> str:
@@ -100,7 +105,7 @@ COMMON_RESPONSE_HEADERS = [
     _header("X-Request-ID", "The caller's X-Request-ID when it is plain and short, else a new id."),
     _header("RateLimit-Policy", 'The limit that counted this request, e.g. "per-key";q=60;w=60.', [200, 429]),
     _header("RateLimit", 'What is left of it, e.g. "per-key";r=59;t=41 (remaining, seconds to reset).', [200, 429]),
-    _header("Retry-After", "Seconds to wait before retrying.", [429]),
+    _header("Retry-After", "Seconds to wait before retrying.", [409, 429, 503]),
     _header("Idempotent-Replayed", "true when this is the stored response to an earlier request.", [200]),
 ]
 
