@@ -59,7 +59,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "ops.middleware.OperatorEndpointsMiddleware",  # /healthz, /readyz, metrics: before host checks and redirects
-    "config.middleware.RequestIdMiddleware",
+    "ops.request_id.RequestIdMiddleware",
     "ops.middleware.RequestTelemetryMiddleware",  # after the request id, which its log line carries
     "ops.limits.RateLimitHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -70,8 +70,8 @@ MIDDLEWARE = [
     "console.login_limits.LoginLimitMiddleware",  # a blocked address's log-in POST: 429 before the form is read
     "django.middleware.csrf.CsrfViewMiddleware",
     # Django's login and flash-message middleware, passed through by /api/v1/ (see the module).
-    "config.console_middleware.AuthenticationMiddleware",
-    "config.console_middleware.MessageMiddleware",
+    "console.middleware.AuthenticationMiddleware",
+    "console.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -88,7 +88,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "config.context_processors.console_section",
+                "console.context_processors.console_section",
                 "django.template.context_processors.csp",
             ],
         },
