@@ -8,7 +8,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from accounts import phones
 from accounts.models import Channel
 from accounts.services import find_user_by_email
-from accounts.validators import validate_e164
+from accounts.validators import validate_e164, validate_time_zone
 
 
 class TelInput(forms.TextInput):
@@ -101,6 +101,14 @@ class SignUpForm(PhoneRegionsMixin, forms.Form):
 class ContactForm(PhoneRegionsMixin, forms.Form):
     phone_number = PhoneNumberField()
     channel = ChannelField()
+    time_zone = forms.CharField(
+        label="Time zone",
+        max_length=64,
+        required=False,
+        validators=[validate_time_zone],
+        help_text="Where you are, for reminders: a name such as Europe/Paris or America/New_York.",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "placeholder": "UTC"}),
+    )
 
 
 class EmailAuthenticationForm(AuthenticationForm):
