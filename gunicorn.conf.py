@@ -14,6 +14,7 @@ from gunicorn import util as gunicorn_util
 from gunicorn.glogging import Logger
 
 # The project folder is on sys.path: gunicorn changes to it before it reads this file.
+from ops.errors import error_body
 from ops.redaction import RedactResetLinks, secret_route
 
 
@@ -138,7 +139,7 @@ _FAILED = ("internal_error", "Something went wrong on our side. Retry, and conta
 def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
     """gunicorn's util.write_error, answering in the API's error shape (mesg, which may quote the request, unused)."""
     code, message = _REFUSALS.get(status_int, _FAILED)
-    body = json.dumps({"success": False, "message": message, "code": code}).encode()
+    body = json.dumps(error_body(code, message)).encode()
     head = (
         f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
         f"Cache-Control: no-store\r\nContent-Length: {len(body)}\r\n\r\n"

@@ -51,6 +51,8 @@ INSTALLED_APPS = [
     "devices",
     "triggers",
     "conversations",
+    "connections",
+    "reminders",
     "assistant",
     "delivery",
     "ingestion",
@@ -326,6 +328,24 @@ ASSISTANT_SYSTEM_PROMPT = env_str(
     "as JSON. Answer the user briefly and say plainly what you would do; you cannot take actions yourself.",
 )
 
+# --- MCP connections and tools (README, "MCP connections" and "An assistant that acts") -------------------------
+# How long one MCP exchange (initialize + tools/list, or a tool call) may take.
+MCP_TIMEOUT_SECONDS = env_float("MCP_TIMEOUT_SECONDS", 15)
+# Whether MCP server URLs may point inside our network (loopback, private, link-local). On in development and
+# tests (local servers); off in production, where it would let a user make this server reach internal services.
+MCP_ALLOW_PRIVATE_ADDRESSES = env_bool("MCP_ALLOW_PRIVATE_ADDRESSES", DEBUG or TESTING)
+# Fernet keys for the servers' API keys at rest, newest first (connections/crypto.py); empty: derived from SECRET_KEY.
+MCP_ENCRYPTION_KEYS = env_list("MCP_ENCRYPTION_KEYS")
+# The tool-calling loop of the openai backend: at most this many rounds of tool calls, and this long in all.
+ASSISTANT_TOOL_ROUNDS = env_int("ASSISTANT_TOOL_ROUNDS", 6)
+ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
+# Follow-ups from long-running tools (the poke.mcp callback protocol): how many one tool call may send, and how
+# soon after the previous one the next may come.
+MCP_FOLLOW_UP_LIMIT = env_int("MCP_FOLLOW_UP_LIMIT", 10)
+MCP_FOLLOW_UP_INTERVAL_SECONDS = env_float("MCP_FOLLOW_UP_INTERVAL_SECONDS", 2)
+# Where follow-ups are posted back to: this server's public address (the callback URL is built from it).
+PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+
 # --- Logging --------------------------------------------------------------------------------------------------
 # One JSON object per line in production (ops/jsonlog.py), readable text for development. Each request gets one
 # line from the "access" logger (ops/middleware.py); errors carry their traceback and request id.
@@ -347,7 +367,13 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # Refused requests already have their access line; from django.request only server errors, with tracebacks.
     # The filter here too: Django's own handlers (its DEBUG console) receive django.request's lines as well.
-    "loggers": {"django.request": {"level": "ERROR", "filters": ["redact_reset_links"]}},
+    "loggers": {
+        "django.request": {"level": "ERROR", "filters": ["redact_reset_links"]},
+        # The MCP SDK and its HTTP client log every request with its URL at INFO; an MCP server's URL may carry a
+        # token in its query, and the callback URL we send along is one.
+        "httpx2": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},
+    },
 }
 
 # --- Production: HTTPS, security headers, operators' endpoints, error reporting ------------------------------

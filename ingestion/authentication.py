@@ -16,6 +16,7 @@ from rest_framework.request import Request
 
 from ingestion import throttling
 from ingestion.exceptions import (
+    AccountDisabled,
     InvalidApiKey,
     MalformedAuthorization,
     MissingAuthorization,
@@ -109,10 +110,12 @@ class ApiKeyAuthentication(BaseAuthentication):
                 setattr(request._request, _UNCONFIRMED, True)
                 return remembered.owner, remembered
         key = lookup.key_with_owner(presented.digest, with_profile=self.with_profile)
-        if key is None or key.is_revoked:
+        if key is None or key.is_revoked or not key.owner.is_active:
             if self.recalls:
                 recent.forget(presented.digest)
-            raise InvalidApiKey() if key is None else RevokedApiKey()
+            if key is None:
+                raise InvalidApiKey()
+            raise RevokedApiKey() if key.is_revoked else AccountDisabled()
         if self.recalls:
             recent.remember(presented.digest, key)
         return key.owner, key
@@ -132,6 +135,6 @@ class V1KeyAuthentication(ApiKeyAuthentication):
 
 
 class AnyKeyAuthentication(ApiKeyAuthentication):
-    """Either generation: reading a receipt is not sending, and the legacy endpoint hands out message ids too."""
+    """Either generation: the legacy endpoint hands out message ids too (read with the key that sent the message)."""
 
     generation = None

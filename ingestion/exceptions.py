@@ -1,14 +1,19 @@
-"""One exception class per kind of API error, each with its status and stable code, all rendered by one handler
-as ``{"success": false, "message": "...", "code": "..."}`` (DESIGN.md, "The public API")."""
+"""One exception class per kind of API error, each with its stable code, all rendered by one handler as
+``{"success": false, "message": "...", "code": "..."}`` (DESIGN.md, "The public API", built by ops.errors).
+
+A class names its code; its status comes from the code's entry in ops/errors.py ``ERROR_CODES`` (a class whose code
+is not listed there fails at import, saying what to add)."""
 
 import logging
 from typing import Any
 
-import redis.exceptions
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import DatabaseError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+
+from ops.errors import error_body, status_of
+from ops.outage import RETRY_AFTER_SECONDS, is_outage
 
 logger = logging.getLogger(__name__)
 
@@ -18,13 +23,17 @@ class ApiError(exceptions.APIException):
     default_code = "invalid_body"
     default_detail = "The request could not be processed."
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.status_code = status_of(cls.default_code)
+
     def __init__(self, message: str | None = None) -> None:
         super().__init__(detail=message or self.default_detail, code=self.default_code)
 
 
 # --- 401: the caller is not who they need to be -------------------------------------------------------------
 class Unauthorized(ApiError):
-    status_code = status.HTTP_401_UNAUTHORIZED
+    default_code = "invalid_api_key"
 
 
 class MissingAuthorization(Unauthorized):
@@ -50,6 +59,13 @@ class InvalidApiKey(Unauthorized):
 class RevokedApiKey(Unauthorized):
     default_code = "revoked_api_key"
     default_detail = "This API key has been revoked. Create a new key in the console under API Keys."
+
+
+class AccountDisabled(Unauthorized):
+    """The key's account was deactivated (is_active off, by staff): none of its keys works until it is reactivated."""
+
+    default_code = "account_disabled"
+    default_detail = "The account this API key belongs to is deactivated. Contact support to have it reactivated."
 
 
 class WrongKeyGeneration(Unauthorized):
@@ -80,17 +96,14 @@ class InvalidBody(ApiError):
 
 
 class PayloadTooLarge(ApiError):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "payload_too_large"
 
 
 class UnsupportedMediaType(ApiError):
-    status_code = status.HTTP_415_UNSUPPORTED_MEDIA_TYPE
     default_code = "unsupported_media_type"
 
 
 class NotFound(ApiError):
-    status_code = status.HTTP_404_NOT_FOUND
     default_code = "not_found"
     default_detail = (
         "Not found. The endpoints are POST /api/v1/inbound/api-message, POST /api/v1/inbound-sms/webhook "
@@ -99,7 +112,6 @@ class NotFound(ApiError):
 
 
 class LengthRequired(ApiError):
-    status_code = status.HTTP_411_LENGTH_REQUIRED
     default_code = "length_required"
     default_detail = (
         "The body was sent without a Content-Length (chunked transfer encoding is not supported). "
@@ -114,15 +126,14 @@ class InvalidIdempotencyKey(ApiError):
 
 
 class IdempotencyInProgress(ApiError):
-    status_code = status.HTTP_409_CONFLICT
     default_code = "idempotency_in_progress"
     default_detail = (
         "A request with this Idempotency-Key is still being processed. Retry in a moment to get its response."
     )
+    wait = 1  # seconds, sent as Retry-After: the first request is usually done by then
 
 
 class IdempotencyKeyReused(ApiError):
-    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
     default_code = "idempotency_key_reused"
     default_detail = "This Idempotency-Key was already used with a different body. Use a new key for a new message."
 
@@ -131,7 +142,6 @@ class IdempotencyKeyReused(ApiError):
 class RateLimited(ApiError):
     """Over a rate limit; ``wait`` (seconds) becomes the Retry-After header."""
 
-    status_code = status.HTTP_429_TOO_MANY_REQUESTS
     default_code = "rate_limited"
 
     def __init__(self, message: str, wait: int) -> None:
@@ -141,21 +151,20 @@ class RateLimited(ApiError):
 
 class MessageNotFound(NotFound):
     default_detail = (
-        "No message with this id was sent by you. Use the id from the response that accepted the message, "
-        "with a key of the same account."
+        "No message with this id was sent with this key. Use the id from the response that accepted the message, "
+        "with the key that sent it."
     )
 
 
 class ReplyAlreadyRecorded(ApiError):
-    status_code = status.HTTP_409_CONFLICT
     default_code = "reply_already_recorded"
     default_detail = "This message already has its reply in the thread; a message takes one reply."
 
 
 class ServiceUnavailable(ApiError):
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "service_unavailable"
     default_detail = "The service is briefly unavailable and nothing was recorded. Retry in a few seconds."
+    wait = RETRY_AFTER_SECONDS  # sent as Retry-After
 
 
 def _what_to_send(view: Any) -> str:
@@ -192,11 +201,11 @@ def _from_drf(exc: exceptions.APIException, view: Any) -> tuple[str, str]:
         return "forbidden", str(exc.detail)
     if isinstance(exc, exceptions.ValidationError):
         return "invalid_body", f"The body is not valid: {exc.detail}"
-    return "error", str(exc.detail)
+    return "internal_error", str(exc.detail)  # not reached: every exception DRF raises is named above
 
 
 def error_response(status_code: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
-    response = Response({"success": False, "message": message, "code": code}, status=status_code, headers=headers)
+    response = Response(error_body(code, message), status=status_code, headers=headers)
     if status_code == status.HTTP_401_UNAUTHORIZED:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
     return response
@@ -205,9 +214,7 @@ def error_response(status_code: int, code: str, message: str, headers: dict[str,
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, Http404):
         exc = NotFound()
-    if isinstance(
-        exc, (OperationalError, InterfaceError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
-    ):
+    if is_outage(exc):
         # The database or cache is unreachable; the transaction rolled back, so nothing was half-written.
         logger.warning("backing store unavailable: %s", type(exc).__name__)
         exc = ServiceUnavailable()

@@ -5,6 +5,7 @@ A new endpoint gets an ``extend_schema`` here with ``responses=responses(<error 
 ``parameters=COMMON_RESPONSE_HEADERS``; tests/test_openapi.py then fuzzes it with schemathesis.
 """
 
+import re
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -14,12 +15,23 @@ from rest_framework import serializers
 
 from accounts.models import Channel
 from conversations.models import DeliveryStatus
+from ops.errors import ERROR_CODES
+
+_MARKDOWN_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+
+
+def _plain(when: str) -> str:
+    """The README's words without its links, which point nowhere in the document."""
+    return _MARKDOWN_LINK.sub(r"\g<1>", when)
 
 
 class ErrorSerializer(serializers.Serializer):
     success = serializers.BooleanField(help_text="Always false.")
     message = serializers.CharField(help_text="What went wrong and how to fix it, in one sentence.")
-    code = serializers.CharField(help_text="Stable snake_case code, for example invalid_api_key or rate_limited.")
+    code = serializers.ChoiceField(
+        choices=[(code, _plain(ERROR_CODES[code].when)) for code in sorted(ERROR_CODES)],
+        help_text="Stable snake_case code, one of the list below (ops/errors.py).",
+    )
 
 
 class SentSerializer(serializers.Serializer):
@@ -49,28 +61,36 @@ class ReceiptSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     next_attempt_at = serializers.DateTimeField(allow_null=True)
-    reply = ReplySerializer(allow_null=True, help_text="The assistant's reply, once it has arrived.")
+    reply = ReplySerializer(
+        allow_null=True,
+        required=False,
+        help_text=(
+            "The assistant's reply (null until it arrives). Present only when the key may read replies, a permission "
+            "its owner gives on the key's page (off by default): the reply is meant for the person, not the caller."
+        ),
+    )
 
 
-_ERRORS = {
-    400: "invalid_json, invalid_body or invalid_idempotency_key: the body or a header is not acceptable.",
-    401: (
-        "missing_authorization, malformed_authorization, invalid_api_key, revoked_api_key or wrong_key_generation. "
-        "Carries WWW-Authenticate: Bearer."
-    ),
-    404: "not_found: no message with this id was sent by this key's account.",
-    405: "method_not_allowed: only POST (and OPTIONS).",
-    409: "idempotency_in_progress: a request with this Idempotency-Key is still being processed.",
-    411: "length_required: a chunked body without Content-Length.",
-    413: "payload_too_large: the body is over the size limit.",
-    415: "unsupported_media_type: the body is not application/json (UTF-8).",
-    422: "idempotency_key_reused: this Idempotency-Key came with a different body before.",
-    429: (
-        "rate_limited: over the key's rate limit, or too many failed authentications from this address. "
-        "Carries Retry-After."
-    ),
-    503: "service_unavailable: the database or cache cannot be reached; nothing was recorded.",
+# Each error status is described by the codes ops/errors.py lists for it (those the public endpoints answer).
+_HEADER_NOTES = {
+    401: " Carries WWW-Authenticate: Bearer.",
+    409: " Carries Retry-After.",
+    429: " Carries Retry-After.",
+    503: " Carries Retry-After.",
 }
+
+
+def error_description(status: int) -> str:
+    """'code: when; code: when.' for every listed code of this status that the public endpoints answer."""
+    entries = [entry for entry in ERROR_CODES.values() if entry.status == status and entry.in_openapi]
+    if not entries:
+        raise ValueError(
+            f"an operation documents a {status} response but no code in ERROR_CODES (ops/errors.py) has status "
+            f"{status} and in_openapi=True: mark the code it answers in_openapi=True, or drop {status} from responses()"
+        )
+    described = "; ".join(f"{entry.code}: {_plain(entry.when)}" for entry in entries)
+    return f"{described}.{_HEADER_NOTES.get(status, '')}"
+
 
 _SENDING_ERRORS = (400, 401, 405, 409, 411, 413, 415, 422, 429, 503)
 
@@ -85,7 +105,7 @@ COMMON_RESPONSE_HEADERS = [
     _header("X-Request-ID", "The caller's X-Request-ID when it is plain and short, else a new id."),
     _header("RateLimit-Policy", 'The limit that counted this request, e.g. "per-key";q=60;w=60.', [200, 429]),
     _header("RateLimit", 'What is left of it, e.g. "per-key";r=59;t=41 (remaining, seconds to reset).', [200, 429]),
-    _header("Retry-After", "Seconds to wait before retrying.", [429]),
+    _header("Retry-After", "Seconds to wait before retrying.", [409, 429, 503]),
     _header("Idempotent-Replayed", "true when this is the stored response to an earlier request.", [200]),
 ]
 
@@ -120,7 +140,7 @@ def responses(*statuses: int, success: Any) -> dict[int, OpenApiResponse]:
     described: dict[int, OpenApiResponse] = {200: OpenApiResponse(success, description="Accepted.")}
     for status in statuses:
         if status != 200:
-            described[status] = OpenApiResponse(ErrorSerializer, description=_ERRORS[status])
+            described[status] = OpenApiResponse(ErrorSerializer, description=error_description(status))
     return described
 
 
@@ -172,8 +192,12 @@ legacy_endpoint = extend_schema(
 
 receipt_endpoint = extend_schema(
     operation_id="get_message_receipt",
-    summary="Where a sent message stands, and the assistant's reply",
-    description="With any key (V1 or V2) of the account that sent the message.",
+    summary="What became of a message you sent",
+    description=(
+        "Only with the key (V1 or V2) that sent the message: any other key, even of the same account, gets 404. "
+        "Status, attempts and times; the assistant's reply (`reply`) only for a key whose owner allowed it "
+        '("may read replies" on the key\'s console page, off by default).'
+    ),
     responses=responses(401, 404, 429, 503, success=ReceiptSerializer),
     parameters=COMMON_RESPONSE_HEADERS,
     tags=["messages"],
@@ -274,7 +298,7 @@ create_trigger_endpoint = extend_schema(
     responses={
         201: OpenApiResponse(TriggerCreatedSerializer, description="Created."),
         **{
-            status: OpenApiResponse(ErrorSerializer, description=_ERRORS[status])
+            status: OpenApiResponse(ErrorSerializer, description=error_description(status))
             for status in (400, 401, 405, 411, 413, 415, 429, 503)
         },
     },
@@ -294,7 +318,10 @@ fire_trigger_endpoint = extend_schema(
     request={"application/json": {"type": "object", "minProperties": 1, "additionalProperties": True}},
     responses={
         200: OpenApiResponse(WebhookReceivedSerializer, description="Recorded."),
-        **{status: OpenApiResponse(ErrorSerializer, description=_ERRORS[status]) for status in _SENDING_ERRORS},
+        **{
+            status: OpenApiResponse(ErrorSerializer, description=error_description(status))
+            for status in _SENDING_ERRORS
+        },
     },
     parameters=[_TRIGGER_ID, *_SENDING_REQUEST_HEADERS, *COMMON_RESPONSE_HEADERS],
     tags=["webhook triggers"],
@@ -307,9 +334,9 @@ device_code_endpoint = extend_schema(
     request=None,
     responses={
         200: OpenApiResponse(DeviceCodeSerializer, description="Started."),
-        405: OpenApiResponse(ErrorSerializer, description=_ERRORS[405]),
+        405: OpenApiResponse(ErrorSerializer, description=error_description(405)),
         429: OpenApiResponse(ErrorSerializer, description="rate_limited: too many log-in codes from this address."),
-        503: OpenApiResponse(ErrorSerializer, description=_ERRORS[503]),
+        503: OpenApiResponse(ErrorSerializer, description=error_description(503)),
     },
     parameters=COMMON_RESPONSE_HEADERS,
     auth=[],
@@ -331,7 +358,7 @@ device_poll_endpoint = extend_schema(
         404: OpenApiResponse(DevicePollRefusedSerializer, description="invalid_device_code."),
         405: OpenApiResponse(ErrorSerializer, description="method_not_allowed: only GET."),
         429: OpenApiResponse(DevicePollRefusedSerializer, description="rate_limited (status slow_down)."),
-        503: OpenApiResponse(ErrorSerializer, description=_ERRORS[503]),
+        503: OpenApiResponse(ErrorSerializer, description=error_description(503)),
     },
     parameters=[_DEVICE_CODE, *COMMON_RESPONSE_HEADERS],
     auth=[],
@@ -372,6 +399,15 @@ class AnyKeyScheme(_KeyScheme):
     target_class = "ingestion.authentication.AnyKeyAuthentication"
     name = "anyApiKey"
     description = "Any API key of the account, V2 (psk_…) or V1 (pk_…)."
+
+
+class ReceiptScheme(_KeyScheme):
+    target_class = "ingestion.triggers.KeyOrWebhookTokenAuthentication"
+    name = "senderCredential"
+    description = (
+        "What sent the message: the API key (psk_… or pk_…), or the webhook token (pwh_…) of the trigger whose "
+        "firing recorded it."
+    )
 
 
 class WebhookTokenScheme(_KeyScheme):

@@ -1,6 +1,10 @@
-"""What a caller may learn about a message it sent: where its delivery stands and the assistant's reply.
+"""What a caller may learn about a message it sent: where its delivery stands, and the assistant's reply only where
+the key's owner allowed it.
 
-Not the delivery's last error: it describes our side and the assistant runtime, which is for staff.
+Readable only with the key that sent the message. The assistant's reply goes to the person in their conversation,
+not to the caller (spec): a receipt carries it (``reply``) only for a key created or switched to "may read replies"
+(``ApiKey.may_read_replies``, off by default). Never the delivery's last error: it describes our side and the
+assistant runtime, which is for staff.
 """
 
 from typing import Any
@@ -22,10 +26,9 @@ def _summary(delivery: Delivery) -> str:
     return "Delivered to the assistant, which replied."
 
 
-def receipt(message: Message) -> dict[str, Any]:
+def receipt(message: Message, *, with_reply: bool) -> dict[str, Any]:
     delivery = message.delivery
-    reply = delivery.reply
-    return {
+    body = {
         "success": True,
         "message": _summary(delivery),
         "id": message.public_id,
@@ -35,7 +38,10 @@ def receipt(message: Message) -> dict[str, Any]:
         "started_at": delivery.started_at,
         "finished_at": delivery.finished_at,
         "next_attempt_at": delivery.next_attempt_at,
-        "reply": (
-            {"id": reply.public_id, "text": reply.text, "created_at": reply.created_at} if reply is not None else None
-        ),
     }
+    if with_reply:
+        reply = delivery.reply
+        body["reply"] = (
+            {"id": reply.public_id, "text": reply.text, "created_at": reply.created_at} if reply is not None else None
+        )
+    return body

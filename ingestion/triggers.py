@@ -25,7 +25,7 @@ from rest_framework.views import APIView
 from conversations.models import Endpoint
 from ingestion import body as body_rules
 from ingestion import openapi, throttling
-from ingestion.authentication import V2KeyAuthentication, bearer_token, is_unconfirmed
+from ingestion.authentication import AnyKeyAuthentication, V2KeyAuthentication, bearer_token, is_unconfirmed
 from ingestion.exceptions import (
     InvalidBody,
     InvalidJson,
@@ -148,6 +148,17 @@ class WebhookTriggerAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="webhooks"'
+
+
+class KeyOrWebhookTokenAuthentication(AnyKeyAuthentication):
+    """The receipts endpoint: any API key, as before, or a webhook trigger's token, which reads the receipts of the
+    messages its own firings recorded (and nothing else)."""
+
+    def authenticate(self, request: Request) -> tuple[User, ApiKey | WebhookTrigger]:  # type: ignore[override]
+        header = request.META.get("HTTP_AUTHORIZATION") or ""
+        if header[7:].startswith(services.TOKEN_PREFIX) and header[:7].lower() == "bearer ":
+            return WebhookTriggerAuthentication().authenticate(request)
+        return super().authenticate(request)
 
 
 def _raw_body(request: Request) -> bytes:

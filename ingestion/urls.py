@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from ingestion import callback, cli_auth, profile, triggers, views
+from ingestion import callback, cli_auth, mcp, profile, triggers, views
 
 # A trailing slash is tolerated: redirecting a POST would lose its body.
 urlpatterns = [
@@ -20,4 +20,20 @@ urlpatterns = [
         r"^api/v1/cli-auth/poll/(?P<device_code>[^/]+)/?$", cli_auth.DevicePollView.as_view(), name="cli-auth-poll"
     ),
     re_path(r"^api/v1/user/profile/?$", profile.ProfileView.as_view(), name="user-profile"),
+    # MCP connections (the CLI's `poke mcp add`; README, "MCP connections")
+    re_path(r"^api/v1/mcp/connections/?$", mcp.ConnectionListView.as_view(), name="mcp-connections"),
+    re_path(r"^api/v1/mcp/connections/cli/?$", mcp.AddConnectionView.as_view(), name="mcp-connection-add"),
+    re_path(
+        r"^api/v1/mcp/connections/(?P<connection_id>[^/]+)/sync-tools/?$",
+        mcp.SyncToolsView.as_view(),
+        name="mcp-connection-sync",
+    ),
+    re_path(
+        r"^api/v1/mcp/connections/(?P<connection_id>[^/]+)/(?:activate-tunnel|create-recipe)/?$",
+        mcp.TunnelView.as_view(),
+        name="mcp-connection-tunnel",
+    ),
+    re_path(
+        r"^api/v1/mcp/connections/(?P<connection_id>[^/]+)/?$", mcp.ConnectionView.as_view(), name="mcp-connection"
+    ),
 ]

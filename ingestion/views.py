@@ -11,12 +11,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.models import Profile
+from accounts.services import profile_of
 from conversations.models import Endpoint, Message, Role, is_message_id
 from ingestion import body as body_rules
 from ingestion import openapi
 from ingestion.authentication import (
     CURRENT_PATH,
-    AnyKeyAuthentication,
     ApiKeyAuthentication,
     V1KeyAuthentication,
     V2KeyAuthentication,
@@ -28,7 +29,10 @@ from ingestion.hotpath.recording import record_user_message
 from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
 from ingestion.receipts import receipt
+from ingestion.triggers import KeyOrWebhookTokenAuthentication
 from keys.models import ApiKey
+from ops.errors import json_error
+from triggers.models import WebhookTrigger
 
 SENT = "Message sent successfully"
 
@@ -120,8 +124,11 @@ class LegacyWebhookView(_MessageView):
     @openapi.legacy_endpoint
     @idempotent
     def post(self, request: Request) -> Response:
-        key, message = self.accept(request)
-        profile = key.owner.profile
+        # The reply's contact details are read before the message is recorded: nothing after the insert may fail,
+        # or the caller would be told of an error for a message that was recorded and queued, and its retry would
+        # send it twice. A person whose profile was deleted (the admin allows it) gets the default one back.
+        profile = _profile_of(request.auth)
+        _key, message = self.accept(request)
         return Response(
             {
                 "success": True,
@@ -139,26 +146,44 @@ class LegacyWebhookView(_MessageView):
 
 
 class MessageReceiptView(APIView):
-    """GET a message's delivery status and the assistant's reply, with any key of the account that sent it."""
+    """GET what became of a message, with the key that sent it; the assistant's reply too if that key may read it."""
 
-    authentication_classes = [AnyKeyAuthentication]
-    http_method_names = ["get", "head", "options"]
+    # A webhook trigger's token reads the receipts of its own firings (ingestion/triggers.py), never their replies.
+    authentication_classes = [KeyOrWebhookTokenAuthentication]
+    http_method_names = ["get"]
     content_negotiation_class = JsonOnly
 
     @openapi.receipt_endpoint
     def get(self, request: Request, message_id: str) -> Response:
-        key = request.auth
-        assert isinstance(key, ApiKey)
         if not is_message_id(message_id):
             raise MessageNotFound()
-        message = (
-            Message.objects.select_related("delivery__reply")
-            .filter(public_id=message_id, role=Role.USER, conversation__user_id=key.owner_id, delivery__isnull=False)
-            .first()
-        )
+        if isinstance(request.auth, WebhookTrigger):
+            fired = Message.objects.select_related("delivery").filter(
+                public_id=message_id, role=Role.USER, trigger_id=request.auth.pk, delivery__isnull=False
+            )
+            message = fired.first()
+            if message is None:
+                raise MessageNotFound()
+            return Response(receipt(message, with_reply=False))
+        key = request.auth
+        assert isinstance(key, ApiKey)
+        messages = Message.objects.select_related("delivery__reply" if key.may_read_replies else "delivery")
+        # The sending key's own messages only: another key's message, even the same account's, is as absent as one
+        # that never existed (a leaked key reads nothing but what it sent itself).
+        message = messages.filter(
+            public_id=message_id, role=Role.USER, api_key_id=key.pk, delivery__isnull=False
+        ).first()
         if message is None:
-            raise MessageNotFound()  # another account's message is as absent as one that never existed
-        return Response(receipt(message))
+            raise MessageNotFound()
+        return Response(receipt(message, with_reply=key.may_read_replies))
+
+
+def _profile_of(key: Any) -> Profile:
+    assert isinstance(key, ApiKey)  # set by the endpoint's authentication class
+    try:
+        return key.owner.profile  # loaded with the key (V1KeyAuthentication.with_profile)
+    except Profile.DoesNotExist:
+        return profile_of(key.owner)
 
 
 def add_deprecation_headers(request: Request, response: Response) -> None:
@@ -190,4 +215,4 @@ class DocsView(_JsonErrors, SpectacularSwaggerSplitView):
 def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Unknown paths under /api/ answer JSON too, never the HTML 404 page."""
     error = NotFound()
-    return JsonResponse({"success": False, "message": str(error.detail), "code": error.default_code}, status=404)
+    return json_error(error.default_code, str(error.detail))

@@ -13,11 +13,21 @@ from keys.services import revoke_key
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
     # The digest is never shown: it is all an attacker with admin access would need to test guessed keys offline.
-    list_display = ["name", "hint", "owner", "generation", "created_at", "last_used_at", "revoked_at"]
-    list_filter = ["generation", ("revoked_at", admin.EmptyFieldListFilter), "created_at"]
+    list_display = [
+        "name",
+        "hint",
+        "owner",
+        "generation",
+        "may_read_replies",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
+    list_filter = ["generation", "may_read_replies", ("revoked_at", admin.EmptyFieldListFilter), "created_at"]
     search_fields = ["name", "hint", "owner__email", "owner__username"]
-    fields = ["name", "hint", "owner", "generation", "created_at", "last_used_at", "revoked_at"]
-    readonly_fields = ["hint", "owner", "generation", "created_at", "last_used_at", "revoked_at"]
+    fields = ["name", "hint", "owner", "generation", "may_read_replies", "created_at", "last_used_at", "revoked_at"]
+    # Whether a key may read the assistant's replies is its owner's choice (on the key's console page), not staff's.
+    readonly_fields = ["hint", "owner", "generation", "may_read_replies", "created_at", "last_used_at", "revoked_at"]
     list_select_related = ["owner"]
     actions = ["revoke_selected"]
 

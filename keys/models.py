@@ -26,6 +26,13 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The assistant's reply goes to the person in their thread, not to the caller (spec): a receipt carries it only
+    # for a key whose owner allowed it, when creating the key or later on its page. Off by default.
+    may_read_replies = models.BooleanField(
+        "may read replies",
+        default=False,
+        help_text="Receipts read with this key include the assistant's reply. Off: only what became of the message.",
+    )
 
     objects = ApiKeyQuerySet.as_manager()
 

@@ -23,8 +23,12 @@ def key_name_field(**options: Any) -> forms.CharField:
     return forms.CharField(max_length=ApiKey._meta.get_field("name").max_length, **options)
 
 
-def create_key(owner: User, name: str, generation: Generation = Generation.V2) -> tuple[ApiKey, str]:
-    """Create a key and return it with its plaintext, which exists nowhere else and cannot be recovered."""
+def create_key(
+    owner: User, name: str, generation: Generation = Generation.V2, *, may_read_replies: bool = False
+) -> tuple[ApiKey, str]:
+    """Create a key and return it with its plaintext, which exists nowhere else and cannot be recovered.
+
+    ``may_read_replies``: whether receipts read with it carry the assistant's reply (off unless the owner asks)."""
     name = name.strip()
     if not name:
         raise ValueError("A key needs a name, for example the automation it is for.")
@@ -35,8 +39,15 @@ def create_key(owner: User, name: str, generation: Generation = Generation.V2) -
         generation=generation,
         digest=tokens.digest(plaintext),
         hint=tokens.hint(plaintext),
+        may_read_replies=may_read_replies,
     )
     return key, plaintext
+
+
+def allow_reading_replies(key: ApiKey, allowed: bool) -> None:
+    """The owner's choice, on the key's page: whether receipts read with this key carry the assistant's reply."""
+    ApiKey.objects.filter(pk=key.pk).update(may_read_replies=allowed)
+    key.may_read_replies = allowed
 
 
 def revoke_key(key: ApiKey) -> bool:

@@ -3,6 +3,7 @@
 a window's usage and its IETF RateLimit header fields, attempts per client address, and the middleware that puts a
 request's usage on its response."""
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,10 +11,19 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.cache.backends.locmem import LocMemCache
 from django.http import HttpRequest, HttpResponse
 from django_ratelimit.core import get_usage
 
 from ops.client_ip import client_network
+from ops.outage import CACHE_DOWN
+
+logger = logging.getLogger(__name__)
+
+# Where the limits per address count while the shared cache (Redis) cannot be reached: this process's memory. Each
+# process then counts alone, which still bounds an address's attempts (by the limit times the processes), where
+# failing would lock everyone out of logging in, and failing open would lift the limit.
+_fallback = LocMemCache("ops.limits.fallback", {})
 
 _USAGE_ATTRIBUTE = "rate_limit_usage"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -90,24 +100,54 @@ class AttemptLimit:
 
     def blocked_for(self, request: Any) -> int:
         """Seconds the address stays blocked, 0 when it is not: one cache read."""
-        until = cache.get(self._marker(client_network(request)))
+        marker = self._marker(client_network(request))
+        try:
+            until = cache.get(marker)
+        except CACHE_DOWN as error:
+            _cache_down(self.policy, error)
+            until = _fallback.get(marker)
         return 0 if until is None else max(0, int(until - time.time() + 0.999))
 
     def count(self, request: Any) -> int:
         """Count one attempt; the seconds the address is now blocked for (0: still under the limit, or limits off)."""
         network = client_network(request)
-        counted = count_hit(request, self.policy, self.rate, network)
+        try:
+            counted = count_hit(request, self.policy, self.rate, network)
+        except CACHE_DOWN as error:
+            _cache_down(self.policy, error)
+            counted = self._count_here(network)
         if counted is None:
             return 0
         usage, over = counted
         if not (over or (self.blocks_when_reached and usage.remaining == 0)):
             return 0
         wait = max(1, usage.reset)
-        cache.set(self._marker(network), time.time() + wait, timeout=wait)
+        until = time.time() + wait
+        try:
+            cache.set(self._marker(network), until, timeout=wait)
+        except CACHE_DOWN as error:
+            _cache_down(self.policy, error)
+            _fallback.set(self._marker(network), until, timeout=wait)
         return wait
+
+    def _count_here(self, network: str) -> tuple[Usage, bool] | None:
+        """The attempt counted in this process's memory, in the same fixed windows, while the cache is down."""
+        if not getattr(settings, "RATELIMIT_ENABLE", True):
+            return None
+        limit, window = parse_rate(self.rate)
+        now = time.time()
+        counter = f"{self.policy}:{network}:{int(now // window)}"
+        _fallback.add(counter, 0, window)
+        count = _fallback.incr(counter)
+        reset = max(1, int(window - now % window))
+        return Usage(self.policy, limit, window, max(0, limit - count), reset), count > limit
 
     def _marker(self, network: str) -> str:
         return f"{self.policy}-blocked:{network}"
+
+
+def _cache_down(policy: str, error: Exception) -> None:
+    logger.warning("cache unreachable (%s): %s attempts are counted in this process only", type(error).__name__, policy)
 
 
 class RateLimitHeadersMiddleware:

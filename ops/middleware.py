@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 
 from ops import exposition, metrics
 from ops.client_ip import client_ip
+from ops.errors import error_body
 from ops.health import OK, readiness
 from ops.http import REPLAYED_HEADER, declared_length
 from ops.redaction import loggable_path
@@ -63,12 +64,11 @@ class OperatorEndpointsMiddleware:
 
     def metrics(self, request: HttpRequest) -> HttpResponse:
         if self.metrics_networks and not self.from_allowed_network(request):
-            body = {"success": False, "message": "Metrics are not served to this address.", "code": "forbidden"}
-            return _json(403, body)
+            return _json(403, error_body("forbidden", "Metrics are not served to this address."))
         if self.metrics_token and not self.has_token(request):
             return _json(
                 401,
-                {"success": False, "message": "Send 'Authorization: Bearer <METRICS_TOKEN>'.", "code": "unauthorized"},
+                error_body("unauthorized", "Send 'Authorization: Bearer <METRICS_TOKEN>'."),
                 headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
             )
         return HttpResponse(exposition.render(), content_type=exposition.CONTENT_TYPE)

@@ -15,6 +15,6 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.django.Password("correct horse battery staple")
 
 
-def make_key(owner=None, name: str = "ci job", generation: Generation = Generation.V2):
+def make_key(owner=None, name: str = "ci job", generation: Generation = Generation.V2, *, may_read_replies=False):
     """A key and its plaintext, created the way the product creates them."""
-    return create_key(owner or UserFactory(), name, generation)
+    return create_key(owner or UserFactory(), name, generation, may_read_replies=may_read_replies)

@@ -77,3 +77,18 @@ def test_a_user_without_a_phone_number_gets_an_empty_one(client, db):
     response = post(client, LEGACY, plaintext, {"message": "hi"})
     assert response.json()["phoneNumber"] == ""
     assert response.json()["channel"] == "sms"
+
+
+def test_a_person_without_a_profile_is_answered_with_the_defaults_and_the_message_is_recorded_once(client, user, v1):
+    # Issue 18 item 13: the admin allows deleting a profile. The reply needs it; read after the message was
+    # recorded, its absence made a 500 that said "nothing was recorded", and the caller's retry sent it twice.
+    from accounts.models import Profile
+
+    Profile.objects.filter(user=user).delete()
+
+    response = post(client, LEGACY, v1[1], {"message": "hi"})
+
+    assert response.status_code == 200
+    assert (response.json()["channel"], response.json()["phoneNumber"]) == ("sms", "")
+    assert Message.objects.get().public_id == response.json()["id"]
+    assert Profile.objects.filter(user=user).count() == 1  # the default profile, back

@@ -53,7 +53,7 @@ def test_the_document_describes_the_public_endpoints_only(document):
     assert document["paths"][FIRE_TRIGGER]["post"]["security"] == [{"webhookToken": []}]
     assert document["paths"][CREATE_TRIGGER]["post"]["security"] == [{"apiKey": []}]
     assert "security" not in document["paths"][DEVICE_CODE]["post"]  # no authentication
-    assert document["paths"][RECEIPT]["get"]["security"] == [{"anyApiKey": []}]
+    assert document["paths"][RECEIPT]["get"]["security"] == [{"senderCredential": []}]
     assert {"401", "404", "429", "503"} <= set(document["paths"][RECEIPT]["get"]["responses"])
     assert document["paths"][LEGACY]["post"]["deprecated"] is True
     assert document["paths"][CURRENT]["post"]["requestBody"]["required"] is True
@@ -149,7 +149,7 @@ def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, se
     replayed = sent.call_and_validate(base_url=live_server.url, checks=CHECKS)
     assert replayed.headers["idempotent-replayed"] == ["true"]
     found = schema[RECEIPT]["GET"].Case(
-        path_parameters={"message_id": first.json()["id"]}, headers={"Authorization": f"Bearer {legacy}"}
+        path_parameters={"message_id": first.json()["id"]}, headers={"Authorization": f"Bearer {current}"}
     )
     assert found.call_and_validate(base_url=live_server.url, checks=CHECKS).status_code == 200
 

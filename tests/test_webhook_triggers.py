@@ -87,12 +87,25 @@ def test_the_pokes_own_url_without_the_id_works_with_the_token(fire, trigger):
     assert Message.objects.filter(role=Role.USER).count() == 2
 
 
-def test_the_receipt_of_a_firing_is_readable_with_a_key_of_the_account(client, fire, trigger, v2):
+def test_the_receipt_of_a_firing_is_read_with_the_triggers_token_and_nothing_else(client, fire, trigger, user, v2):
     _, token = trigger
     message_id = fire(token, {"a": 1}).json()["id"]
-    receipt = client.get(f"/api/v1/inbound/messages/{message_id}", headers={"Authorization": f"Bearer {v2[1]}"})
+
+    def read(credential, id_=message_id):
+        return client.get(f"/api/v1/inbound/messages/{id_}", headers={"Authorization": f"Bearer {credential}"})
+
+    receipt = read(token)
     assert receipt.status_code == 200
     assert receipt.json()["status"] == "delivered"
+    assert "reply" not in receipt.json()  # the reply is for the person, not for whatever fired the trigger
+    # Like a key's receipts: another credential, even of the same account, finds nothing.
+    assert read(v2[1]).status_code == 404
+    _, other_token, _ = services.create_trigger(user, "Other", "Other")
+    assert read(other_token).status_code == 404
+    # And a trigger's token reads nothing a key sent.
+    key_message = post(client, "/api/v1/inbound/api-message", v2[1], {"message": "hi"}).json()["id"]
+    assert read(token, key_message).status_code == 404
+    assert read("pwh_" + "A" * 38).status_code == 401
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ urlpatterns = [
     path("keys/", views.key_list, name="list"),
     path("keys/new/", views.new_key, name="new"),
     path("keys/<int:pk>/", views.key_detail, name="detail"),
+    path("keys/<int:pk>/replies/", views.reply_permission, name="reply-permission"),
     path("keys/<int:pk>/revoke/", views.revoke, name="revoke"),
     path("settings/advanced/", views.advanced, name="advanced"),
     path("settings/advanced/legacy-key/", views.new_legacy_key, name="new-legacy"),

@@ -9,7 +9,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console import activity, examples, nonces
-from console.forms.keys import NewKeyForm
+from console.forms.keys import NewKeyForm, ReplyPermissionForm
 from conversations.models import Delivery
 from keys import services
 from keys.models import ApiKey, Generation
@@ -49,7 +49,12 @@ def _create_and_show_once(request: HttpRequest, form: NewKeyForm, generation: Ge
     if not nonces.consume(request.user.pk, form.cleaned_data["nonce"]):  # type: ignore[arg-type]
         messages.warning(request, ALREADY_CREATED)
         return redirect(back_url, permanent=False)
-    key, plaintext = services.create_key(request.user, form.cleaned_data["name"], generation)  # type: ignore[arg-type]
+    key, plaintext = services.create_key(
+        request.user,  # type: ignore[arg-type]
+        form.cleaned_data["name"],
+        generation,
+        may_read_replies=form.cleaned_data["may_read_replies"],
+    )
     context = {
         "key": key,
         "plaintext": plaintext,
@@ -94,6 +99,22 @@ def key_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "back_url": _list_url_of(key.generation),
     }
     return render(request, "keys/detail.html", context)
+
+
+@login_required
+@require_POST
+def reply_permission(request: HttpRequest, pk: int) -> HttpResponse:
+    """The key page's switch: whether receipts read with this key carry the assistant's reply."""
+    key = _owned_key(request, pk)
+    form = ReplyPermissionForm(request.POST)
+    if form.is_valid() and not key.is_revoked:
+        allowed = form.cleaned_data["may_read_replies"]
+        services.allow_reading_replies(key, allowed)
+        if allowed:
+            messages.success(request, f"Receipts read with “{key.name}” now include the assistant's reply.")
+        else:
+            messages.success(request, f"Receipts read with “{key.name}” no longer include the assistant's reply.")
+    return redirect("keys:detail", pk=key.pk)
 
 
 @login_required

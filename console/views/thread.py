@@ -13,6 +13,7 @@ from console.forms.thread import ConsoleMessageForm
 from conversations.models import Conversation, Endpoint, Message, is_message_id
 from conversations.services import conversation_of
 from ingestion.hotpath.recording import record_user_message
+from ops.errors import json_error
 
 PAGE_SIZE = 100
 # A message is visible to readers only once its transaction commits, which can be after a message created later
@@ -70,7 +71,7 @@ def send(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         if _wants_json(request):
             error = form.errors["text"][0]
-            return JsonResponse({"success": False, "message": error, "code": "invalid_body"}, status=400)
+            return json_error("invalid_body", str(error))
         return render(request, "conversations/thread.html", {**_thread_context(request), "form": form}, status=400)
     message = record_user_message(
         user=request.user,  # type: ignore[arg-type]

@@ -9,7 +9,10 @@ models, so it is written once per process; every value is prepared by its own fi
 ``get_db_prep_save``), as ``Model.save()`` prepares it.
 
 It sends ``pre_save`` and ``post_save`` as ``save()`` does (django-tasks-db, for one, fills in a task row's
-``run_after`` in a ``pre_save`` receiver).
+``run_after`` in a ``pre_save`` receiver). It skips nothing a model adds to saving: a model that overrides ``save()``
+or one of the steps it runs (``own_save_steps``) is written by its own ``save()``, with the rest of its batch, in
+one transaction (tests/test_hotpath.py fails if one of the request path's models gains such an override, since its
+message would then cost the slower path).
 
 Most values need no preparing at all: Django's own text, boolean, UUID and foreign key fields hand a value of
 their own type to the database unchanged. For those the statement's plan notes the types that pass as they are,
@@ -71,6 +74,18 @@ _PASSED_UNCHANGED: dict[type[Field[Any, Any]], tuple[type, ...]] = {
     UUIDField: (uuid.UUID,),
 }
 _AUTO_KEYS = (AutoField, BigAutoField)
+# What Model.save() runs on the way to its INSERT, all of which the one statement replaces.
+_SAVE_STEPS = ("save", "save_base", "_save_parents", "_save_table", "_do_insert")
+
+
+def own_save_steps(model: type[Model]) -> list[str]:
+    """The steps of ``Model.save()`` this model overrides (or a parent of it does): the statement would skip them."""
+    return [name for name in _SAVE_STEPS if getattr(model, name) is not getattr(Model, name)]
+
+
+@cache
+def _saved_by_statement(models: tuple[type[Model], ...]) -> bool:
+    return not any(own_save_steps(model) for model in models)
 
 
 def passed_unchanged(field: Field[Any, Any]) -> tuple[type, ...]:
@@ -198,23 +213,29 @@ def _references(rows: Sequence[Model]) -> tuple[Reference, ...]:
     return tuple(found)
 
 
+def insert_by_saves(rows: Sequence[Model], only_if: Condition | None = None) -> bool:
+    """What ``insert_together`` does on other databases: each row's own ``save()``, in one transaction."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    with transaction.atomic():
+        if only_if is not None and fetch_one(connection, f"SELECT 1 WHERE {only_if.sql}", only_if.params) is None:
+            return False
+        for instance in rows:
+            instance.save(force_insert=True)
+    return True
+
+
 def insert_together(rows: Sequence[Model], only_if: Condition | None = None) -> bool:
     """Insert new model instances (in order: a row may point at an earlier one) all at once or not at all, and
     set their primary keys and foreign keys as ``save()`` would. With ``only_if``, only if that holds: returns
     whether the rows were written (when not, they are left unsaved and no post_save is sent; on PostgreSQL
     pre_save has been, since the condition is checked by the statement itself)."""
     connection = connections[DEFAULT_DB_ALIAS]
-    if connection.vendor != "postgresql":
-        with transaction.atomic():
-            if only_if is not None and fetch_one(connection, f"SELECT 1 WHERE {only_if.sql}", only_if.params) is None:
-                return False
-            for instance in rows:
-                instance.save(force_insert=True)
-        return True
+    models = tuple(type(instance) for instance in rows)
+    if connection.vendor != "postgresql" or not _saved_by_statement(models):
+        return insert_by_saves(rows, only_if)
     for instance in rows:
         pre_save.send(type(instance), instance=instance, raw=False, using=DEFAULT_DB_ALIAS, update_fields=None)
     references = _references(rows)
-    models = tuple(type(instance) for instance in rows)
     params = [_prepared(rows[p.row], p, connection) for p in _parameters(models, references)]
     if only_if is None:
         keys = fetch_one(connection, _statement(models, references, None), params)

@@ -1,6 +1,6 @@
 """The key lookup of every API request: one indexed query that also brings the key's owner (only their id, which
-the key row holds; the rest is deferred) and their thread (and, for the legacy endpoint, their profile), with its
-SQL written once per process.
+the key row holds, and whether the account is active; the rest is deferred) and their thread (and, for the legacy
+endpoint, their profile), with its SQL written once per process.
 
 Through the ORM (``select_related(...).get(digest=...)``) Django compiles the same joined SELECT again on every
 request: some 1,500 Python calls, a fifth of an accepted request's Python work (docs/benchmarks.md). The statement
@@ -62,9 +62,17 @@ def _statement(with_profile: bool) -> tuple[str, list[_Part]]:
     connection = connections[DEFAULT_DB_ALIAS]
     quote = connection.ops.quote_name
     owner_id = f"k.{quote(column_of(ApiKey, 'owner'))}"
-    # The users table is not joined: the owner is built from the key's own owner_id (key_with_owner).
+    user_model = get_user_model()
+    # Of the owner's row only whether the account is active (a deactivated account's keys are refused); the owner
+    # is built from the key's own owner_id and that flag (key_with_owner).
     key_part, key_select = _part(ApiKey, "k", connection)
-    parts, selects, sources = [key_part], [key_select], [f"{quote(ApiKey._meta.db_table)} k"]
+    users = f"{quote(user_model._meta.db_table)} u"
+    active = f"u.{quote(column_of(user_model, 'is_active'))}"
+    parts, selects = [key_part], [key_select, active]
+    sources = [
+        f"{quote(ApiKey._meta.db_table)} k",
+        f"JOIN {users} ON u.{quote(column_of(user_model, user_model._meta.pk.name))} = {owner_id}",
+    ]
     for model, alias in [(Conversation, "c"), *([(Profile, "p")] if with_profile else [])]:
         part, select = _part(model, alias, connection)
         parts.append(part)
@@ -87,13 +95,16 @@ def column_of(model: type[Model], name: str) -> str:
 
 
 def key_with_owner(digest: str, *, with_profile: bool = False) -> ApiKey | None:
-    """The key with this digest, revoked or not, its owner (only the id loaded) and their conversation (and profile)
-    loaded; or None."""
+    """The key with this digest, revoked or not, its owner (only the id and is_active loaded) and their
+    conversation (and profile) loaded; or None."""
     sql, parts = _statement(with_profile)
     connection = connections[DEFAULT_DB_ALIAS]
     row = fetch_one(connection, sql, [digest])
     if row is None:
         return None
+    key_columns = len(parts[0].names)
+    is_active = row[key_columns]
+    row = (*row[:key_columns], *row[key_columns + 1 :])
     instances, start = [], 0
     for part in parts:
         instances.append(part.load(row[start : start + len(part.names)], connection))
@@ -101,10 +112,12 @@ def key_with_owner(digest: str, *, with_profile: bool = False) -> ApiKey | None:
     key, thread = instances[0], instances[1]
     assert isinstance(key, ApiKey)
     # The owner is only who the request is for: an API request never reads their name, email or password hash. So
-    # the User holds just the id the key row already carries (its foreign key vouches for the row); every other
-    # field is deferred, loaded by the ORM if something reads it.
+    # the User holds just the id the key row already carries and whether the account is active; every other field
+    # is deferred, loaded by the ORM if something reads it.
     user_model = get_user_model()
-    owner = user_model.from_db(DEFAULT_DB_ALIAS, [user_model._meta.pk.attname], [key.owner_id])
+    owner = user_model.from_db(
+        DEFAULT_DB_ALIAS, [user_model._meta.pk.attname, "is_active"], [key.owner_id, bool(is_active)]
+    )
     ApiKey._meta.get_field("owner").set_cached_value(key, owner)
     _link_one_to_one(Conversation, owner, thread)
     if with_profile:

@@ -43,17 +43,19 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
         Django's wrapper costs about a third as much client work again as the statement itself (callgrind: 166,000
         against 122,000 instructions for a one-row SELECT), twice per accepted message. When something watches the
-        queries (DEBUG's query log, CaptureQueriesContext, an execute_wrapper), the statement goes through Django's
-        cursor instead, so it is logged and wrapped as any other.
+        queries (DEBUG's query log, CaptureQueriesContext and so the query-count tests, an execute_wrapper), the
+        statement is shown to it as Django's cursor shows it (the execute wrappers, the query log) on this same path:
+        what the tests count is what production runs.
         """
-        if self.queries_logged or self.execute_wrappers:
-            with self.cursor() as wrapped:
-                wrapped.execute(sql, params)
-                return wrapped.fetchone()
         self.close_if_health_check_failed()
         self.ensure_connection()
         self.validate_thread_sharing()
         self.validate_no_broken_transaction()
         with self.wrap_database_errors, self.create_cursor() as cursor:
-            cursor.execute(sql, params)
+            if self.queries_logged:
+                self.make_debug_cursor(cursor).execute(sql, params)
+            elif self.execute_wrappers:
+                self.make_cursor(cursor).execute(sql, params)
+            else:
+                cursor.execute(sql, params)
             return cursor.fetchone()

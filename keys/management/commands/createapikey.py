@@ -21,6 +21,11 @@ class Command(BaseCommand):
         parser.add_argument("--email", required=True, help="Owner's email; the user is created if it does not exist.")
         parser.add_argument("--name", required=True, help="A label for the key, such as the automation it is for.")
         parser.add_argument("--generation", choices=["v1", "v2"], default="v2", help="v2 (default) or legacy v1.")
+        parser.add_argument(
+            "--may-read-replies",
+            action="store_true",
+            help="Receipts read with this key carry the assistant's reply (off by default: the reply is the user's).",
+        )
         parser.add_argument("--phone", help="Set the owner's phone number (E.164, for example +14155551234).")
         parser.add_argument("--channel", choices=Channel.values, help="Set the owner's preferred channel.")
 
@@ -41,7 +46,9 @@ class Command(BaseCommand):
                     update_contact(user, phone_number=options["phone"], channel=options["channel"])
                 except ValidationError as error:
                     raise CommandError("; ".join(error.messages)) from None
-            key, plaintext = create_key(user, name, Generation(options["generation"]))
+            key, plaintext = create_key(
+                user, name, Generation(options["generation"]), may_read_replies=options["may_read_replies"]
+            )
         self.stdout.write(f"{'Created' if created else 'Found'} user {email}.")
         self.stdout.write(
             f"Created {key.generation.upper()} key {key.name!r} ({key.hint}). Store it now; it is not shown again:"

@@ -1,0 +1,72 @@
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.db.models.constants import LOOKUP_SEP
+from django.http import HttpRequest
+
+from connections.models import Connection, Tool
+
+
+class ToolInline(admin.TabularInline):
+    model = Tool
+    extra = 0
+    can_delete = False
+    fields = ["name", "title", "description"]
+    readonly_fields = ["name", "title", "description"]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Connection)
+class ConnectionAdmin(admin.ModelAdmin):
+    list_display = ["name", "owner", "server_url", "active", "tool_count", "last_synced_at", "created_at"]
+    list_filter = ["active"]
+    search_fields = ["name", "server_url", "owner__email", "public_id"]
+    list_select_related = ["owner"]
+    # The server's API key is never shown, not even encrypted: only whether one is set.
+    fields = [
+        "public_id",
+        "owner",
+        "name",
+        "server_url",
+        "api_key_set",
+        "active",
+        "server_name",
+        "server_version",
+        "created_at",
+        "last_synced_at",
+        "last_error",
+    ]
+    readonly_fields = [
+        "public_id",
+        "owner",
+        "server_url",
+        "api_key_set",
+        "server_name",
+        "server_version",
+        "created_at",
+        "last_synced_at",
+        "last_error",
+    ]
+    inlines = [ToolInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Connection]:
+        return super().get_queryset(request).prefetch_related("tools")
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        if "api_key_encrypted" in lookup.split(LOOKUP_SEP):
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    @admin.display(boolean=True, description="API key set")
+    def api_key_set(self, obj: Connection) -> bool:
+        return obj.has_api_key
+
+    @admin.display(description="tools")
+    def tool_count(self, obj: Connection) -> int:
+        return len(obj.tools.all())
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # adding means connecting to the server: the console and the API do that

@@ -1,0 +1,230 @@
+"""Talking to an MCP server over Streamable HTTP with the official `mcp` SDK: list its tools, call one.
+
+Each call is one short session (initialize, then the request) run to completion inside ``MCP_TIMEOUT_SECONDS``
+(or the caller's timeout), from synchronous code: the request that adds a connection, or the delivery worker's
+tool-calling loop. Errors come back as ``McpError`` with a sentence fit to show the person; the server's API key
+never appears in one.
+"""
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpcore2
+import httpx2
+from django.conf import settings
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError as ProtocolError
+
+from connections.addresses import GuardedBackend
+
+MAX_RESULT_CHARACTERS = 20_000
+
+
+class McpError(Exception):
+    """The server could not be used; the text says what failed, in one sentence."""
+
+
+class AuthenticationRequired(McpError):
+    """The server answered 401: it needs an API key (or OAuth, which we do not do)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    name: str
+    version: str
+    tools: list[ToolInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    text: str
+    is_error: bool
+
+
+class _Statuses:
+    """The HTTP statuses the server answered with: the SDK turns a 401 or a 404 into a generic protocol error,
+    and the person needs to know which it was."""
+
+    def __init__(self) -> None:
+        self.refusals: list[int] = []
+        self.content_types: list[str] = []
+
+    async def __call__(self, response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            self.refusals.append(response.status_code)
+        elif response.request.method == "POST":
+            self.content_types.append(response.headers.get("content-type", "").split(";")[0].strip().lower())
+
+
+def _http_client(
+    api_key: str, extra_headers: dict[str, str], timeout: float, statuses: _Statuses
+) -> httpx2.AsyncClient:
+    headers = dict(extra_headers)
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    transport = httpx2.AsyncHTTPTransport(trust_env=False)
+    # The same pool httpx2 builds, with our network backend: every TCP connection goes to a checked address.
+    transport._pool = httpcore2.AsyncConnectionPool(
+        ssl_context=transport._pool._ssl_context, network_backend=GuardedBackend()
+    )
+    return httpx2.AsyncClient(
+        headers=headers,
+        timeout=httpx2.Timeout(timeout),
+        transport=transport,
+        trust_env=False,
+        event_hooks={"response": [statuses]},
+    )
+
+
+def _run[T](
+    url: str,
+    api_key: str,
+    work: Callable[[ClientSession], Awaitable[T]],
+    timeout: float,
+    extra_headers: dict[str, str] | None = None,
+) -> T:
+    statuses = _Statuses()
+
+    async def session() -> T:
+        with anyio.fail_after(timeout):
+            async with (
+                _http_client(api_key, extra_headers or {}, timeout, statuses) as http,
+                streamable_http_client(url, http_client=http) as (read, write),
+                ClientSession(read, write, read_timeout_seconds=timeout) as mcp,
+            ):
+                await mcp.initialize()
+                return await work(mcp)
+
+    try:
+        return anyio.run(session)
+    except McpError:
+        raise
+    except BaseException as error:  # anyio wraps what failed inside the session in exception groups
+        raise _explained(error, statuses) from None
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def _explained(error: BaseException, statuses: _Statuses) -> McpError:
+    if isinstance(error, (KeyboardInterrupt, SystemExit)):
+        raise error
+    if statuses.refusals:
+        return _refusal(statuses.refusals[0])
+    if any(kind not in ("application/json", "text/event-stream") for kind in statuses.content_types):
+        return McpError(
+            "The server answered, but not as an MCP server: it sent neither JSON nor an event stream "
+            "(check the URL: Streamable HTTP servers usually serve it at /mcp)."
+        )
+    leaves = _leaves(error)
+    for leaf in leaves:
+        if isinstance(leaf, McpError):
+            return leaf
+        if isinstance(leaf, TimeoutError):
+            return McpError("The MCP server did not answer in time.")
+        if isinstance(leaf, httpx2.HTTPStatusError):
+            return _refusal(leaf.response.status_code)
+        if isinstance(leaf, httpx2.ConnectError):
+            return McpError("Could not connect to the MCP server (refused, unreachable or not a public address).")
+        if isinstance(leaf, httpx2.TransportError):
+            return McpError(f"The connection to the MCP server failed ({type(leaf).__name__}).")
+        if isinstance(leaf, ProtocolError):
+            return McpError(f"The MCP server refused the request: {_short(str(leaf))}")
+    return McpError(
+        f"The server did not speak MCP over Streamable HTTP ({type(leaves[0]).__name__ if leaves else 'no answer'})."
+    )
+
+
+def _refusal(status: int) -> McpError:
+    if status in (401, 403):
+        return AuthenticationRequired(
+            f"The MCP server answered HTTP {status}: it needs an API key, or a different one."
+        )
+    if status in (404, 405):
+        return McpError(
+            f"The server answered HTTP {status}: there is no MCP endpoint at this URL "
+            "(Streamable HTTP servers usually serve it at /mcp)."
+        )
+    return McpError(f"The MCP server answered HTTP {status}.")
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def list_tools(url: str, api_key: str = "", timeout: float | None = None) -> ServerInfo:
+    """initialize + tools/list (every page)."""
+
+    async def work(mcp: ClientSession) -> ServerInfo:
+        tools: list[ToolInfo] = []
+        cursor: str | None = None
+        for _page in range(50):
+            from mcp.types import PaginatedRequestParams
+
+            page = await mcp.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+            tools.extend(
+                ToolInfo(
+                    name=tool.name,
+                    title=tool.title or "",
+                    description=tool.description or "",
+                    input_schema=dict(tool.input_schema or {"type": "object"}),
+                )
+                for tool in page.tools
+            )
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        info = mcp.server_info
+        return ServerInfo(
+            name=str(getattr(info, "name", "") or ""), version=str(getattr(info, "version", "") or ""), tools=tools
+        )
+
+    return _run(url, api_key, work, timeout or settings.MCP_TIMEOUT_SECONDS)
+
+
+def call_tool(
+    url: str,
+    api_key: str,
+    name: str,
+    arguments: dict[str, Any],
+    headers: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> ToolResult:
+    """tools/call; the result's text content (other content described), and whether the tool reported an error."""
+
+    async def work(mcp: ClientSession) -> ToolResult:
+        result = await mcp.call_tool(name, arguments)
+        return ToolResult(text=_result_text(result), is_error=bool(getattr(result, "is_error", False)))
+
+    return _run(url, api_key, work, timeout or settings.MCP_TIMEOUT_SECONDS, headers)
+
+
+def _result_text(result: Any) -> str:
+    parts: list[str] = []
+    for block in getattr(result, "content", None) or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(str(block.text))
+        else:
+            parts.append(f"[{kind or 'unknown'} content]")
+    structured = getattr(result, "structured_content", None)
+    if not parts and structured is not None:
+        parts.append(json.dumps(structured, ensure_ascii=False))
+    text = "\n".join(parts) or "(the tool returned no content)"
+    return text if len(text) <= MAX_RESULT_CHARACTERS else text[:MAX_RESULT_CHARACTERS] + "… (cut)"

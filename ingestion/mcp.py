@@ -1,0 +1,168 @@
+"""The MCP connection endpoints the `poke` CLI calls (README, "MCP connections"):
+
+    POST   /api/v1/mcp/connections/cli               {name, serverUrl, apiKey?} → connect, store, list the tools
+    POST   /api/v1/mcp/connections/{id}/sync-tools   read the tools again
+    GET    /api/v1/mcp/connections[/{id}]            what is stored (never the server's key)
+    DELETE /api/v1/mcp/connections/{id}              remove it
+
+`poke tunnel` (a tunnel agent downloaded from the internet, relayed by Poke's own tunnel service) is not offered
+here: its calls get a 400 that says so, and what to do instead.
+"""
+
+from typing import Any
+
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from connections import services
+from connections.models import Connection, is_connection_id
+from ingestion.authentication import ApiKeyAuthentication
+from ingestion.exceptions import ApiError, InvalidBody, NotFound
+from ingestion.negotiation import JsonOnly
+from keys.models import ApiKey, Generation
+
+
+class McpKeyAuthentication(ApiKeyAuthentication):
+    generation = Generation.V2  # the CLI's token from `poke login` is a V2 key too
+
+
+class ConnectionNotFound(NotFound):
+    default_detail = "No MCP connection with this id belongs to you. `GET /api/v1/mcp/connections` lists yours."
+
+
+class McpServerUnusable(ApiError):
+    default_code = "mcp_server_unusable"
+
+
+class McpAuthenticationRequired(ApiError):
+    default_code = "mcp_authentication_required"
+
+
+class TunnelsNotSupported(ApiError):
+    default_code = "tunnels_not_supported"
+    default_detail = (
+        "Tunnels are not available on this server: `poke tunnel` needs Poke's hosted tunnel service and a tunnel "
+        "agent downloaded from the internet. Serve your MCP server at an address this server can reach and add it "
+        "with `poke mcp add <url> --name <name>` instead."
+    )
+
+
+def connection_json(connection: Connection) -> dict[str, Any]:
+    return {
+        "id": connection.public_id,
+        "name": connection.name,
+        "serverUrl": connection.server_url,
+        "hasApiKey": connection.has_api_key,
+        "active": connection.active,
+        "serverName": connection.server_name,
+        "lastSyncedAt": connection.last_synced_at,
+        "createdAt": connection.created_at,
+        "tools": [
+            {"name": tool.name, "title": tool.title, "description": tool.description, "inputSchema": tool.input_schema}
+            for tool in connection.tools.all()
+        ],
+    }
+
+
+def _refused(refused: services.ConnectionRefused, *, checked_form: bool) -> ApiError:
+    if not checked_form:
+        return InvalidBody(str(refused))
+    if refused.authentication:
+        return McpAuthenticationRequired(
+            f"{refused} Add the connection again with the server's key (`poke mcp add <url> --name <name> "
+            "--api-key <key>`); OAuth sign-in to MCP servers is not supported by this server."
+        )
+    return McpServerUnusable(f"Could not add the MCP server: {refused}")
+
+
+class _McpView(APIView):
+    authentication_classes = [McpKeyAuthentication]
+    content_negotiation_class = JsonOnly
+
+    def owner_id(self, request: Request) -> int:
+        key = request.auth
+        assert isinstance(key, ApiKey)
+        return key.owner_id
+
+    def connection(self, request: Request, connection_id: str) -> Connection:
+        if not is_connection_id(connection_id):
+            raise ConnectionNotFound()  # checked before the query: a NUL in a query is an error on PostgreSQL
+        found = (
+            Connection.objects.filter(public_id=connection_id, owner_id=self.owner_id(request))
+            .prefetch_related("tools")
+            .first()
+        )
+        if found is None:
+            raise ConnectionNotFound()
+        return found
+
+
+class AddConnectionView(_McpView):
+    http_method_names = ["post", "options"]
+
+    def post(self, request: Request) -> Response:
+        body = request.data
+        if not isinstance(body, dict):
+            raise InvalidBody('Send a JSON object: {"name": "...", "serverUrl": "https://.../mcp", "apiKey": "..."}.')
+        if body.get("tunnel"):
+            raise TunnelsNotSupported()
+        key = request.auth
+        assert isinstance(key, ApiKey)
+        try:
+            new = services.validate(body.get("name"), body.get("serverUrl"), body.get("apiKey"))
+        except services.ConnectionRefused as refused:
+            raise _refused(refused, checked_form=False) from None
+        try:
+            connection = services.add_connection(key.owner, new.name, new.server_url, new.api_key or None)
+        except services.ConnectionRefused as refused:
+            raise _refused(refused, checked_form=True) from None
+        tools = connection.tools.count()
+        return Response(
+            {"success": True, "message": f"Connected; the server offers {tools} tools.", **connection_json(connection)},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class ConnectionListView(_McpView):
+    http_method_names = ["get", "head", "options"]
+
+    def get(self, request: Request) -> Response:
+        connections = Connection.objects.filter(owner_id=self.owner_id(request)).prefetch_related("tools")
+        return Response({"success": True, "connections": [connection_json(c) for c in connections]})
+
+
+class ConnectionView(_McpView):
+    http_method_names = ["get", "head", "delete", "options"]
+
+    def get(self, request: Request, connection_id: str) -> Response:
+        return Response({"success": True, **connection_json(self.connection(request, connection_id))})
+
+    def delete(self, request: Request, connection_id: str) -> Response:
+        services.remove_connection(self.connection(request, connection_id))
+        return Response({"success": True, "message": "The MCP connection was removed."})
+
+
+class SyncToolsView(_McpView):
+    http_method_names = ["post", "options"]
+
+    def post(self, request: Request, connection_id: str) -> Response:
+        connection = self.connection(request, connection_id)
+        try:
+            services.sync_tools(connection)
+        except services.ConnectionRefused as refused:
+            if refused.authentication:
+                raise McpAuthenticationRequired(f"Could not read the tools: {refused}") from None
+            raise McpServerUnusable(f"Could not read the tools: {refused}") from None
+        connection = self.connection(request, connection_id)
+        return Response({"success": True, "message": "Tools synced.", **connection_json(connection)})
+
+
+class TunnelView(_McpView):
+    """activate-tunnel and create-recipe: parts of `poke tunnel`, which this server does not offer."""
+
+    http_method_names = ["post", "options"]
+
+    def post(self, request: Request, connection_id: str) -> Response:
+        raise TunnelsNotSupported()

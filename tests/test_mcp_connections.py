@@ -1,0 +1,249 @@
+"""POST /api/v1/mcp/connections/cli and friends, against a real FastMCP server on 127.0.0.1."""
+
+import socket
+from contextlib import contextmanager
+
+import pytest
+
+from connections.models import Connection
+from tests.conftest import post
+from tests.mcp_server import SERVER_KEY, running_mcp_server
+
+pytestmark = pytest.mark.django_db
+
+ADD = "/api/v1/mcp/connections/cli"
+
+
+@pytest.fixture
+def mcp_server():
+    with running_mcp_server() as server:
+        yield server
+
+
+@pytest.fixture
+def keyed_mcp_server():
+    with running_mcp_server(require_key=True) as server:
+        yield server
+
+
+def test_it_connects_stores_the_connection_and_lists_its_tools(client, v2, mcp_server):
+    response = post(client, ADD, v2[1], {"name": "Tracker", "serverUrl": mcp_server.url})
+
+    assert response.status_code == 201, response.content
+    answer = response.json()
+    assert answer["name"] == "Tracker"
+    assert answer["serverUrl"] == mcp_server.url
+    assert answer["id"].startswith("mcp_")
+    tools = {tool["name"]: tool for tool in answer["tools"]}
+    assert set(tools) == {"add", "create_issue", "broken", "hang", "build_report"}
+    assert tools["add"]["description"] == "Add two whole numbers."
+    assert tools["add"]["inputSchema"]["properties"]["a"]["type"] == "integer"
+    stored = Connection.objects.get()
+    assert (stored.owner, stored.server_name, stored.server_version) == (v2[0].owner, "Test tools", "1.2.3")
+    assert stored.tools.count() == 5
+    assert stored.last_synced_at is not None
+
+
+def test_the_servers_key_is_sent_stored_encrypted_and_never_shown(client, v2, keyed_mcp_server):
+    response = post(client, ADD, v2[1], {"name": "Tracker", "serverUrl": keyed_mcp_server.url, "apiKey": SERVER_KEY})
+
+    assert response.status_code == 201, response.content
+    assert SERVER_KEY not in response.content.decode()
+    assert keyed_mcp_server.requests[0]["authorization"] == f"Bearer {SERVER_KEY}"
+    stored = Connection.objects.get()
+    assert stored.api_key_encrypted and SERVER_KEY not in stored.api_key_encrypted
+    listed = client.get("/api/v1/mcp/connections", headers={"Authorization": f"Bearer {v2[1]}"})
+    assert SERVER_KEY not in listed.content.decode()
+    assert listed.json()["connections"][0]["hasApiKey"] is True
+
+
+def test_a_server_that_wants_a_key_is_a_422_that_says_so(client, v2, keyed_mcp_server):
+    response = post(client, ADD, v2[1], {"name": "Tracker", "serverUrl": keyed_mcp_server.url})
+
+    assert response.status_code == 422
+    assert response.json()["code"] == "mcp_authentication_required"
+    assert "--api-key" in response.json()["message"]
+    assert "error" not in response.json()  # not OAUTH_REQUIRED: the CLI would send the person to a web flow we lack
+    assert not Connection.objects.exists()
+
+
+def test_an_unreachable_server_is_a_422_and_nothing_is_stored(client, v2):
+    with socket_that_refuses() as port:
+        response = post(client, ADD, v2[1], {"name": "Gone", "serverUrl": f"http://127.0.0.1:{port}/mcp"})
+
+    assert response.status_code == 422
+    assert response.json()["code"] == "mcp_server_unusable"
+    assert "Could not connect" in response.json()["message"]
+    assert not Connection.objects.exists()
+
+
+def test_a_server_that_is_not_mcp_is_a_422(client, v2, assistant_server):
+    assistant_server.answer(200, b"<html>hello</html>", Content_Type="text/html")
+    response = post(client, ADD, v2[1], {"name": "Web page", "serverUrl": assistant_server.url + "/mcp"})
+
+    assert response.status_code == 422
+    assert "not as an MCP server" in response.json()["message"]
+
+
+def test_a_wrong_path_on_an_mcp_server_is_a_422_naming_the_status(client, v2, mcp_server):
+    response = post(client, ADD, v2[1], {"name": "T", "serverUrl": mcp_server.url.replace("/mcp", "/nope")})
+
+    assert response.status_code == 422
+    assert "HTTP 404" in response.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"serverUrl": "https://example.com/mcp"}, '"name"'),
+        ({"name": "  ", "serverUrl": "https://example.com/mcp"}, '"name"'),
+        ({"name": "x" * 101, "serverUrl": "https://example.com/mcp"}, "longer than 100"),
+        ({"name": "T"}, '"serverUrl"'),
+        ({"name": "T", "serverUrl": 5}, '"serverUrl"'),
+        ({"name": "T", "serverUrl": "ftp://example.com/mcp"}, "http:// or https://"),
+        ({"name": "T", "serverUrl": "file:///etc/passwd"}, "http:// or https://"),
+        ({"name": "T", "serverUrl": "javascript:alert(1)"}, "http:// or https://"),
+        ({"name": "T", "serverUrl": "https://user:pw@example.com/mcp"}, "user name or password"),
+        ({"name": "T", "serverUrl": "https:///mcp"}, "no host"),
+        ({"name": "T", "serverUrl": "https://example.com:99999/mcp"}, "not a valid URL"),
+        ({"name": "T", "serverUrl": "https://exa mple.com/mcp"}, "spaces"),
+        ({"name": "T", "serverUrl": "https://example.com/" + "a" * 2000}, "longer than 2000"),
+        ({"name": "T", "serverUrl": "https://example.com/mcp", "apiKey": 7}, '"apiKey"'),
+        ({"name": "T", "serverUrl": "https://example.com/mcp", "apiKey": "a\nb"}, '"apiKey"'),
+    ],
+)
+def test_bad_bodies_are_400_with_the_reason(client, v2, body, fragment):
+    response = post(client, ADD, v2[1], body)
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_body"
+    assert fragment in response.json()["message"]
+    assert not Connection.objects.exists()
+
+
+def test_a_body_that_is_not_an_object_is_400(client, v2):
+    response = post(client, ADD, v2[1], ["name"])
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/mcp",
+        "http://localhost/mcp",
+        "http://10.0.0.5/mcp",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/mcp",
+        "http://[::ffff:127.0.0.1]/mcp",
+        "http://0.0.0.0/mcp",
+        "http://192.168.1.1/mcp",
+    ],
+)
+def test_private_and_loopback_addresses_are_refused_unless_allowed(client, v2, settings, url):
+    settings.MCP_ALLOW_PRIVATE_ADDRESSES = False
+    response = post(client, ADD, v2[1], {"name": "Inside", "serverUrl": url})
+
+    assert response.status_code == 400
+    assert "public addresses" in response.json()["message"]
+    assert not Connection.objects.exists()
+
+
+def test_a_name_that_resolves_to_loopback_is_refused_even_when_checked_late(v2, settings, mcp_server):
+    """The address each connection is opened to is checked too, not only the URL when it is added."""
+    from connections import client as mcp_client
+
+    settings.MCP_ALLOW_PRIVATE_ADDRESSES = False
+    with pytest.raises(mcp_client.McpError, match="Could not connect"):
+        mcp_client.list_tools(mcp_server.url.replace("127.0.0.1", "localhost"), timeout=3)
+
+
+def test_tunnels_are_refused_with_a_clear_message(client, v2):
+    response = post(client, ADD, v2[1], {"name": "T", "serverUrl": "http://localhost:3000/mcp", "tunnel": True})
+    assert response.status_code == 400
+    assert response.json()["code"] == "tunnels_not_supported"
+    assert "poke mcp add" in response.json()["message"]
+    for action in ("activate-tunnel", "create-recipe"):
+        response = post(client, f"/api/v1/mcp/connections/mcp_{'a' * 20}/{action}", v2[1], {})
+        assert (response.status_code, response.json()["code"]) == (400, "tunnels_not_supported")
+
+
+def test_sync_tools_reads_them_again(client, v2, mcp_server):
+    connection_id = post(client, ADD, v2[1], {"name": "Tracker", "serverUrl": mcp_server.url}).json()["id"]
+    stored = Connection.objects.get()
+    stored.tools.filter(name="add").delete()
+
+    response = post(client, f"/api/v1/mcp/connections/{connection_id}/sync-tools", v2[1], {})
+
+    assert response.status_code == 200
+    assert len(response.json()["tools"]) == 5
+    assert stored.tools.filter(name="add").exists()
+
+
+def test_a_failed_sync_keeps_the_tools_and_records_the_error(client, v2):
+    with running_mcp_server() as server:
+        connection_id = post(client, ADD, v2[1], {"name": "Tracker", "serverUrl": server.url}).json()["id"]
+    response = post(client, f"/api/v1/mcp/connections/{connection_id}/sync-tools", v2[1], {})
+
+    assert response.status_code == 422
+    stored = Connection.objects.get()
+    assert stored.tools.count() == 5
+    assert "Could not connect" in stored.last_error
+
+
+def test_another_accounts_connection_is_a_404(client, v2, mcp_server, db):
+    from keys.models import Generation
+    from tests.factories import UserFactory, make_key
+
+    connection_id = post(client, ADD, v2[1], {"name": "Tracker", "serverUrl": mcp_server.url}).json()["id"]
+    other_key = make_key(UserFactory(email="kim@example.com"), "other", Generation.V2)[1]
+    for path in (f"/api/v1/mcp/connections/{connection_id}", f"/api/v1/mcp/connections/{connection_id}/sync-tools"):
+        response = post(client, path, other_key, {})
+        assert response.status_code in (404, 405)
+    response = client.delete(
+        f"/api/v1/mcp/connections/{connection_id}", headers={"Authorization": f"Bearer {other_key}"}
+    )
+    assert response.status_code == 404
+    assert Connection.objects.exists()
+    response = client.get("/api/v1/mcp/connections/mcp_%00", headers={"Authorization": f"Bearer {other_key}"})
+    assert response.status_code == 404
+
+
+def test_delete_removes_the_connection_and_its_tools(client, v2, mcp_server):
+    connection_id = post(client, ADD, v2[1], {"name": "Tracker", "serverUrl": mcp_server.url}).json()["id"]
+    response = client.delete(f"/api/v1/mcp/connections/{connection_id}", headers={"Authorization": f"Bearer {v2[1]}"})
+    assert response.status_code == 200
+    assert not Connection.objects.exists()
+
+
+def test_without_a_key_it_is_401(client):
+    response = post(client, ADD, None, {"name": "T", "serverUrl": "https://example.com/mcp"})
+    assert response.status_code == 401
+
+
+def test_the_encryption_keys_rotate(v2, mcp_server, settings):
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    from connections import crypto, services
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.MCP_ENCRYPTION_KEYS = [old]
+    with running_mcp_server(require_key=True) as server:
+        connection = services.add_connection(v2[0].owner, "Tracker", server.url, SERVER_KEY)
+        written_with_old = Connection.objects.get().api_key_encrypted
+        settings.MCP_ENCRYPTION_KEYS = [new, old]
+        call_command("rotatemcpkeys")
+        settings.MCP_ENCRYPTION_KEYS = [new]
+        connection.refresh_from_db()
+        assert connection.api_key_encrypted != written_with_old
+        assert crypto.decrypt(connection.api_key_encrypted) == SERVER_KEY
+        services.sync_tools(connection)  # the server accepts the key decrypted with the new key alone
+
+
+@contextmanager
+def socket_that_refuses():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    yield port

@@ -1,0 +1,68 @@
+"""The unmodified npm CLI's `poke mcp add` (and `poke tunnel`) against the live server and a real FastMCP server."""
+
+import json
+
+import pytest
+
+from connections.models import Connection
+from tests.factories import make_key
+from tests.mcp_server import SERVER_KEY, running_mcp_server
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def logged_in(poke_home):
+    key, plaintext = make_key()
+    poke_home.credentials_file.parent.mkdir(parents=True)
+    poke_home.credentials_file.write_text(json.dumps({"token": plaintext}))
+    return key
+
+
+def test_mcp_add_connects_to_a_fastmcp_server_and_reports_its_tools(poke_cli, logged_in):
+    with running_mcp_server(require_key=True) as server:
+        done = poke_cli.run("mcp", "add", server.url, "--name", "Tracker", "--api-key", SERVER_KEY)
+
+    assert done.returncode == 0, done.output
+    assert "MCP connection added successfully!" in done.stdout
+    assert "Name:       Tracker" in done.stdout
+    assert f"Server URL: {server.url}" in done.stdout
+    assert "Tools:      5" in done.stdout
+    stored = Connection.objects.get()
+    assert stored.owner == logged_in.owner
+    assert SERVER_KEY not in stored.api_key_encrypted
+
+
+def test_mcp_add_without_the_servers_key_prints_what_to_do(poke_cli, logged_in):
+    with running_mcp_server(require_key=True) as server:
+        done = poke_cli.run("mcp", "add", server.url, "--name", "Tracker")
+
+    assert done.returncode == 1
+    assert "Failed to add MCP connection: The MCP server answered HTTP 401: it needs an API key" in done.stderr
+    assert "--api-key" in done.stderr
+    assert not Connection.objects.exists()
+
+
+def test_mcp_add_of_a_url_that_is_not_http_prints_the_reason(poke_cli, logged_in):
+    done = poke_cli.run("mcp", "add", "ftp://example.com/mcp", "--name", "Tracker")
+
+    assert done.returncode == 1
+    assert "Failed to add MCP connection: serverUrl must be an http:// or https:// URL" in done.stderr
+
+
+def test_mcp_add_of_an_unreachable_server_prints_what_failed(poke_cli, logged_in):
+    with running_mcp_server() as server:
+        url = server.url
+    done = poke_cli.run("mcp", "add", url, "--name", "Gone")
+
+    assert done.returncode == 1
+    assert "Failed to add MCP connection: Could not add the MCP server: Could not connect" in done.stderr
+
+
+def test_tunnel_is_refused_before_anything_is_downloaded(poke_cli, logged_in, poke_home):
+    done = poke_cli.run("tunnel", "http://localhost:3000/mcp", "--name", "Local")
+
+    assert done.returncode == 1
+    assert "Failed to create tunnel: Tunnels are not available on this server" in done.stderr
+    assert "Downloading tunnel agent" not in done.stdout
+    assert not any((poke_home.root / "cache").rglob("piko-*"))
