@@ -13,6 +13,9 @@ def source_label(message: Message) -> str:
         return f"API via key “{key_name}”" if key_name else "API (key since removed)"
     if message.source == Source.LEGACY_WEBHOOK:
         return f"Legacy webhook via key “{key_name}”" if key_name else "Legacy webhook"
+    if message.source == Source.WEBHOOK_TRIGGER:
+        condition = message.trigger.condition if message.trigger_id and message.trigger else None
+        return f"Webhook “{condition[:60]}”" if condition else "Webhook"
     return str(message.get_source_display())
 
 

@@ -23,7 +23,7 @@ POLL_LOOKBACK = timedelta(seconds=30)
 
 
 def _messages_of(conversation: Conversation) -> QuerySet[Message]:
-    return conversation.messages.select_related("api_key").order_by("created_at", "id")
+    return conversation.messages.select_related("api_key", "trigger").order_by("created_at", "id")
 
 
 def _wants_json(request: HttpRequest) -> bool:
