@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from ingestion import callback, cli_auth, mcp, profile, triggers, views
+from ingestion import callback, cli_auth, followups, mcp, profile, triggers, views
 
 # A trailing slash is tolerated: redirecting a POST would lose its body.
 urlpatterns = [
@@ -20,7 +20,8 @@ urlpatterns = [
         r"^api/v1/cli-auth/poll/(?P<device_code>[^/]+)/?$", cli_auth.DevicePollView.as_view(), name="cli-auth-poll"
     ),
     re_path(r"^api/v1/user/profile/?$", profile.ProfileView.as_view(), name="user-profile"),
-    # MCP connections (the CLI's `poke mcp add`; README, "MCP connections")
+    # MCP connections (the CLI's `poke mcp add`; README, "MCP connections") and their tools' follow-ups
+    re_path(r"^api/v1/mcp/callback/?$", followups.FollowUpView.as_view(), name="mcp-follow-up"),
     re_path(r"^api/v1/mcp/connections/?$", mcp.ConnectionListView.as_view(), name="mcp-connections"),
     re_path(r"^api/v1/mcp/connections/cli/?$", mcp.AddConnectionView.as_view(), name="mcp-connection-add"),
     re_path(

@@ -83,6 +83,11 @@ _LIST = (
     ErrorCode(
         "timestamp_out_of_tolerance", 401, "the assistant callback only: a `webhook-timestamp` too far from our clock"
     ),
+    ErrorCode(
+        "invalid_follow_up_token",
+        401,
+        "a tool's follow-up with a token that is unknown, already used or expired (see [Follow-ups](#follow-ups))",
+    ),
     ErrorCode("unauthorized", 401, "the metrics path without its bearer token (`METRICS_TOKEN`)"),
     # 403
     ErrorCode(
