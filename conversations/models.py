@@ -48,6 +48,7 @@ class Conversation(models.Model):
 class Role(models.TextChoices):
     USER = "user", "User"
     ASSISTANT = "assistant", "Assistant"
+    TOOL = "tool", "Tool"  # a long-running tool's follow-up, posted back later (the poke.mcp callback protocol)
 
 
 class Source(models.TextChoices):
@@ -55,6 +56,8 @@ class Source(models.TextChoices):
     API = "api", "API"
     LEGACY_WEBHOOK = "legacy_webhook", "Legacy webhook"
     ASSISTANT = "assistant", "Assistant"
+    TOOL_FOLLOW_UP = "tool_follow_up", "Tool follow-up"
+    REMINDER = "reminder", "Reminder"
 
 
 class Message(models.Model):
@@ -86,6 +89,7 @@ class Endpoint(models.TextChoices):
     CURRENT = "api_message", "POST /api/v1/inbound/api-message"
     LEGACY = "legacy_webhook", "POST /api/v1/inbound-sms/webhook"
     CONSOLE = "console", "Console"
+    FOLLOW_UP = "follow_up", "POST /api/v1/mcp/callback (a tool's follow-up)"
 
 
 class DeliveryStatus(models.TextChoices):

@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from ingestion import callback, mcp, views
+from ingestion import callback, followups, mcp, views
 
 # A trailing slash is tolerated: redirecting a POST would lose its body.
 urlpatterns = [
@@ -10,7 +10,8 @@ urlpatterns = [
         r"^api/v1/inbound/messages/(?P<message_id>[^/]+)/?$", views.MessageReceiptView.as_view(), name="message-receipt"
     ),
     re_path(r"^api/v1/assistant/replies/?$", callback.AssistantReplyView.as_view(), name="assistant-replies"),
-    # MCP connections (the CLI's `poke mcp add`; README, "MCP connections")
+    # MCP connections (the CLI's `poke mcp add`; README, "MCP connections") and their tools' follow-ups
+    re_path(r"^api/v1/mcp/callback/?$", followups.FollowUpView.as_view(), name="mcp-follow-up"),
     re_path(r"^api/v1/mcp/connections/?$", mcp.ConnectionListView.as_view(), name="mcp-connections"),
     re_path(r"^api/v1/mcp/connections/cli/?$", mcp.AddConnectionView.as_view(), name="mcp-connection-add"),
     re_path(

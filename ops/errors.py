@@ -76,6 +76,11 @@ _LIST = (
     ErrorCode(
         "timestamp_out_of_tolerance", 401, "the assistant callback only: a `webhook-timestamp` too far from our clock"
     ),
+    ErrorCode(
+        "invalid_follow_up_token",
+        401,
+        "a tool's follow-up with a token that is unknown, already used or expired (see [Follow-ups](#follow-ups))",
+    ),
     ErrorCode("unauthorized", 401, "the metrics path without its bearer token (`METRICS_TOKEN`)"),
     # 403
     ErrorCode("forbidden", 403, "the metrics path from an address outside `METRICS_ALLOWED_IPS`; refused by gunicorn"),

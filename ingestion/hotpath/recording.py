@@ -20,6 +20,7 @@ _SOURCE_OF_ENDPOINT = {
     Endpoint.CURRENT: Source.API,
     Endpoint.LEGACY: Source.LEGACY_WEBHOOK,
     Endpoint.CONSOLE: Source.APP,
+    Endpoint.FOLLOW_UP: Source.TOOL_FOLLOW_UP,
 }
 
 
@@ -46,7 +47,7 @@ def record_user_message(
     conversation = conversation_of(user)
     message = Message(
         conversation_id=conversation.pk,
-        role=Role.USER,
+        role=Role.TOOL if endpoint == Endpoint.FOLLOW_UP else Role.USER,
         source=_SOURCE_OF_ENDPOINT[endpoint],
         text=text,
         context=context,
