@@ -231,7 +231,7 @@ def test_a_malformed_reply_fails_without_retrying(send, runtime, v2, body):
 
 
 def test_a_new_round_after_failure_can_succeed(send, runtime, v2):
-    from delivery.handoff import retry_delivery
+    from delivery.tasks import retry_delivery
 
     runtime.answer(400)
     send(v2[1], {"message": "hi"})
