@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     # Bottom to top (README, "Layout"): identity, the thread, the assistant and its hand-off, the ways in.
     "accounts",
     "keys",
+    "devices",
+    "triggers",
     "conversations",
     "connections",
     "reminders",
@@ -252,6 +254,12 @@ INGEST_RATE_LIMIT = env_rate("INGEST_RATE_LIMIT", "60/m")
 AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")
 # Failed log-ins (console and admin) per client address; over it, every log-in from the address is refused (429)
 # until the window ends, whatever the password (console/login_limits.py).
+# `poke login` (ingestion/cli_auth.py), per client address: log-in codes requested, and polls (the CLI polls every
+# 2 seconds, 30 a minute).
+CLI_AUTH_CODE_RATE_LIMIT = env_rate("CLI_AUTH_CODE_RATE_LIMIT", "10/h")
+CLI_AUTH_POLL_RATE_LIMIT = env_rate("CLI_AUTH_POLL_RATE_LIMIT", "60/m")
+# Wrong user codes typed on /device per client address before it is paused (guessing a code is the attack).
+DEVICE_CODE_FAILURE_RATE_LIMIT = env_rate("DEVICE_CODE_FAILURE_RATE_LIMIT", "10/15m")
 LOGIN_FAILURE_RATE_LIMIT = env_rate("LOGIN_FAILURE_RATE_LIMIT", "10/15m")
 # How many proxies in front of the app append the peer's address to X-Forwarded-For (1 behind a PaaS router).
 # 0 uses the connection's address; the client-written start of X-Forwarded-For is never trusted.
