@@ -9,6 +9,8 @@ start-up. PostgreSQL's and Redis's own work is not counted (see `bench.cpu_split
 
     apt-get install -y valgrind
     .venv/bin/python -m bench.instructions current baseline       (about a minute per scenario, one core each)
+    .venv/bin/python -m bench.instructions legacy --without fetch-one,joined-lookup   (those bypasses switched off)
+    .venv/bin/python -m bench.instructions --ablations             (each hot-path bypass on and off: bench/ablations.py)
 
 Recreates the benchmark database like `make bench`. Bounded: a fixed number of requests per child.
 """
@@ -40,6 +42,9 @@ def _child(scenario_name: str, requests: int, keys_file: Path) -> None:
 
     django.setup()
     harness.silence_logs()
+    from bench import ablations
+
+    ablations.switch_off([name for name in os.environ.get("BENCH_WITHOUT", "").split(",") if name])
     from django.core.handlers.wsgi import WSGIHandler
 
     scenario = next(s for s in harness.scenarios(keys) if s.name.split()[0].rstrip(":") == scenario_name)
@@ -66,14 +71,14 @@ def _child(scenario_name: str, requests: int, keys_file: Path) -> None:
             raise SystemExit(f"{scenario.name}: answered {statuses[-1]}, expected {scenario.expected_status}")
 
 
-def _count(scenario: str, requests: int, keys_file: Path) -> int:
+def _count(scenario: str, requests: int, keys_file: Path, without: tuple[str, ...] = ()) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         command = [
             "valgrind", "--tool=callgrind", f"--callgrind-out-file={scratch}/callgrind.out",
             sys.executable, "-m", "bench.instructions", "--child", scenario, str(requests), str(keys_file),
         ]  # fmt: skip
         # A fixed hash seed: str hashes (and so set and dict layouts) then repeat from run to run.
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        env = {**os.environ, "PYTHONHASHSEED": "0", "BENCH_WITHOUT": ",".join(without)}
         finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     found = _COLLECTED.search(finished.stderr)
     if finished.returncode != 0 or found is None:
@@ -81,10 +86,26 @@ def _count(scenario: str, requests: int, keys_file: Path) -> int:
     return int(found[1])
 
 
-def per_request(scenario: str, low: int, high: int, keys_file: Path) -> float:
+def per_request(scenario: str, low: int, high: int, keys_file: Path, without: tuple[str, ...] = ()) -> float:
     with ThreadPoolExecutor(max_workers=2) as pool:  # the two counts run side by side, one core each
-        low_count, high_count = pool.map(lambda n: _count(scenario, n, keys_file), (low, high))
+        low_count, high_count = pool.map(lambda n: _count(scenario, n, keys_file, without), (low, high))
     return (high_count - low_count) / (high - low)
+
+
+def ablate(low: int, high: int, keys_file: Path) -> list[dict[str, Any]]:
+    """Each bypass of bench/ablations.py switched off alone, against everything on, in the scenario it serves."""
+    from bench.ablations import ABLATIONS
+
+    everything_on: dict[str, float] = {}
+    rows = []
+    for name, (scenario, _) in ABLATIONS.items():
+        if scenario not in everything_on:
+            everything_on[scenario] = per_request(scenario, low, high, keys_file)
+        off = per_request(scenario, low, high, keys_file, (name,))
+        on = everything_on[scenario]
+        rows.append({"bypass": name, "scenario": scenario, "on": on, "off": off, "saved": off - on})
+        print(f"{name:24} {scenario:8} on {on / 1e6:5.2f} M  off {off / 1e6:5.2f} M  saves {(off - on) / off:6.1%}")
+    return rows
 
 
 def main() -> None:
@@ -92,9 +113,13 @@ def main() -> None:
         _child(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("scenarios", nargs="+", help="current, legacy, refused, baseline (as in make bench --only)")
+    parser.add_argument("scenarios", nargs="*", help="current, legacy, refused, baseline (as in make bench --only)")
     parser.add_argument("--requests", default="20,60", help="LOW,HIGH requests per child (default 20,60)")
+    parser.add_argument("--without", default="", help="comma-separated bypasses to switch off (bench/ablations.py)")
+    parser.add_argument("--ablations", action="store_true", help="each bypass on and off, in the scenario it serves")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
     args = parser.parse_args()
+    without = tuple(name for name in args.without.split(",") if name)
     low, high = (int(n) for n in args.requests.split(","))
 
     harness.service_environment()
@@ -104,11 +129,18 @@ def main() -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".json") as keys_file:
         keys_file.write(json.dumps(keys))
         keys_file.flush()
-        counts = {name: per_request(name, low, high, Path(keys_file.name)) for name in args.scenarios}
+        if args.ablations:
+            rows = ablate(low, high, Path(keys_file.name))
+            if args.json:
+                Path(args.json).write_text(json.dumps({"requests": [low, high], "ablations": rows}, indent=2) + "\n")
+            return
+        counts = {name: per_request(name, low, high, Path(keys_file.name), without) for name in args.scenarios}
     baseline = counts.get("baseline")
     for name, count in counts.items():
         relative = f"  ({count / baseline:.2f} x baseline)" if baseline else ""
         print(f"{name:10} {count / 1e6:6.2f} M instructions per request{relative}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"requests": [low, high], "without": without, "counts": counts}) + "\n")
 
 
 if __name__ == "__main__":

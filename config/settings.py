@@ -44,7 +44,6 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "django_tasks_db",
     # Bottom to top (README, "Layout"): identity, the thread, the assistant and its hand-off, the ways in.
     "accounts",
     "keys",
@@ -55,11 +54,14 @@ INSTALLED_APPS = [
     "delivery",
     "ingestion",
     "console",
+    # After "delivery", whose db_worker command (the Procfile's worker: django-tasks-db's, with the delivery engine
+    # running beside it) takes precedence over the one of the same name here.
+    "django_tasks_db",
 ]
 
 MIDDLEWARE = [
     "ops.middleware.OperatorEndpointsMiddleware",  # /healthz, /readyz, metrics: before host checks and redirects
-    "config.middleware.RequestIdMiddleware",
+    "ops.request_id.RequestIdMiddleware",
     "ops.middleware.RequestTelemetryMiddleware",  # after the request id, which its log line carries
     "ops.limits.RateLimitHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -70,8 +72,8 @@ MIDDLEWARE = [
     "console.login_limits.LoginLimitMiddleware",  # a blocked address's log-in POST: 429 before the form is read
     "django.middleware.csrf.CsrfViewMiddleware",
     # Django's login and flash-message middleware, passed through by /api/v1/ (see the module).
-    "config.console_middleware.AuthenticationMiddleware",
-    "config.console_middleware.MessageMiddleware",
+    "console.middleware.AuthenticationMiddleware",
+    "console.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -88,7 +90,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "config.context_processors.console_section",
+                "console.context_processors.console_section",
                 "django.template.context_processors.csp",
             ],
         },
@@ -128,7 +130,8 @@ if "postgresql" in DATABASES["default"]["ENGINE"]:
     # Persistent connections (CONN_MAX_AGE, health-checked before reuse), not Django's psycopg pool: connections
     # are per thread, and a gunicorn thread serves one request at a time, so each thread keeping its own connection
     # already is a pool of exactly the right size, with no checkout per request and no pool thread per worker.
-    # Connections in use = WEB_CONCURRENCY x WEB_THREADS per web process (+1 per task worker, +1 for release);
+    # Connections in use = WEB_CONCURRENCY x WEB_THREADS per web process (+3 per worker process: its task loop, the
+    # delivery engine's claimer and recorder; +1 for release);
     # keep that under the plan's connection limit (see README, Deployment). A server that does not answer fails
     # the request (503) and /readyz within DATABASE_CONNECT_TIMEOUT seconds instead of hanging the thread.
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
@@ -305,6 +308,17 @@ ASSISTANT_RETRY_JITTER = env_float("ASSISTANT_RETRY_JITTER", 0.2)
 ASSISTANT_TIMEOUT_SECONDS = env_float("ASSISTANT_TIMEOUT_SECONDS", 10)
 # How many of the latest thread messages (this one included) go to a remote assistant.
 ASSISTANT_THREAD_MESSAGES = env_int("ASSISTANT_THREAD_MESSAGES", 20)
+
+# The delivery engine (`manage.py db_worker` with TASK_BACKEND=database; README, "The delivery engine").
+# Attempts in flight per worker process: threads waiting on the assistant, each with a keep-alive connection to it.
+# The process's database connections stay at two whatever this is.
+DELIVERY_CONCURRENCY = env_int("DELIVERY_CONCURRENCY", 32)
+# At most this many deliveries claimed by one statement.
+DELIVERY_CLAIM_BATCH = env_int("DELIVERY_CLAIM_BATCH", 64)
+# On SIGTERM: how long attempts in flight may still finish before they are put back (platforms SIGKILL after 30 s).
+DELIVERY_GRACE_SECONDS = env_float("DELIVERY_GRACE_SECONDS", 20)
+# An attempt's lease is ASSISTANT_TIMEOUT_SECONDS plus this; a worker that dies loses its deliveries when it ends.
+DELIVERY_LEASE_MARGIN_SECONDS = env_float("DELIVERY_LEASE_MARGIN_SECONDS", 20)
 
 ASSISTANT_WEBHOOK_URL = env_str("ASSISTANT_WEBHOOK_URL")
 # The Standard Webhooks secret shared with the runtime: it signs our requests and verifies its callbacks.

@@ -95,6 +95,10 @@ class DeliveryStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+# A delivery still to be handed over (waiting or being attempted): what the queue and the per-thread order look at.
+PENDING = [DeliveryStatus.QUEUED, DeliveryStatus.PROCESSING]
+
+
 class AssistantBackend(models.TextChoices):
     LOCAL = "local", "Built-in local assistant"
     WEBHOOK = "webhook", "Signed webhook"
@@ -123,6 +127,17 @@ class Delivery(models.Model):
         db_index=False,
         db_constraint=False,
     )
+    # The message's thread, repeated so that the delivery queue can keep each thread's deliveries in order (one at a
+    # time, in the order accepted) with one index (delivery/queue.py). No constraint, as for api_key.
+    conversation = models.ForeignKey(
+        Conversation,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+        db_index=False,
+        db_constraint=False,
+    )
     endpoint = models.CharField(max_length=16, choices=Endpoint.choices)
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.QUEUED)
     attempts = models.PositiveIntegerField(default=0)
@@ -133,6 +148,11 @@ class Delivery(models.Model):
     started_at = models.DateTimeField(null=True, blank=True, help_text="When the latest attempt started.")
     finished_at = models.DateTimeField(null=True, blank=True, help_text="When the latest attempt ended.")
     next_attempt_at = models.DateTimeField(null=True, blank=True, help_text="When a scheduled retry is due.")
+    lease_expires_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="While processing: when the attempt counts as abandoned (its worker died) and any worker takes it.",
+    )
     reply = models.OneToOneField(
         Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="answered_delivery"
     )
@@ -144,7 +164,15 @@ class Delivery(models.Model):
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "deliveries"
-        indexes = [models.Index(fields=["api_key", "created_at"]), models.Index(fields=["status", "created_at"])]
+        indexes = [
+            models.Index(fields=["api_key", "created_at"]),
+            models.Index(fields=["status", "created_at"]),
+            # The queue (delivery/queue.py): the pending deliveries in acceptance order, and each thread's pending ones.
+            models.Index(fields=["id"], name="delivery_pending", condition=models.Q(status__in=PENDING)),
+            models.Index(
+                fields=["conversation", "id"], name="delivery_pending_by_thread", condition=models.Q(status__in=PENDING)
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Delivery of message {self.message_id} ({self.status})"

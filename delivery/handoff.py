@@ -14,11 +14,13 @@ from assistant.backends import backend_named
 from assistant.conversation import build_request
 from assistant.outcomes import PermanentFailure, Reply, TransientFailure
 from conversations.models import Delivery, DeliveryStatus, Message, Role, Source
-from delivery.tasks import can_defer, enqueue_delivery
+from delivery.queue import lease_seconds
+from delivery.tasks import can_defer, enqueue_delivery, queued_in_database
 
 logger = logging.getLogger(__name__)
 
-# A delivery still "processing" this long after its attempt started was abandoned (its worker died).
+# A delivery "processing" with no lease (claimed by a release before leases) this long after its attempt started
+# was abandoned. With a lease, its expiry says so (delivery/queue.py).
 STALE_PROCESSING = timedelta(minutes=15)
 
 
@@ -45,6 +47,7 @@ def attempt_delivery(delivery_id: int) -> str:
         started_at=now,
         finished_at=None,
         next_attempt_at=None,
+        lease_expires_at=now + timedelta(seconds=lease_seconds()),
         updated_at=now,
     )
     if not claimed:
@@ -70,13 +73,14 @@ def _after_transient_failure(delivery: Delivery, failure: TransientFailure) -> s
     now = timezone.now()
     delay = max(backoff_seconds(delivery.attempts), min(failure.retry_after or 0, settings.ASSISTANT_RETRY_MAX_SECONDS))
     next_attempt_at = now + timedelta(seconds=delay)
-    deferrable = can_defer()
+    deferrable = can_defer() or queued_in_database()
     with transaction.atomic():
         requeued = Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PROCESSING).update(
             status=DeliveryStatus.QUEUED,
             next_attempt_at=next_attempt_at,
             finished_at=now,
             last_error=str(failure),
+            lease_expires_at=None,
             updated_at=now,
         )
         if requeued and deferrable:
@@ -104,7 +108,12 @@ def _after_transient_failure(delivery: Delivery, failure: TransientFailure) -> s
 def _fail(delivery: Delivery, error: str) -> str:
     now = timezone.now()
     Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PROCESSING).update(
-        status=DeliveryStatus.FAILED, finished_at=now, next_attempt_at=None, last_error=error, updated_at=now
+        status=DeliveryStatus.FAILED,
+        finished_at=now,
+        next_attempt_at=None,
+        last_error=error,
+        lease_expires_at=None,
+        updated_at=now,
     )
     logger.warning("delivery %s failed after %s attempt(s): %s", delivery.pk, delivery.attempts, error)
     return DeliveryStatus.FAILED.value
@@ -127,9 +136,20 @@ def _record_delivered(
         delivery.callback_id = callback_id
     delivery.status = DeliveryStatus.DELIVERED
     delivery.next_attempt_at = None
+    delivery.lease_expires_at = None
     if attempt_finished:
         delivery.finished_at = now
-    delivery.save(update_fields=["reply", "callback_id", "status", "next_attempt_at", "finished_at", "updated_at"])
+    delivery.save(
+        update_fields=[
+            "reply",
+            "callback_id",
+            "status",
+            "next_attempt_at",
+            "lease_expires_at",
+            "finished_at",
+            "updated_at",
+        ]
+    )
     return delivery
 
 
@@ -146,10 +166,15 @@ def record_callback_reply(message: Message, reply_text: str, callback_id: str) -
         return _record_delivered(delivery.pk, reply_text, attempt_finished=False, callback_id=callback_id), True
 
 
-def _retryable(now: datetime) -> Q:
-    return Q(status__in=[DeliveryStatus.FAILED, DeliveryStatus.QUEUED]) | Q(
-        status=DeliveryStatus.PROCESSING, started_at__lt=now - STALE_PROCESSING
+def _abandoned(now: datetime) -> Q:
+    """Being attempted by a worker that is gone: its lease expired (or, claimed before leases, long ago)."""
+    return Q(status=DeliveryStatus.PROCESSING) & (
+        Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True, started_at__lt=now - STALE_PROCESSING)
     )
+
+
+def _retryable(now: datetime) -> Q:
+    return Q(status__in=[DeliveryStatus.FAILED, DeliveryStatus.QUEUED]) | _abandoned(now)
 
 
 def due_deliveries(grace: timedelta) -> QuerySet[Delivery]:
@@ -159,7 +184,7 @@ def due_deliveries(grace: timedelta) -> QuerySet[Delivery]:
     return Delivery.objects.filter(
         Q(status=DeliveryStatus.QUEUED, next_attempt_at__lte=cutoff)
         | Q(status=DeliveryStatus.QUEUED, next_attempt_at__isnull=True, created_at__lte=cutoff)
-        | Q(status=DeliveryStatus.PROCESSING, started_at__lt=timezone.now() - STALE_PROCESSING)
+        | _abandoned(timezone.now())
     )
 
 
@@ -178,6 +203,7 @@ def retry_delivery(delivery: Delivery) -> bool:
                 output_field=PositiveIntegerField(),
             ),
             next_attempt_at=None,
+            lease_expires_at=None,
             updated_at=now,
         )
         if requeued:

@@ -140,3 +140,10 @@ def test_the_delivery_list_shows_the_backlog_the_attempts_in_flight_and_the_olde
     page = staff_client.get("/admin/conversations/delivery/").content.decode()
 
     assert re.search(r"Queued: 2 · being attempted: 1 · oldest queued accepted 60[01] s ago", page)
+    assert re.search(r"accepted→delivered \(last 5 min, 0\)|accepted→delivered", page) is None  # none delivered
+
+    Delivery.objects.filter(pk=one.pk).update(
+        status=DeliveryStatus.DELIVERED, created_at=timezone.now() - timedelta(seconds=3), finished_at=timezone.now()
+    )
+    page = staff_client.get("/admin/conversations/delivery/").content.decode()
+    assert re.search(r"accepted→delivered \(last 5 min, 1\): median 3\.\d\d s, p99 3\.\d\d s", page)

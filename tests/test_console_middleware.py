@@ -1,4 +1,4 @@
-"""config/console_middleware.py: the console's login and flash-message middleware leave /api/v1/ alone and work as
+"""console/middleware.py: the console's login and flash-message middleware leave /api/v1/ alone and work as
 Django's own everywhere else."""
 
 import pytest
@@ -6,7 +6,7 @@ from django.contrib.sessions.middleware import SessionMiddleware
 from django.http import HttpResponse
 from django.test import RequestFactory
 
-from config.console_middleware import AuthenticationMiddleware, MessageMiddleware
+from console.middleware import AuthenticationMiddleware, MessageMiddleware
 
 pytestmark = pytest.mark.django_db
 
