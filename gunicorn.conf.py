@@ -15,7 +15,7 @@ from gunicorn.glogging import Logger
 
 # The project folder is on sys.path: gunicorn changes to it before it reads this file.
 from ops.errors import error_body
-from ops.redaction import RESET_LINK_ROUTE, RedactResetLinks, is_reset_link
+from ops.redaction import RedactResetLinks, secret_route
 from ops.slow_clients import ReadDeadlineWorker
 
 
@@ -74,8 +74,9 @@ access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms request_id=%(
 
 
 class RedactingLogger(Logger):
-    """gunicorn's logger, writing a password reset link's path as its route (ops/redaction.py): the token in it
-    opens the account. Every atom an access log format could name is covered: %(U)s, the request line %(r)s and the
+    """gunicorn's logger, writing a password reset link's path, or a CLI log-in poll's, as its route
+    (ops/redaction.py): the token in one opens the account, the device code in the other collects a key. Every atom
+    an access log format could name is covered: %(U)s, the request line %(r)s and the
     environ's {path_info}e and {raw_uri}e; and the error log's lines."""
 
     def setup(self, cfg: Any) -> None:
@@ -85,10 +86,11 @@ class RedactingLogger(Logger):
     def atoms(self, resp: Any, req: Any, environ: Any, request_time: Any) -> dict[str, Any]:
         atoms: dict[str, Any] = super().atoms(resp, req, environ, request_time)
         candidates = (environ.get("PATH_INFO") or "", (environ.get("RAW_URI") or "").split("?", 1)[0])
-        for secret in {path for path in candidates if is_reset_link(path)}:
+        for secret in {path for path in candidates if secret_route(path)}:
+            route = secret_route(secret) or ""
             for name, value in atoms.items():
                 if isinstance(value, str) and secret in value:
-                    atoms[name] = value.replace(secret, RESET_LINK_ROUTE)
+                    atoms[name] = value.replace(secret, route)
         return atoms
 
 

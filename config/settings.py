@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     # Bottom to top (README, "Layout"): identity, the thread, the assistant and its hand-off, the ways in.
     "accounts",
     "keys",
+    "devices",
+    "triggers",
     "conversations",
     "connections",
     "reminders",
@@ -258,6 +260,12 @@ INGEST_RATE_LIMIT = env_rate("INGEST_RATE_LIMIT", "60/m")
 AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")
 # Failed log-ins (console and admin) per client address; over it, every log-in from the address is refused (429)
 # until the window ends, whatever the password (console/login_limits.py).
+# `poke login` (ingestion/cli_auth.py), per client address: log-in codes requested, and polls (the CLI polls every
+# 2 seconds, 30 a minute).
+CLI_AUTH_CODE_RATE_LIMIT = env_rate("CLI_AUTH_CODE_RATE_LIMIT", "10/h")
+CLI_AUTH_POLL_RATE_LIMIT = env_rate("CLI_AUTH_POLL_RATE_LIMIT", "60/m")
+# Wrong user codes typed on /device per client address before it is paused (guessing a code is the attack).
+DEVICE_CODE_FAILURE_RATE_LIMIT = env_rate("DEVICE_CODE_FAILURE_RATE_LIMIT", "10/15m")
 LOGIN_FAILURE_RATE_LIMIT = env_rate("LOGIN_FAILURE_RATE_LIMIT", "10/15m")
 # How many proxies in front of the app append the peer's address to X-Forwarded-For (1 behind a PaaS router).
 # 0 uses the connection's address; the client-written start of X-Forwarded-For is never trusted.
@@ -337,7 +345,7 @@ ASSISTANT_SYSTEM_PROMPT = env_str(
     "ASSISTANT_SYSTEM_PROMPT",
     "You are the user's personal assistant. Messages reach you from the user's own scripts, apps and automations "
     "through their API keys, and are meant as if the user had typed them. A message may carry structured context "
-    "as JSON. Answer the user briefly and say plainly what you would do; you cannot take actions yourself.",
+    "as JSON. Answer the user briefly and say plainly what you did; never claim an action no tool performed.",
 )
 
 # --- MCP connections and tools (README, "MCP connections" and "An assistant that acts") -------------------------
@@ -355,6 +363,10 @@ ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
 # soon after the previous one the next may come.
 MCP_FOLLOW_UP_LIMIT = env_int("MCP_FOLLOW_UP_LIMIT", 10)
 MCP_FOLLOW_UP_INTERVAL_SECONDS = env_float("MCP_FOLLOW_UP_INTERVAL_SECONDS", 2)
+# Reminders also go to the person's channel through this gateway when it is set (reminders/channel.py).
+REMINDER_CHANNEL_WEBHOOK_URL = env_str("REMINDER_CHANNEL_WEBHOOK_URL")
+REMINDER_CHANNEL_WEBHOOK_TOKEN = env_str("REMINDER_CHANNEL_WEBHOOK_TOKEN")
+REMINDER_CHANNEL_TIMEOUT_SECONDS = env_float("REMINDER_CHANNEL_TIMEOUT_SECONDS", 5)
 # Where follow-ups are posted back to: this server's public address (the callback URL is built from it).
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 

@@ -48,13 +48,17 @@ class Conversation(models.Model):
 class Role(models.TextChoices):
     USER = "user", "User"
     ASSISTANT = "assistant", "Assistant"
+    TOOL = "tool", "Tool"  # a long-running tool's follow-up, posted back later (the poke.mcp callback protocol)
 
 
 class Source(models.TextChoices):
     APP = "app", "Typed in the app"
     API = "api", "API"
     LEGACY_WEBHOOK = "legacy_webhook", "Legacy webhook"
+    WEBHOOK_TRIGGER = "webhook_trigger", "Webhook trigger"
     ASSISTANT = "assistant", "Assistant"
+    TOOL_FOLLOW_UP = "tool_follow_up", "Tool follow-up"
+    REMINDER = "reminder", "Reminder"
 
 
 class Message(models.Model):
@@ -71,6 +75,10 @@ class Message(models.Model):
     api_key = models.ForeignKey(
         "keys.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
     )
+    # The webhook trigger whose firing recorded the message (source webhook_trigger); no key is involved then.
+    trigger = models.ForeignKey(
+        "triggers.WebhookTrigger", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -86,6 +94,8 @@ class Endpoint(models.TextChoices):
     CURRENT = "api_message", "POST /api/v1/inbound/api-message"
     LEGACY = "legacy_webhook", "POST /api/v1/inbound-sms/webhook"
     CONSOLE = "console", "Console"
+    WEBHOOK_TRIGGER = "webhook_trigger", "POST /api/v1/inbound/webhook"
+    FOLLOW_UP = "follow_up", "POST /api/v1/mcp/callback (a tool's follow-up)"
 
 
 class DeliveryStatus(models.TextChoices):

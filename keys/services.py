@@ -36,6 +36,11 @@ class KeyLimitReached(Exception):
         self.limit = limit
 
 
+def has_room_for_a_key(owner: User) -> bool:
+    """Whether the owner may hold one more active key (a check to show early; create_key enforces it)."""
+    return ApiKey.objects.active().filter(owner=owner).count() < settings.MAX_ACTIVE_KEYS_PER_ACCOUNT
+
+
 def create_key(
     owner: User, name: str, generation: Generation = Generation.V2, *, may_read_replies: bool = False
 ) -> tuple[ApiKey, str]:

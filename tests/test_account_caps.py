@@ -95,3 +95,25 @@ def test_sign_ups_per_address_are_limited(settings):
     assert int(refused["Retry-After"]) > 0
     assert "Too many sign-ups" in refused.content.decode()
     assert sign_up(elsewhere, 4).status_code == 302
+
+
+def test_poke_login_on_a_full_account_says_why_and_issues_its_key_once_there_is_room(client, user, cap):
+    # Engineer h16's device log-in creates V2 keys: the cap answers there too, clearly, never a 500.
+    keys = [make_key(user, f"key {n}")[0] for n in range(cap)]
+    body = client.post("/api/v1/cli-auth/code", headers={"User-Agent": "node"}).json()
+    client.force_login(user)
+
+    refused = client.post("/device", {"code": body["userCode"], "decision": "approve"})
+    assert refused.status_code == 409
+    assert "active API keys" in refused.content.decode()
+
+    revoke_key(keys[0])
+    assert client.post("/device", {"code": body["userCode"], "decision": "approve"}).status_code == 200
+    make_key(user, "filled again meanwhile")  # the room is taken before the CLI collects its key
+    full = client.get("/api/v1/cli-auth/poll/" + body["deviceCode"])
+    assert full.status_code == 409
+    assert (full.json()["status"], full.json()["code"]) == ("invalid", "key_limit_reached")
+
+    revoke_key(keys[1])
+    collected = client.get("/api/v1/cli-auth/poll/" + body["deviceCode"])
+    assert (collected.status_code, collected.json()["status"]) == (200, "authenticated")

@@ -7,7 +7,7 @@ from django.contrib.auth.forms import AuthenticationForm
 
 from accounts.models import Channel
 from accounts.services import find_user_by_email
-from accounts.validators import validate_e164
+from accounts.validators import validate_e164, validate_time_zone
 
 # People write numbers as "+1 (415) 555-1234"; the stored form is E.164, so separators are dropped first.
 _PHONE_SEPARATORS = re.compile(r"[\s().-]")
@@ -78,6 +78,14 @@ class SignUpForm(forms.Form):
 class ContactForm(forms.Form):
     phone_number = PhoneNumberField()
     channel = ChannelField()
+    time_zone = forms.CharField(
+        label="Time zone",
+        max_length=64,
+        required=False,
+        validators=[validate_time_zone],
+        help_text="Where you are, for reminders: a name such as Europe/Paris or America/New_York.",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "placeholder": "UTC"}),
+    )
 
 
 class EmailAuthenticationForm(AuthenticationForm):

@@ -16,3 +16,8 @@ def source_label(message: Message) -> str:
 @register.filter
 def pretty_json(value: Any) -> str:
     return presentation.pretty_json(value)
+
+
+@register.filter
+def actions_of(message: Message) -> list[Any]:
+    return presentation.actions_of(message)

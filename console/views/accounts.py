@@ -74,13 +74,14 @@ def signup(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def contact_settings(request: HttpRequest) -> HttpResponse:
     profile = services.profile_of(request.user)  # type: ignore[arg-type]
-    initial = {"phone_number": profile.phone_number, "channel": profile.channel}
+    initial = {"phone_number": profile.phone_number, "channel": profile.channel, "time_zone": profile.time_zone}
     form = ContactForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         services.update_contact(
             request.user,  # type: ignore[arg-type]
             phone_number=form.cleaned_data["phone_number"],
             channel=form.cleaned_data["channel"],
+            time_zone=form.cleaned_data["time_zone"] or None,  # blank: keep the one set
         )
         messages.success(request, "Saved. Your assistant will reach you there.")
         return redirect("accounts:settings")

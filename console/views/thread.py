@@ -23,7 +23,12 @@ POLL_LOOKBACK = timedelta(seconds=30)
 
 
 def _messages_of(conversation: Conversation) -> QuerySet[Message]:
-    return conversation.messages.select_related("api_key").order_by("created_at", "id")
+    # The reply's actions come along (two queries for the page), for "What the assistant did" under each reply.
+    return (
+        conversation.messages.select_related("api_key", "trigger")
+        .prefetch_related("answered_delivery__actions")
+        .order_by("created_at", "id")
+    )
 
 
 def _wants_json(request: HttpRequest) -> bool:

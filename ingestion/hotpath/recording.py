@@ -15,11 +15,14 @@ from ingestion.hotpath import recent
 from ingestion.hotpath.inserts import insert_together
 from keys.models import ApiKey
 from keys.services import note_key_used
+from triggers.models import WebhookTrigger
 
 _SOURCE_OF_ENDPOINT = {
     Endpoint.CURRENT: Source.API,
     Endpoint.LEGACY: Source.LEGACY_WEBHOOK,
     Endpoint.CONSOLE: Source.APP,
+    Endpoint.WEBHOOK_TRIGGER: Source.WEBHOOK_TRIGGER,
+    Endpoint.FOLLOW_UP: Source.TOOL_FOLLOW_UP,
 }
 
 
@@ -32,6 +35,7 @@ def record_user_message(
     api_key: ApiKey | None = None,
     request_id: str = "",
     confirm_key: bool = False,
+    trigger: WebhookTrigger | None = None,
 ) -> Message:
     """Record a message in the user's thread and its delivery record (with the database task backend, the delivery
     queue's entry: delivery/queue.py), together or not at all (DESIGN.md, "Conversations and the assistant
@@ -39,18 +43,21 @@ def record_user_message(
 
     ``confirm_key``: ``api_key`` was remembered, not looked up (ingestion/hotpath/recent.py); the rows are written only
     if it
-    still holds, else nothing is and ``recent.NoLongerHolds`` is raised."""
+    still holds, else nothing is and ``recent.NoLongerHolds`` is raised.
+
+    ``trigger``: the webhook trigger whose firing this is (then there is no key)."""
     # Keys by id rather than by instance: nothing reads the related objects back from these rows, and setting an
     # instance goes through Django's related-object descriptor (type and router checks, caches) for each.
     api_key_id = None if api_key is None else api_key.pk
     conversation = conversation_of(user)
     message = Message(
         conversation_id=conversation.pk,
-        role=Role.USER,
+        role=Role.TOOL if endpoint == Endpoint.FOLLOW_UP else Role.USER,
         source=_SOURCE_OF_ENDPOINT[endpoint],
         text=text,
         context=context,
         api_key_id=api_key_id,
+        trigger_id=None if trigger is None else trigger.pk,
     )
     delivery = Delivery(
         message=message,  # an instance: its key exists only once the statement has inserted it
