@@ -2,32 +2,17 @@
 
 import json
 import os
-import runpy
 import socket
 from pathlib import Path
 
 import pytest
 from gunicorn import util as gunicorn_util
 
-CONF = Path(__file__).resolve().parent.parent / "gunicorn.conf.py"
-SETTINGS = ("PORT", "BIND_HOST", "WEB_CONCURRENCY", "WEB_THREADS", "GUNICORN_TIMEOUT", "ACCESS_LOG", "REUSE_PORT")
-
 
 @pytest.fixture
-def load(monkeypatch):
-    """Reads gunicorn.conf.py under a given environment; whatever it writes to os.environ (and gunicorn's error
-    writer, which it replaces) is undone afterwards."""
-    monkeypatch.setattr(gunicorn_util, "write_error", gunicorn_util.write_error)
-    for name in (*SETTINGS, "PROMETHEUS_MULTIPROC_DIR"):
-        monkeypatch.setenv(name, "placeholder")  # remembers the real value (or its absence) for the teardown
-        monkeypatch.delenv(name)
-
-    def load(**env: str) -> dict:
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        return runpy.run_path(str(CONF))
-
-    return load
+def load(gunicorn_conf):
+    """Reads gunicorn.conf.py under a given environment (tests/conftest.py undoes what it changes)."""
+    return gunicorn_conf
 
 
 def test_the_defaults_suit_a_small_machine_behind_a_router(load):

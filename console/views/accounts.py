@@ -13,7 +13,7 @@ from django.urls import reverse_lazy
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from accounts import services
+from accounts import phones, services
 from console.forms.accounts import ContactForm, SignUpForm
 from ops import metrics
 from ops.limits import AttemptLimit
@@ -21,6 +21,11 @@ from ops.limits import AttemptLimit
 # Sign-ups per client address (SIGNUP_RATE_LIMIT): the one that reaches the limit pauses sign-ups from the address
 # until the window ends, so one place cannot make accounts (and keys, and password hashes) without end.
 SIGNUPS = AttemptLimit("signups", "SIGNUP_RATE_LIMIT", blocks_when_reached=True)
+
+
+def browser_regions(request: HttpRequest) -> list[str]:
+    """The browser's hint for reading a phone number typed without its country code."""
+    return phones.regions_from_accept_language(request.headers.get("Accept-Language", ""))
 
 
 class LoginView(DjangoLoginView):
@@ -51,7 +56,7 @@ def signup(request: HttpRequest) -> HttpResponse:
             )
             response["Retry-After"] = str(wait)
             return response
-    form = SignUpForm(request.POST or None)
+    form = SignUpForm(request.POST or None, phone_regions=browser_regions(request))
     if request.method == "POST" and form.is_valid():
         SIGNUPS.count(request)  # a valid form costs a password hash, whatever happens next
         try:
@@ -75,7 +80,7 @@ def signup(request: HttpRequest) -> HttpResponse:
 def contact_settings(request: HttpRequest) -> HttpResponse:
     profile = services.profile_of(request.user)  # type: ignore[arg-type]
     initial = {"phone_number": profile.phone_number, "channel": profile.channel, "time_zone": profile.time_zone}
-    form = ContactForm(request.POST or None, initial=initial)
+    form = ContactForm(request.POST or None, initial=initial, phone_regions=browser_regions(request))
     if request.method == "POST" and form.is_valid():
         services.update_contact(
             request.user,  # type: ignore[arg-type]
