@@ -259,6 +259,12 @@ PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST) or _EMAIL_TO_TERMINAL
 PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link works for an hour (Django's default is three days)
 # Reset emails asked for per client address (each one mails whoever owns the address typed in).
 PASSWORD_RESET_RATE_LIMIT = env_rate("PASSWORD_RESET_RATE_LIMIT", "5/h")
+# Sign-ups per client address (each one costs a password hash, some 0.5 s of a core); the last one pauses sign-ups
+# from the address until the window ends.
+SIGNUP_RATE_LIMIT = env_rate("SIGNUP_RATE_LIMIT", "5/h")
+# Active (unrevoked) API keys one account may hold: each key has its own rate limit, so keys without number would
+# multiply an account's sending rate. Revoking a key makes room for another.
+MAX_ACTIVE_KEYS_PER_ACCOUNT = env_int("MAX_ACTIVE_KEYS_PER_ACCOUNT", 20)
 # A phone number typed without its country code (console sign-up and settings) is read as a number of the browser's
 # region (Accept-Language) or, failing that, of this one (ISO 3166 code: US, GB, DE, ...; accounts/phones.py).
 PHONE_DEFAULT_REGION = env_str("PHONE_DEFAULT_REGION", "US").upper()

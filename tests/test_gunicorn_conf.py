@@ -21,7 +21,9 @@ def test_the_defaults_suit_a_small_machine_behind_a_router(load):
     assert conf["bind"] == "0.0.0.0:8000"
     assert conf["workers"] == len(os.sched_getaffinity(0)) + 1
     assert conf["threads"] == 4
-    assert conf["worker_class"] == "gthread"
+    # gthread, reading each request whole before a thread takes it (ops/slow_clients.py, tests/test_slow_clients.py)
+    assert conf["worker_class"] == "ops.slow_clients.ReadDeadlineWorker"
+    assert conf["ReadDeadlineWorker"].read_timeout == 10
     assert (conf["timeout"], conf["graceful_timeout"]) == (30, 25)  # both under the platform's 30 s SIGKILL
     assert conf["accesslog"] is None  # the app's JSON line is the access log
     assert conf["control_socket_disable"] is True

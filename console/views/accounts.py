@@ -15,6 +15,12 @@ from django.views.decorators.http import require_http_methods
 
 from accounts import phones, services
 from console.forms.accounts import ContactForm, SignUpForm
+from ops import metrics
+from ops.limits import AttemptLimit
+
+# Sign-ups per client address (SIGNUP_RATE_LIMIT): the one that reaches the limit pauses sign-ups from the address
+# until the window ends, so one place cannot make accounts (and keys, and password hashes) without end.
+SIGNUPS = AttemptLimit("signups", "SIGNUP_RATE_LIMIT", blocks_when_reached=True)
 
 
 def browser_regions(request: HttpRequest) -> list[str]:
@@ -41,8 +47,18 @@ def landing(request: HttpRequest) -> HttpResponse:
 def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("keys:list")
+    if request.method == "POST":
+        wait = SIGNUPS.blocked_for(request)
+        if wait > 0:
+            metrics.rate_limited("signup")
+            response = render(
+                request, "accounts/signup_limited.html", {"minutes": max(1, (wait + 59) // 60)}, status=429
+            )
+            response["Retry-After"] = str(wait)
+            return response
     form = SignUpForm(request.POST or None, phone_regions=browser_regions(request))
     if request.method == "POST" and form.is_valid():
+        SIGNUPS.count(request)  # a valid form costs a password hash, whatever happens next
         try:
             user = services.sign_up(
                 email=form.cleaned_data["email"],
