@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+import phonenumbers
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
@@ -137,6 +138,12 @@ if "postgresql" in DATABASES["default"]["ENGINE"]:
     # keep that under the plan's connection limit (see README, Deployment). A server that does not answer fails
     # the request (503) and /readyz within DATABASE_CONNECT_TIMEOUT seconds instead of hanging the thread.
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+    # A shared pool instead (psycopg_pool, at most this many connections per process): for processes with many
+    # threads that each use the database briefly, such as the Dramatiq delivery worker (delivery/broker.py sets it).
+    DATABASE_POOL_SIZE = env_int("DATABASE_POOL_SIZE", 0)
+    if DATABASE_POOL_SIZE > 0:
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": DATABASE_POOL_SIZE, "timeout": 30}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -237,12 +244,34 @@ _SMTP_OPTIONS: dict[str, Any] = (
     if _EMAIL_HOST
     else {"host": "localhost", "port": 25}
 )
-MAILERS = {"default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": _SMTP_OPTIONS}}
+# In development (DEBUG, `make run`) without EMAIL_HOST, emails are printed in the server's terminal instead, so that
+# password reset can be tried locally: the link is there to open.
+_EMAIL_TO_TERMINAL = DEBUG and not _EMAIL_HOST and not TESTING
+MAILERS = {
+    "default": (
+        {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
+        if _EMAIL_TO_TERMINAL
+        else {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": _SMTP_OPTIONS}
+    )
+}
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Assistant Inbox <no-reply@localhost>")
-PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST)
+PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST) or _EMAIL_TO_TERMINAL
 PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link works for an hour (Django's default is three days)
 # Reset emails asked for per client address (each one mails whoever owns the address typed in).
 PASSWORD_RESET_RATE_LIMIT = env_rate("PASSWORD_RESET_RATE_LIMIT", "5/h")
+# Sign-ups per client address (each one costs a password hash, some 0.5 s of a core); the last one pauses sign-ups
+# from the address until the window ends.
+SIGNUP_RATE_LIMIT = env_rate("SIGNUP_RATE_LIMIT", "5/h")
+# Active (unrevoked) API keys one account may hold: each key has its own rate limit, so keys without number would
+# multiply an account's sending rate. Revoking a key makes room for another.
+MAX_ACTIVE_KEYS_PER_ACCOUNT = env_int("MAX_ACTIVE_KEYS_PER_ACCOUNT", 20)
+# A phone number typed without its country code (console sign-up and settings) is read as a number of the browser's
+# region (Accept-Language) or, failing that, of this one (ISO 3166 code: US, GB, DE, ...; accounts/phones.py).
+PHONE_DEFAULT_REGION = env_str("PHONE_DEFAULT_REGION", "US").upper()
+if PHONE_DEFAULT_REGION not in phonenumbers.SUPPORTED_REGIONS:
+    raise ImproperlyConfigured(
+        f"PHONE_DEFAULT_REGION must be a two-letter region code such as US or GB; got {PHONE_DEFAULT_REGION!r}"
+    )
 
 # --- Limits and retries (DESIGN.md "Limits", "Idempotency") ---------------------------------------------------
 # Rates in django-ratelimit's syntax: a count per s, m, h or d, with an optional multiplier (60/m, 1000/h, 10/30s).
@@ -311,6 +340,13 @@ ASSISTANT_TIMEOUT_SECONDS = env_float("ASSISTANT_TIMEOUT_SECONDS", 10)
 # How many of the latest thread messages (this one included) go to a remote assistant.
 ASSISTANT_THREAD_MESSAGES = env_int("ASSISTANT_THREAD_MESSAGES", 20)
 
+# Deliveries through a broker instead (README, "Deliveries through a broker"): a Dramatiq broker URL, amqp://… for
+# RabbitMQ or redis://… for Redis. Empty: the database queue (the delivery engine in `manage.py db_worker`).
+DELIVERY_BROKER_URL = env_str("DELIVERY_BROKER_URL")
+# The broker's queue for deliveries (one per deployment sharing a broker).
+DELIVERY_BROKER_QUEUE = env_str("DELIVERY_BROKER_QUEUE", "deliveries")
+# With a broker: how often each worker process looks for deliveries the broker was never told about.
+DELIVERY_SWEEP_SECONDS = env_float("DELIVERY_SWEEP_SECONDS", 30)
 # The delivery engine (`manage.py db_worker` with TASK_BACKEND=database; README, "The delivery engine").
 # Attempts in flight per worker process: threads waiting on the assistant, each with a keep-alive connection to it.
 # The process's database connections stay at two whatever this is.

@@ -33,6 +33,7 @@ from django.utils import timezone
 from assistant.backends import backend_named
 from assistant.outcomes import Outcome, PermanentFailure, Reply, TransientFailure
 from delivery import queue
+from delivery.handoff import backoff_seconds
 from delivery.queue import Claim
 from ops import metrics
 
@@ -45,7 +46,7 @@ GATHER_SECONDS = 0.005
 
 
 @dataclass(slots=True)
-class _Finished:
+class Finished:
     claim: Claim
     outcome: Outcome | Exception
     seconds: float
@@ -56,7 +57,7 @@ class Engine:
         self.concurrency = concurrency or settings.DELIVERY_CONCURRENCY
         self.batch = batch or settings.DELIVERY_CLAIM_BATCH
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="delivery-attempt")
-        self._finished: queues.SimpleQueue[_Finished | None] = queues.SimpleQueue()
+        self._finished: queues.SimpleQueue[Finished | None] = queues.SimpleQueue()
         self._in_flight: dict[int, Claim] = {}  # by delivery id; claimed and not yet recorded
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -123,7 +124,7 @@ class Engine:
         due later is left for later); returns how many attempts ran. For ``db_worker --batch``."""
         ran = 0
         while claims := queue.claim(self.batch):
-            for finished in self._pool.map(self._attempt_now, claims):
+            for finished in self._pool.map(self.attempt_now, claims):
                 record(finished.claim, finished.outcome, finished.seconds)
             ran += len(claims)
         return ran
@@ -166,17 +167,17 @@ class Engine:
     # --- attempting (no database here) ---------------------------------------------------------------------------
 
     def _attempt(self, claim: Claim) -> None:
-        self._finished.put(self._attempt_now(claim))
+        self._finished.put(self.attempt_now(claim))
 
     @staticmethod
-    def _attempt_now(claim: Claim) -> _Finished:
+    def attempt_now(claim: Claim) -> Finished:
         started = time.monotonic()
         outcome: Outcome | Exception
         try:
             outcome = backend_named(claim.backend)(claim.request)
         except Exception as error:
             outcome = error
-        return _Finished(claim, outcome, time.monotonic() - started)
+        return Finished(claim, outcome, time.monotonic() - started)
 
     # --- recording ------------------------------------------------------------------------------------------------
 
@@ -195,7 +196,7 @@ class Engine:
             self._wake.set()
         connection.close()
 
-    def _record_until_done(self, finished: _Finished) -> None:
+    def _record_until_done(self, finished: Finished) -> None:
         failures = 0
         while True:
             try:
@@ -243,8 +244,6 @@ def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
         failure = TransientFailure(f"Unexpected error: {type(outcome).__name__}.")
     if claim.attempt >= settings.ASSISTANT_MAX_ATTEMPTS:
         return _failed(claim, f"{failure} Gave up after {claim.attempt} attempts.")
-    from delivery.handoff import backoff_seconds
-
     delay = max(backoff_seconds(claim.attempt), min(failure.retry_after or 0, settings.ASSISTANT_RETRY_MAX_SECONDS))
     next_attempt_at = timezone.now() + timedelta(seconds=delay)
     if queue.record_retry(claim, str(failure), next_attempt_at):

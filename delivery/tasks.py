@@ -1,14 +1,22 @@
 """The hand-off task (the immediate backend, and any task backend outside the database), and how a delivery gets its
 attempt whichever backend is configured."""
 
+import logging
 from datetime import datetime
 from functools import partial
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Case, F, PositiveIntegerField, Value, When
 from django.tasks import task
+from django.utils import timezone
 from django_tasks_db import DatabaseBackend
 
+from conversations.models import Delivery, DeliveryStatus
+from delivery.handoff import retryable
 from ops import metrics
+
+logger = logging.getLogger("delivery.handoff")
 
 
 @task
@@ -17,7 +25,6 @@ def deliver_message(message_id: str | int) -> str:
     afterwards. The task carries the public id, not the delivery's key, because the id exists before any row is
     written: the request writes the message, its delivery and this task's row in one statement. An integer is a
     delivery's key, as tasks enqueued before that change carry it: they still run after a deploy."""
-    from conversations.models import Delivery
     from delivery.handoff import attempt_delivery
 
     if queued_in_database():
@@ -28,7 +35,13 @@ def deliver_message(message_id: str | int) -> str:
         delivery_id: int | None = message_id
     else:
         delivery_id = Delivery.objects.filter(message__public_id=message_id).values_list("pk", flat=True).first()
-    status = "skipped" if delivery_id is None else attempt_delivery(delivery_id)
+    if delivery_id is None:
+        return "skipped"
+    deferrable = can_defer()
+    status = attempt_delivery(delivery_id, deferrable)
+    if status == "queued" and deferrable:  # the retry, as a task due at the delivery's next_attempt_at
+        delivery = Delivery.objects.select_related("message").get(pk=delivery_id)
+        enqueue_delivery(delivery.message.public_id, run_after=delivery.next_attempt_at, delivery_id=delivery.pk)
     if status != "skipped":
         metrics.delivery_attempt_finished("retrying" if status == "queued" else status)
     return status
@@ -43,17 +56,55 @@ def queued_in_database() -> bool:
     """Whether deliveries wait in the database for the delivery engine (delivery/engine.py, run by ``manage.py
     db_worker``): with the database task backend. The delivery row is then the queue's entry: it is written with the
     message, in the same statement, and nothing else needs enqueuing."""
-    return isinstance(deliver_message.get_backend(), DatabaseBackend)
+    return isinstance(deliver_message.get_backend(), DatabaseBackend) and not settings.DELIVERY_BROKER_URL
 
 
-def enqueue_delivery(message_id: str, run_after: datetime | None = None) -> None:
+def enqueue_delivery(message_id: str, run_after: datetime | None = None, *, delivery_id: int | None = None) -> None:
     """Make sure a queued delivery gets its attempt, as part of the caller's transaction.
 
-    With the database backend there is nothing to do: the engine claims queued deliveries when they are due
-    (``next_attempt_at``). Any other backend gets a task, told after the commit; should that fail, the delivery
-    stays queued and `retrydeliveries --due` picks it up.
+    With a broker (DELIVERY_BROKER_URL): its Dramatiq message, sent after the commit (delivery/broker.py); should
+    that fail, the workers' sweep finds the delivery. With the database backend there is nothing to do: the engine
+    claims queued deliveries when they are due (``next_attempt_at``). Any other backend gets a task, told after the
+    commit; should that fail, the delivery stays queued and `retrydeliveries --due` picks it up.
     """
+    if settings.DELIVERY_BROKER_URL:
+        transaction.on_commit(partial(_send_to_broker, message_id, delivery_id), robust=True)
+        return
     if queued_in_database():
         return
     queued_task = deliver_message if run_after is None else deliver_message.using(run_after=run_after)
     transaction.on_commit(partial(queued_task.enqueue, message_id), robust=True)
+
+
+def _send_to_broker(message_id: str, delivery_id: int | None) -> None:
+    from delivery.broker import deliver
+
+    if delivery_id is None:
+        delivery_id = Delivery.objects.filter(message__public_id=message_id).values_list("pk", flat=True).first()
+    if delivery_id is not None:
+        deliver.send(delivery_id)
+
+
+def retry_delivery(delivery: Delivery) -> bool:
+    """Give a failed, queued or abandoned delivery an attempt now. False if it is delivered or an attempt is in
+    progress. Only a failed one starts a fresh round (its count back to 0); a queued or abandoned one keeps its
+    count, so the runtime never sees the same attempt number twice for a message it may already have received
+    (a dead worker's attempt 1 is followed by attempt 2, not by another attempt 1)."""
+    now = timezone.now()
+    with transaction.atomic():
+        requeued = Delivery.objects.filter(retryable(now), pk=delivery.pk).update(
+            status=DeliveryStatus.QUEUED,
+            attempts=Case(
+                When(status=DeliveryStatus.FAILED, then=Value(0)),
+                default=F("attempts"),
+                output_field=PositiveIntegerField(),
+            ),
+            next_attempt_at=None,
+            lease_expires_at=None,
+            updated_at=now,
+        )
+        if requeued:
+            enqueue_delivery(delivery.message.public_id, delivery_id=delivery.pk)
+    if requeued:
+        logger.info("delivery %s queued again by staff", delivery.pk)
+    return bool(requeued)

@@ -133,14 +133,17 @@ def runtime_server(delay: float = 0.0) -> Iterator[Runtime]:
         server.server_close()
 
 
-class Worker:
-    """One `manage.py db_worker --no-reload` process, as the Procfile runs it."""
+DB_WORKER = ["manage.py", "db_worker", "--no-reload", "--no-startup-delay", "--interval", "0.2"]
 
-    def __init__(self, env: dict[str, str], name: str) -> None:
+
+class Worker:
+    """One `manage.py db_worker --no-reload` process, as the Procfile runs it (or another command)."""
+
+    def __init__(self, env: dict[str, str], name: str, command: list[str] = DB_WORKER) -> None:
         self.log_path = f"/tmp/{NAME}-{name}-{os.getpid()}-{time.monotonic_ns()}.log"
         self.log = open(self.log_path, "w")  # noqa: SIM115
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "db_worker", "--no-reload", "--no-startup-delay", "--interval", "0.2"],
+            [sys.executable, *command],
             cwd=ROOT, env=service_env(**env), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 
@@ -193,7 +196,7 @@ class Stack:
 
 
 @contextmanager
-def delivery_stack(users: int) -> Iterator[Stack]:
+def delivery_stack(users: int, **extra_env: str) -> Iterator[Stack]:
     require_postgres_and_redis()
     with private_database("delivery") as database_url:
         env = {
@@ -201,6 +204,7 @@ def delivery_stack(users: int) -> Iterator[Stack]:
             "TASK_BACKEND": "database",
             "INGEST_RATE_LIMIT": "100000/h",
             "ASSISTANT_WEBHOOK_SECRET": SECRET,
+            **extra_env,
         }
         keys = run_python(USERS_SETUP % users, env)
         gunicorn = Gunicorn(env)

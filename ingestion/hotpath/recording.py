@@ -74,7 +74,8 @@ def record_user_message(
         only_if = recent.still_holds(api_key, conversation)
     if not insert_together(rows, only_if):
         raise recent.NoLongerHolds()
-    enqueue_delivery(message.public_id)  # the database backend: nothing (the delivery row is the queue's entry)
+    # The database queue: nothing (the delivery row is the queue's entry); a broker: its message, after the commit.
+    enqueue_delivery(message.public_id, delivery_id=delivery.pk)
     if api_key is not None:
         note_key_used(api_key)
     return message
