@@ -1,3 +1,6 @@
+import zoneinfo
+from functools import cache
+
 import phonenumbers
 from django.core.exceptions import ValidationError
 
@@ -16,4 +19,19 @@ def validate_e164(value: str) -> None:
         raise ValidationError(
             "Write the number in E.164 form without spaces or dashes, for example +14155551234.",
             code="invalid_phone",
+        )
+
+
+@cache
+def time_zone_names() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
+
+def validate_time_zone(value: str) -> None:
+    """An IANA time zone name this server knows, such as Europe/Paris or America/New_York."""
+    if value not in time_zone_names():
+        raise ValidationError(
+            "%(value)s is not a time zone name; use one such as Europe/Paris or America/New_York.",
+            code="invalid_time_zone",
+            params={"value": value[:64]},
         )

@@ -1,18 +1,20 @@
-"""A small JSON-over-HTTP client for the remote backends (urllib: no dependency). It never follows redirects (a
-signed POST must not be replayed elsewhere) and never puts the URL into an error text (it may carry a token).
+"""A small JSON-over-HTTP client for the remote backends (http.client: no dependency), keeping connections open
+between requests. It never follows redirects (a signed POST must not be replayed elsewhere) and never puts the URL
+into an error text (it may carry a token).
 
 Its timeout bounds the whole exchange (connect, send, status line, headers, body), not each socket read: a server
 that sends one header line a second would otherwise hold an attempt far past ASSISTANT_TIMEOUT_SECONDS."""
 
 import contextlib
+import heapq
 import http.client
 import socket
+import ssl
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from email.message import Message as HeaderMap
+from urllib.parse import urlsplit
 
 from assistant.outcomes import PermanentFailure, TransientFailure
 
@@ -31,100 +33,180 @@ class Response:
         return float(raw) if raw.isdigit() else None
 
 
-class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None  # urllib then raises HTTPError with the 3xx status, which the caller treats as a refusal
+class _Deadlines:
+    """One thread that shuts a connection's socket down when its exchange's time is up, whatever the server is doing:
+    a blocked read then returns at once (a socket timeout only bounds each read). One for the process, however
+    many exchanges run at once: a heap of deadlines, no thread per exchange."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, _Watch]] = []
+        self._counter = 0
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, sock: socket.socket, ends_at: float) -> "_Watch":
+        entry = _Watch(sock)
+        with self._changed:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="assistant-deadlines", daemon=True)
+                self._thread.start()
+            self._counter += 1
+            heapq.heappush(self._heap, (ends_at, self._counter, entry))
+            if self._heap[0][2] is entry:
+                self._changed.notify()
+        return entry
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    self._changed.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
+                _, _, entry = heapq.heappop(self._heap)
+            entry.expire()
 
 
-class _Deadline:
-    """Shuts a connection's socket down at a fixed time, whatever the server is doing: a blocked read then returns
-    at once (the per-read socket timeout only bounds each read). One timer per exchange, cancelled when it ends."""
+class _Watch:
+    __slots__ = ("done", "expired", "lock", "sock")
 
-    def __init__(self, seconds: float) -> None:
-        self.ends_at = time.monotonic() + seconds
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.done = False
         self.expired = False
-        self._timer: threading.Timer | None = None
+        self.lock = threading.Lock()
 
-    def watch(self, sock: socket.socket) -> None:
-        self._timer = threading.Timer(max(self.ends_at - time.monotonic(), 0.0), self._expire, args=(sock,))
-        self._timer.daemon = True
-        self._timer.start()
+    def expire(self) -> None:
+        with self.lock:
+            if self.done:
+                return
+            self.expired = True
+            with contextlib.suppress(OSError):  # already closed: the exchange ended on its own
+                self.sock.shutdown(socket.SHUT_RDWR)
 
-    def _expire(self, sock: socket.socket) -> None:
-        self.expired = True
-        with contextlib.suppress(OSError):  # already closed: the exchange ended on its own
-            sock.shutdown(socket.SHUT_RDWR)
+    def cancel(self) -> bool:
+        """End the watch; whether the deadline had already struck."""
+        with self.lock:
+            self.done = True
+            return self.expired
 
-    def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
 
-    def opener(self) -> urllib.request.OpenerDirector:
-        deadline = self
+_deadlines = _Deadlines()
 
-        class Http(http.client.HTTPConnection):
-            def connect(self) -> None:
-                super().connect()
-                deadline.watch(self.sock)
 
-        class Https(http.client.HTTPSConnection):
-            def connect(self) -> None:
-                super().connect()
-                deadline.watch(self.sock)
+class _Connections(threading.local):
+    """Each thread's keep-alive connections, by (scheme, host, port): a delivery worker's attempt threads together
+    form the pool (one connection per thread and runtime), with no checkout and no lock."""
 
-        class HttpHandler(urllib.request.HTTPHandler):
-            def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-                return self.do_open(Http, req)
+    def __init__(self) -> None:
+        self.open: dict[tuple[str, str, int], http.client.HTTPConnection] = {}
 
-        class HttpsHandler(urllib.request.HTTPSHandler):
-            def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-                return self.do_open(Https, req, context=self._context)  # type: ignore[attr-defined]
 
-        return urllib.request.build_opener(_RefuseRedirects, HttpHandler, HttpsHandler)
+_connections = _Connections()
+_TLS = ssl.create_default_context()
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
 
 def post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Response:
     """POST a JSON body; return any HTTP answer, raise TransientFailure when there is none within ``timeout``
-    seconds for the whole exchange (PermanentFailure when the request cannot even be built)."""
-    deadline = _Deadline(timeout)
+    seconds for the whole exchange (PermanentFailure when the request cannot even be built).
+
+    The connection is kept open for the thread's next request to the same server (HTTP/1.1 keep-alive). A kept
+    connection that the server had closed meanwhile fails before any answer arrives; the request is then sent once
+    more on a new connection (the same request, the same webhook-id: a runtime that did get the first one drops
+    the second)."""
+    ends_at = time.monotonic() + timeout
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PermanentFailure("The request could not be built: check the backend's URL.")
     try:
-        response = _post(url, body, headers, timeout, deadline.opener())
-    except TransientFailure:
-        if deadline.expired:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise PermanentFailure("The request could not be built: check the backend's URL.") from None
+    target = (parts.scheme, parts.hostname, port)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    sent_headers = {"Content-Type": "application/json", **headers}
+    for _ in range(2):
+        kept = _connections.open.pop(target, None)
+        if kept is not None and kept.sock is None:
+            kept = None
+        try:
+            return _exchange(kept or _connect(target, ends_at), kept is not None, path, body, sent_headers, ends_at)
+        except _StaleConnection:
+            continue
+        except TimeoutError:
             raise TransientFailure(f"No response within {timeout:g} seconds.") from None
-        raise
-    finally:
-        deadline.cancel()
-    if deadline.expired:  # the socket was shut mid-body: what was read is not the whole answer
-        raise TransientFailure(f"No response within {timeout:g} seconds.")
-    return response
+    raise TransientFailure("The connection failed: RemoteDisconnected.")
 
 
-def _post(
-    url: str, body: bytes, headers: dict[str, str], timeout: float, opener: urllib.request.OpenerDirector
-) -> Response:
+class _StaleConnection(Exception):
+    """A kept connection the server had closed: nothing was answered, try a new one."""
+
+
+def _connect(target: tuple[str, str, int], ends_at: float) -> http.client.HTTPConnection:
+    scheme, host, port = target
+    remaining = max(ends_at - time.monotonic(), 0.001)
+    connection = (
+        http.client.HTTPSConnection(host, port, timeout=remaining, context=_TLS)
+        if scheme == "https"
+        else http.client.HTTPConnection(host, port, timeout=remaining)
+    )
     try:
-        request = urllib.request.Request(  # noqa: S310  (the URL is operator configuration, checked to be http(s))
-            url, data=body, method="POST", headers={"Content-Type": "application/json", **headers}
-        )
-        with opener.open(request, timeout=timeout) as answer:
-            return Response(answer.status, answer.read(MAX_RESPONSE_BYTES), answer.headers)
-    except urllib.error.HTTPError as error:
-        with error:
-            return Response(error.code, error.read(MAX_RESPONSE_BYTES), error.headers)
+        connection.connect()
     except TimeoutError:
-        raise TransientFailure(f"No response within {timeout:g} seconds.") from None
-    except urllib.error.URLError as error:
-        if isinstance(error.reason, TimeoutError):
-            raise TransientFailure(f"No response within {timeout:g} seconds.") from None
-        raise TransientFailure(f"Could not connect: {error.reason}.") from None
-    except (http.client.HTTPException, ConnectionError) as error:
+        raise
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise TransientFailure(f"Could not connect: {reason}.") from None
+    connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return connection
+
+
+def _exchange(
+    connection: http.client.HTTPConnection,
+    kept: bool,
+    path: str,
+    body: bytes,
+    headers: dict[str, str],
+    ends_at: float,
+) -> Response:
+    timeout = ends_at - time.monotonic()
+    if timeout <= 0:
+        connection.close()
+        raise TimeoutError
+    connection.sock.settimeout(timeout)
+    watch = _deadlines.watch(connection.sock, ends_at)
+    reusable = False
+    try:
+        connection.request("POST", path, body, headers)
+        answer = connection.getresponse()
+        data = answer.read(MAX_RESPONSE_BYTES)
+        reusable = not answer.will_close and answer.isclosed()  # read to its end, and the server keeps it open
+        response = Response(answer.status, data, answer.msg)
+    except _STALE as error:
+        if watch.cancel():
+            raise TimeoutError from None
+        if kept:
+            raise _StaleConnection from None
         raise TransientFailure(f"The connection failed: {type(error).__name__}.") from None
     except ValueError:
-        # urllib and http.client quote the URL or the header value they refuse, and a header holds the API key.
+        watch.cancel()
+        # http.client quotes the header value or path it refuses, and a header holds the API key.
         raise PermanentFailure(
             "The request could not be built: check the backend's URL and that its API key has no line breaks."
         ) from None
+    except (http.client.HTTPException, OSError) as error:
+        if watch.cancel() or isinstance(error, TimeoutError):
+            raise TimeoutError from None
+        raise TransientFailure(f"The connection failed: {type(error).__name__}.") from None
+    finally:
+        if not reusable:
+            connection.close()
+    if watch.cancel():  # the socket was shut mid-body: what was read is not the whole answer
+        connection.close()
+        raise TimeoutError
+    if reusable:
+        scheme = "https" if isinstance(connection, http.client.HTTPSConnection) else "http"
+        _connections.open[(scheme, connection.host, connection.port)] = connection
+    return response
 
 
 def printable(text: str, limit: int = 200) -> str:

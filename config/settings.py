@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+import phonenumbers
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
@@ -44,10 +45,11 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "django_tasks_db",
     # Bottom to top (README, "Layout"): identity, the thread, the assistant and its hand-off, the ways in.
     "accounts",
     "keys",
+    "devices",
+    "triggers",
     "conversations",
     "connections",
     "reminders",
@@ -55,6 +57,9 @@ INSTALLED_APPS = [
     "delivery",
     "ingestion",
     "console",
+    # After "delivery", whose db_worker command (the Procfile's worker: django-tasks-db's, with the delivery engine
+    # running beside it) takes precedence over the one of the same name here.
+    "django_tasks_db",
 ]
 
 MIDDLEWARE = [
@@ -128,10 +133,17 @@ if "postgresql" in DATABASES["default"]["ENGINE"]:
     # Persistent connections (CONN_MAX_AGE, health-checked before reuse), not Django's psycopg pool: connections
     # are per thread, and a gunicorn thread serves one request at a time, so each thread keeping its own connection
     # already is a pool of exactly the right size, with no checkout per request and no pool thread per worker.
-    # Connections in use = WEB_CONCURRENCY x WEB_THREADS per web process (+1 per task worker, +1 for release);
+    # Connections in use = WEB_CONCURRENCY x WEB_THREADS per web process (+3 per worker process: its task loop, the
+    # delivery engine's claimer and recorder; +1 for release);
     # keep that under the plan's connection limit (see README, Deployment). A server that does not answer fails
     # the request (503) and /readyz within DATABASE_CONNECT_TIMEOUT seconds instead of hanging the thread.
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+    # A shared pool instead (psycopg_pool, at most this many connections per process): for processes with many
+    # threads that each use the database briefly, such as the Dramatiq delivery worker (delivery/broker.py sets it).
+    DATABASE_POOL_SIZE = env_int("DATABASE_POOL_SIZE", 0)
+    if DATABASE_POOL_SIZE > 0:
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": DATABASE_POOL_SIZE, "timeout": 30}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -232,12 +244,34 @@ _SMTP_OPTIONS: dict[str, Any] = (
     if _EMAIL_HOST
     else {"host": "localhost", "port": 25}
 )
-MAILERS = {"default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": _SMTP_OPTIONS}}
+# In development (DEBUG, `make run`) without EMAIL_HOST, emails are printed in the server's terminal instead, so that
+# password reset can be tried locally: the link is there to open.
+_EMAIL_TO_TERMINAL = DEBUG and not _EMAIL_HOST and not TESTING
+MAILERS = {
+    "default": (
+        {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
+        if _EMAIL_TO_TERMINAL
+        else {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": _SMTP_OPTIONS}
+    )
+}
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Assistant Inbox <no-reply@localhost>")
-PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST)
+PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST) or _EMAIL_TO_TERMINAL
 PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link works for an hour (Django's default is three days)
 # Reset emails asked for per client address (each one mails whoever owns the address typed in).
 PASSWORD_RESET_RATE_LIMIT = env_rate("PASSWORD_RESET_RATE_LIMIT", "5/h")
+# Sign-ups per client address (each one costs a password hash, some 0.5 s of a core); the last one pauses sign-ups
+# from the address until the window ends.
+SIGNUP_RATE_LIMIT = env_rate("SIGNUP_RATE_LIMIT", "5/h")
+# Active (unrevoked) API keys one account may hold: each key has its own rate limit, so keys without number would
+# multiply an account's sending rate. Revoking a key makes room for another.
+MAX_ACTIVE_KEYS_PER_ACCOUNT = env_int("MAX_ACTIVE_KEYS_PER_ACCOUNT", 20)
+# A phone number typed without its country code (console sign-up and settings) is read as a number of the browser's
+# region (Accept-Language) or, failing that, of this one (ISO 3166 code: US, GB, DE, ...; accounts/phones.py).
+PHONE_DEFAULT_REGION = env_str("PHONE_DEFAULT_REGION", "US").upper()
+if PHONE_DEFAULT_REGION not in phonenumbers.SUPPORTED_REGIONS:
+    raise ImproperlyConfigured(
+        f"PHONE_DEFAULT_REGION must be a two-letter region code such as US or GB; got {PHONE_DEFAULT_REGION!r}"
+    )
 
 # --- Limits and retries (DESIGN.md "Limits", "Idempotency") ---------------------------------------------------
 # Rates in django-ratelimit's syntax: a count per s, m, h or d, with an optional multiplier (60/m, 1000/h, 10/30s).
@@ -249,6 +283,12 @@ INGEST_RATE_LIMIT = env_rate("INGEST_RATE_LIMIT", "60/m")
 AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")
 # Failed log-ins (console and admin) per client address; over it, every log-in from the address is refused (429)
 # until the window ends, whatever the password (console/login_limits.py).
+# `poke login` (ingestion/cli_auth.py), per client address: log-in codes requested, and polls (the CLI polls every
+# 2 seconds, 30 a minute).
+CLI_AUTH_CODE_RATE_LIMIT = env_rate("CLI_AUTH_CODE_RATE_LIMIT", "10/h")
+CLI_AUTH_POLL_RATE_LIMIT = env_rate("CLI_AUTH_POLL_RATE_LIMIT", "60/m")
+# Wrong user codes typed on /device per client address before it is paused (guessing a code is the attack).
+DEVICE_CODE_FAILURE_RATE_LIMIT = env_rate("DEVICE_CODE_FAILURE_RATE_LIMIT", "10/15m")
 LOGIN_FAILURE_RATE_LIMIT = env_rate("LOGIN_FAILURE_RATE_LIMIT", "10/15m")
 # How many proxies in front of the app append the peer's address to X-Forwarded-For (1 behind a PaaS router).
 # 0 uses the connection's address; the client-written start of X-Forwarded-For is never trusted.
@@ -300,6 +340,24 @@ ASSISTANT_TIMEOUT_SECONDS = env_float("ASSISTANT_TIMEOUT_SECONDS", 10)
 # How many of the latest thread messages (this one included) go to a remote assistant.
 ASSISTANT_THREAD_MESSAGES = env_int("ASSISTANT_THREAD_MESSAGES", 20)
 
+# Deliveries through a broker instead (README, "Deliveries through a broker"): a Dramatiq broker URL, amqp://… for
+# RabbitMQ or redis://… for Redis. Empty: the database queue (the delivery engine in `manage.py db_worker`).
+DELIVERY_BROKER_URL = env_str("DELIVERY_BROKER_URL")
+# The broker's queue for deliveries (one per deployment sharing a broker).
+DELIVERY_BROKER_QUEUE = env_str("DELIVERY_BROKER_QUEUE", "deliveries")
+# With a broker: how often each worker process looks for deliveries the broker was never told about.
+DELIVERY_SWEEP_SECONDS = env_float("DELIVERY_SWEEP_SECONDS", 30)
+# The delivery engine (`manage.py db_worker` with TASK_BACKEND=database; README, "The delivery engine").
+# Attempts in flight per worker process: threads waiting on the assistant, each with a keep-alive connection to it.
+# The process's database connections stay at two whatever this is.
+DELIVERY_CONCURRENCY = env_int("DELIVERY_CONCURRENCY", 32)
+# At most this many deliveries claimed by one statement.
+DELIVERY_CLAIM_BATCH = env_int("DELIVERY_CLAIM_BATCH", 64)
+# On SIGTERM: how long attempts in flight may still finish before they are put back (platforms SIGKILL after 30 s).
+DELIVERY_GRACE_SECONDS = env_float("DELIVERY_GRACE_SECONDS", 20)
+# An attempt's lease is ASSISTANT_TIMEOUT_SECONDS plus this; a worker that dies loses its deliveries when it ends.
+DELIVERY_LEASE_MARGIN_SECONDS = env_float("DELIVERY_LEASE_MARGIN_SECONDS", 20)
+
 ASSISTANT_WEBHOOK_URL = env_str("ASSISTANT_WEBHOOK_URL")
 # The Standard Webhooks secret shared with the runtime: it signs our requests and verifies its callbacks.
 _WEBHOOK_SECRET = env_str("ASSISTANT_WEBHOOK_SECRET")
@@ -317,7 +375,7 @@ ASSISTANT_SYSTEM_PROMPT = env_str(
     "ASSISTANT_SYSTEM_PROMPT",
     "You are the user's personal assistant. Messages reach you from the user's own scripts, apps and automations "
     "through their API keys, and are meant as if the user had typed them. A message may carry structured context "
-    "as JSON. Answer the user briefly and say plainly what you would do; you cannot take actions yourself.",
+    "as JSON. Answer the user briefly and say plainly what you did; never claim an action no tool performed.",
 )
 
 # --- MCP connections and tools (README, "MCP connections" and "An assistant that acts") -------------------------
@@ -335,6 +393,10 @@ ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
 # soon after the previous one the next may come.
 MCP_FOLLOW_UP_LIMIT = env_int("MCP_FOLLOW_UP_LIMIT", 10)
 MCP_FOLLOW_UP_INTERVAL_SECONDS = env_float("MCP_FOLLOW_UP_INTERVAL_SECONDS", 2)
+# Reminders also go to the person's channel through this gateway when it is set (reminders/channel.py).
+REMINDER_CHANNEL_WEBHOOK_URL = env_str("REMINDER_CHANNEL_WEBHOOK_URL")
+REMINDER_CHANNEL_WEBHOOK_TOKEN = env_str("REMINDER_CHANNEL_WEBHOOK_TOKEN")
+REMINDER_CHANNEL_TIMEOUT_SECONDS = env_float("REMINDER_CHANNEL_TIMEOUT_SECONDS", 5)
 # Where follow-ups are posted back to: this server's public address (the callback URL is built from it).
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 

@@ -17,6 +17,10 @@ urlpatterns = [
     path("", include("console.urls.accounts")),
     path("", include("console.urls.keys")),
     path("", include("console.urls.thread")),
+    path("", include("console.urls.devices")),
+    path("", include("console.urls.triggers")),
+    path("", include("console.urls.connections")),
+    path("", include("console.urls.reminders")),
     # Keep last among the /api/ routes: anything unknown under /api/ answers JSON.
     re_path(r"^api/", api_not_found),
 ]

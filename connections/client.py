@@ -7,6 +7,7 @@ never appears in one.
 """
 
 import json
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -108,11 +109,31 @@ def _run[T](
                 return await work(mcp)
 
     try:
-        return anyio.run(session)
+        return _in_own_thread(lambda: anyio.run(session))
     except McpError:
         raise
     except BaseException as error:  # anyio wraps what failed inside the session in exception groups
         raise _explained(error, statuses) from None
+
+
+def _in_own_thread[T](work: Callable[[], T]) -> T:
+    """Run the session's event loop in a thread of its own: the caller's thread may already have a loop running
+    (an ASGI server, a test driving a browser), and anyio.run() refuses to start inside one."""
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as error:
+            failure.append(error)
+
+    thread = threading.Thread(target=target, name="mcp-session", daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def _leaves(error: BaseException) -> list[BaseException]:

@@ -28,15 +28,15 @@ def _curl(url: str, plaintext: str, message: str) -> str:
 
 
 def _python(api_base: str, plaintext: str) -> str:
+    # base_url passed explicitly: without it (and without POKE_API) the SDK sends the key to its vendor's server.
     return (
         "# pip install poke\n"
-        f"# export POKE_API={api_base}\n"
         f"# export POKE_API_KEY='{plaintext}'\n"
         "import os\n"
         "\n"
         "from poke import Poke\n"
         "\n"
-        'poke = Poke(api_key=os.environ["POKE_API_KEY"])\n'
+        f'poke = Poke(api_key=os.environ["POKE_API_KEY"], base_url="{api_base}")\n'
         'print(poke.send_message("Remind me to review the pull requests at 4pm"))'
     )
 
@@ -67,4 +67,58 @@ def for_new_key(base_url: str, plaintext: str, generation: str) -> list[Example]
         Example("curl", "curl", "shell", _curl(url, plaintext, "Remind me to stretch at 3pm")),
         Example("python", "Python (poke SDK)", "python", _python(base_url + "/api/v1", plaintext)),
         Example("github-actions", "GitHub Actions step", "yaml", _github_actions(url)),
+    ]
+
+
+def _trigger_curl(url: str, token: str) -> str:
+    return (
+        f"export POKE_WEBHOOK_TOKEN='{token}'\n"
+        "\n"
+        f"curl -X POST {url} \\\n"
+        '  -H "Authorization: Bearer $POKE_WEBHOOK_TOKEN" \\\n'
+        '  -H "Content-Type: application/json" \\\n'
+        '  -d \'{"order": 1042, "customer": "Sam", "total": "38.50"}\''
+    )
+
+
+def _trigger_github(url: str, secret: str | None) -> str:
+    if secret is None:
+        return (
+            "# GitHub cannot send an Authorization header. Make a webhook with\n"
+            "# “Also accept signed requests (GitHub)” ticked, then in the repository:\n"
+            "# Settings → Webhooks → Add webhook\n"
+            f"#   Payload URL:  {url}\n"
+            "#   Content type: application/json\n"
+            "#   Secret:       the pws_… signing secret shown with it"
+        )
+    return (
+        "# In the repository: Settings → Webhooks → Add webhook\n"
+        f"Payload URL:  {url}\n"
+        "Content type: application/json\n"
+        f"Secret:       {secret}\n"
+        "# GitHub signs each delivery (X-Hub-Signature-256); pushes, pull requests, issues and\n"
+        "# workflow runs get a one-line summary in the message."
+    )
+
+
+def _trigger_alertmanager(url: str) -> str:
+    return (
+        "# alertmanager.yml: the token in a file next to it, e.g. /etc/alertmanager/poke-token\n"
+        "receivers:\n"
+        "  - name: my-assistant\n"
+        "    webhook_configs:\n"
+        f"      - url: {url}\n"
+        "        http_config:\n"
+        "          authorization:\n"
+        "            type: Bearer\n"
+        "            credentials_file: /etc/alertmanager/poke-token"
+    )
+
+
+def for_new_trigger(url: str, token: str, signing_secret: str | None) -> list[Example]:
+    """How to fire a new webhook trigger: curl, a GitHub repository webhook, Prometheus Alertmanager."""
+    return [
+        Example("curl", "curl", "shell", _trigger_curl(url, token)),
+        Example("github", "GitHub repository webhook", "text", _trigger_github(url, signing_secret)),
+        Example("alertmanager", "Prometheus Alertmanager", "yaml", _trigger_alertmanager(url)),
     ]

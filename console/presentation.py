@@ -1,7 +1,10 @@
 """How a message of the thread is described to its owner."""
 
 import json
+from dataclasses import dataclass
 from typing import Any
+
+from django.core.exceptions import ObjectDoesNotExist
 
 from conversations.models import Message, Source
 
@@ -13,8 +16,66 @@ def source_label(message: Message) -> str:
         return f"API via key “{key_name}”" if key_name else "API (key since removed)"
     if message.source == Source.LEGACY_WEBHOOK:
         return f"Legacy webhook via key “{key_name}”" if key_name else "Legacy webhook"
+    if message.source == Source.WEBHOOK_TRIGGER:
+        condition = message.trigger.condition if message.trigger_id and message.trigger else None
+        return f"Webhook “{condition[:60]}”" if condition else "Webhook"
+    if message.source == Source.TOOL_FOLLOW_UP and isinstance(message.context, dict) and message.context.get("tool"):
+        return f"Follow-up from {message.context['tool']}"
     return str(message.get_source_display())
+
+
+def actions_of(message: Message) -> list[Any]:
+    """What the assistant did (its tool calls) while writing this reply, oldest first; [] for other messages."""
+    try:
+        delivery = message.answered_delivery
+    except ObjectDoesNotExist:
+        return []
+    return list(delivery.actions.all())
 
 
 def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+# A long message is shown shortened in the thread (and in each poll's answer), with a link to the whole of it: the
+# thread of forty 240 KB messages was a 62 MB page.
+SHORT_TEXT_CHARS = 1500
+SHORT_JSON_CHARS = 1500
+SUMMARY_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True)
+class Excerpt:
+    text: str
+    shortened: bool
+    size: str  # of the whole, for the link: "240 KB", "3,200 characters"
+
+
+def _size_of(text: str) -> str:
+    length = len(text)
+    return f"{length:,} characters" if length < 10_000 else f"{round(len(text.encode()) / 1024):,} KB"
+
+
+def excerpt(text: str, limit: int = SHORT_TEXT_CHARS) -> Excerpt:
+    """The start of a long text, cut at a space near the limit where there is one."""
+    if len(text) <= limit:
+        return Excerpt(text, False, _size_of(text))
+    cut = text[:limit]
+    space = cut.rfind(" ", limit - 200)
+    return Excerpt((cut[:space] if space > 0 else cut).rstrip() + " …", True, _size_of(text))
+
+
+def context_excerpt(context: Any) -> Excerpt:
+    """The context JSON, indented, shortened like the text."""
+    whole = pretty_json(context)
+    if len(whole) <= SHORT_JSON_CHARS:
+        return Excerpt(whole, False, _size_of(whole))
+    return Excerpt(whole[:SHORT_JSON_CHARS].rstrip() + "\n…", True, _size_of(whole))
+
+
+def json_summary(context: Any) -> str:
+    """One line standing for a message that has no text (a body without a `message` member): its JSON, compact."""
+    if context is None:
+        return ""
+    compact = json.dumps(context, ensure_ascii=False, separators=(", ", ": "))
+    return compact if len(compact) <= SUMMARY_CHARS else compact[: SUMMARY_CHARS - 1].rstrip() + "…"

@@ -48,13 +48,17 @@ class Conversation(models.Model):
 class Role(models.TextChoices):
     USER = "user", "User"
     ASSISTANT = "assistant", "Assistant"
+    TOOL = "tool", "Tool"  # a long-running tool's follow-up, posted back later (the poke.mcp callback protocol)
 
 
 class Source(models.TextChoices):
     APP = "app", "Typed in the app"
     API = "api", "API"
     LEGACY_WEBHOOK = "legacy_webhook", "Legacy webhook"
+    WEBHOOK_TRIGGER = "webhook_trigger", "Webhook trigger"
     ASSISTANT = "assistant", "Assistant"
+    TOOL_FOLLOW_UP = "tool_follow_up", "Tool follow-up"
+    REMINDER = "reminder", "Reminder"
 
 
 class Message(models.Model):
@@ -71,6 +75,10 @@ class Message(models.Model):
     api_key = models.ForeignKey(
         "keys.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
     )
+    # The webhook trigger whose firing recorded the message (source webhook_trigger); no key is involved then.
+    trigger = models.ForeignKey(
+        "triggers.WebhookTrigger", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -86,6 +94,8 @@ class Endpoint(models.TextChoices):
     CURRENT = "api_message", "POST /api/v1/inbound/api-message"
     LEGACY = "legacy_webhook", "POST /api/v1/inbound-sms/webhook"
     CONSOLE = "console", "Console"
+    WEBHOOK_TRIGGER = "webhook_trigger", "POST /api/v1/inbound/webhook"
+    FOLLOW_UP = "follow_up", "POST /api/v1/mcp/callback (a tool's follow-up)"
 
 
 class DeliveryStatus(models.TextChoices):
@@ -93,6 +103,10 @@ class DeliveryStatus(models.TextChoices):
     PROCESSING = "processing", "Processing"
     DELIVERED = "delivered", "Delivered"
     FAILED = "failed", "Failed"
+
+
+# A delivery still to be handed over (waiting or being attempted): what the queue and the per-thread order look at.
+PENDING = [DeliveryStatus.QUEUED, DeliveryStatus.PROCESSING]
 
 
 class AssistantBackend(models.TextChoices):
@@ -123,6 +137,17 @@ class Delivery(models.Model):
         db_index=False,
         db_constraint=False,
     )
+    # The message's thread, repeated so that the delivery queue can keep each thread's deliveries in order (one at a
+    # time, in the order accepted) with one index (delivery/queue.py). No constraint, as for api_key.
+    conversation = models.ForeignKey(
+        Conversation,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+        db_index=False,
+        db_constraint=False,
+    )
     endpoint = models.CharField(max_length=16, choices=Endpoint.choices)
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.QUEUED)
     attempts = models.PositiveIntegerField(default=0)
@@ -133,6 +158,11 @@ class Delivery(models.Model):
     started_at = models.DateTimeField(null=True, blank=True, help_text="When the latest attempt started.")
     finished_at = models.DateTimeField(null=True, blank=True, help_text="When the latest attempt ended.")
     next_attempt_at = models.DateTimeField(null=True, blank=True, help_text="When a scheduled retry is due.")
+    lease_expires_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="While processing: when the attempt counts as abandoned (its worker died) and any worker takes it.",
+    )
     reply = models.OneToOneField(
         Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="answered_delivery"
     )
@@ -144,7 +174,15 @@ class Delivery(models.Model):
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "deliveries"
-        indexes = [models.Index(fields=["api_key", "created_at"]), models.Index(fields=["status", "created_at"])]
+        indexes = [
+            models.Index(fields=["api_key", "created_at"]),
+            models.Index(fields=["status", "created_at"]),
+            # The queue (delivery/queue.py): the pending deliveries in acceptance order, and each thread's pending ones.
+            models.Index(fields=["id"], name="delivery_pending", condition=models.Q(status__in=PENDING)),
+            models.Index(
+                fields=["conversation", "id"], name="delivery_pending_by_thread", condition=models.Q(status__in=PENDING)
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Delivery of message {self.message_id} ({self.status})"

@@ -5,8 +5,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from conversations.models import Delivery
-from delivery.handoff import retry_delivery
 from delivery.metrics import queue_state
+from delivery.tasks import retry_delivery
 
 
 @admin.register(Delivery)

@@ -7,18 +7,19 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, F, PositiveIntegerField, Q, QuerySet, Value, When
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from assistant.backends import backend_named
 from assistant.conversation import build_request
 from assistant.outcomes import PermanentFailure, Reply, TransientFailure
 from conversations.models import Delivery, DeliveryStatus, Message, Role, Source
-from delivery.tasks import can_defer, enqueue_delivery
+from delivery.queue import lease_seconds
 
 logger = logging.getLogger(__name__)
 
-# A delivery still "processing" this long after its attempt started was abandoned (its worker died).
+# A delivery "processing" with no lease (claimed by a release before leases) this long after its attempt started
+# was abandoned. With a lease, its expiry says so (delivery/queue.py).
 STALE_PROCESSING = timedelta(minutes=15)
 
 
@@ -35,8 +36,10 @@ def backoff_seconds(attempts: int) -> float:
     return float(delay * (1 - shortened_by))
 
 
-def attempt_delivery(delivery_id: int) -> str:
-    """Claim a queued delivery, hand its message to the configured assistant backend and record what happened."""
+def attempt_delivery(delivery_id: int, deferrable: bool = False) -> str:
+    """Claim a queued delivery, hand its message to the configured assistant backend and record what happened.
+    After a transient failure the delivery is queued again with its ``next_attempt_at``; the caller enqueues the
+    retry when its task backend can defer one (``deferrable``), else the log says who will pick it up."""
     now = timezone.now()
     claimed = Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.QUEUED).update(
         status=DeliveryStatus.PROCESSING,
@@ -45,6 +48,7 @@ def attempt_delivery(delivery_id: int) -> str:
         started_at=now,
         finished_at=None,
         next_attempt_at=None,
+        lease_expires_at=now + timedelta(seconds=lease_seconds()),
         updated_at=now,
     )
     if not claimed:
@@ -53,34 +57,33 @@ def attempt_delivery(delivery_id: int) -> str:
     try:
         outcome = backend_named(delivery.backend)(build_request(delivery.message, delivery.attempts))
     except TransientFailure as failure:
-        return _after_transient_failure(delivery, failure)
+        return _after_transient_failure(delivery, failure, deferrable)
     except PermanentFailure as failure:
         return _fail(delivery, str(failure))
     except Exception as error:
         logger.exception("delivery %s: unexpected error in the %s backend", delivery.pk, delivery.backend)
-        return _after_transient_failure(delivery, TransientFailure(f"Unexpected error: {type(error).__name__}."))
+        return _after_transient_failure(
+            delivery, TransientFailure(f"Unexpected error: {type(error).__name__}."), deferrable
+        )
     _record_delivered(delivery.pk, outcome.text if isinstance(outcome, Reply) else None, attempt_finished=True)
     logger.info("delivery %s delivered on attempt %s (%s)", delivery.pk, delivery.attempts, delivery.backend)
     return DeliveryStatus.DELIVERED.value
 
 
-def _after_transient_failure(delivery: Delivery, failure: TransientFailure) -> str:
+def _after_transient_failure(delivery: Delivery, failure: TransientFailure, deferrable: bool) -> str:
     if delivery.attempts >= settings.ASSISTANT_MAX_ATTEMPTS:
         return _fail(delivery, f"{failure} Gave up after {delivery.attempts} attempts.")
     now = timezone.now()
     delay = max(backoff_seconds(delivery.attempts), min(failure.retry_after or 0, settings.ASSISTANT_RETRY_MAX_SECONDS))
     next_attempt_at = now + timedelta(seconds=delay)
-    deferrable = can_defer()
-    with transaction.atomic():
-        requeued = Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PROCESSING).update(
-            status=DeliveryStatus.QUEUED,
-            next_attempt_at=next_attempt_at,
-            finished_at=now,
-            last_error=str(failure),
-            updated_at=now,
-        )
-        if requeued and deferrable:
-            enqueue_delivery(delivery.message.public_id, run_after=next_attempt_at)
+    requeued = Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PROCESSING).update(
+        status=DeliveryStatus.QUEUED,
+        next_attempt_at=next_attempt_at,
+        finished_at=now,
+        last_error=str(failure),
+        lease_expires_at=None,
+        updated_at=now,
+    )
     if requeued and not deferrable:
         logger.warning(
             "delivery %s: attempt %s failed (%s); the task backend cannot defer, so the retry due at %s waits "
@@ -104,7 +107,12 @@ def _after_transient_failure(delivery: Delivery, failure: TransientFailure) -> s
 def _fail(delivery: Delivery, error: str) -> str:
     now = timezone.now()
     Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PROCESSING).update(
-        status=DeliveryStatus.FAILED, finished_at=now, next_attempt_at=None, last_error=error, updated_at=now
+        status=DeliveryStatus.FAILED,
+        finished_at=now,
+        next_attempt_at=None,
+        last_error=error,
+        lease_expires_at=None,
+        updated_at=now,
     )
     logger.warning("delivery %s failed after %s attempt(s): %s", delivery.pk, delivery.attempts, error)
     return DeliveryStatus.FAILED.value
@@ -127,9 +135,20 @@ def _record_delivered(
         delivery.callback_id = callback_id
     delivery.status = DeliveryStatus.DELIVERED
     delivery.next_attempt_at = None
+    delivery.lease_expires_at = None
     if attempt_finished:
         delivery.finished_at = now
-    delivery.save(update_fields=["reply", "callback_id", "status", "next_attempt_at", "finished_at", "updated_at"])
+    delivery.save(
+        update_fields=[
+            "reply",
+            "callback_id",
+            "status",
+            "next_attempt_at",
+            "lease_expires_at",
+            "finished_at",
+            "updated_at",
+        ]
+    )
     return delivery
 
 
@@ -146,10 +165,15 @@ def record_callback_reply(message: Message, reply_text: str, callback_id: str) -
         return _record_delivered(delivery.pk, reply_text, attempt_finished=False, callback_id=callback_id), True
 
 
-def _retryable(now: datetime) -> Q:
-    return Q(status__in=[DeliveryStatus.FAILED, DeliveryStatus.QUEUED]) | Q(
-        status=DeliveryStatus.PROCESSING, started_at__lt=now - STALE_PROCESSING
+def _abandoned(now: datetime) -> Q:
+    """Being attempted by a worker that is gone: its lease expired (or, claimed before leases, long ago)."""
+    return Q(status=DeliveryStatus.PROCESSING) & (
+        Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True, started_at__lt=now - STALE_PROCESSING)
     )
+
+
+def retryable(now: datetime) -> Q:
+    return Q(status__in=[DeliveryStatus.FAILED, DeliveryStatus.QUEUED]) | _abandoned(now)
 
 
 def due_deliveries(grace: timedelta) -> QuerySet[Delivery]:
@@ -159,29 +183,5 @@ def due_deliveries(grace: timedelta) -> QuerySet[Delivery]:
     return Delivery.objects.filter(
         Q(status=DeliveryStatus.QUEUED, next_attempt_at__lte=cutoff)
         | Q(status=DeliveryStatus.QUEUED, next_attempt_at__isnull=True, created_at__lte=cutoff)
-        | Q(status=DeliveryStatus.PROCESSING, started_at__lt=timezone.now() - STALE_PROCESSING)
+        | _abandoned(timezone.now())
     )
-
-
-def retry_delivery(delivery: Delivery) -> bool:
-    """Give a failed, queued or abandoned delivery an attempt now. False if it is delivered or an attempt is in
-    progress. Only a failed one starts a fresh round (its count back to 0); a queued or abandoned one keeps its
-    count, so the runtime never sees the same attempt number twice for a message it may already have received
-    (a dead worker's attempt 1 is followed by attempt 2, not by another attempt 1)."""
-    now = timezone.now()
-    with transaction.atomic():
-        requeued = Delivery.objects.filter(_retryable(now), pk=delivery.pk).update(
-            status=DeliveryStatus.QUEUED,
-            attempts=Case(
-                When(status=DeliveryStatus.FAILED, then=Value(0)),
-                default=F("attempts"),
-                output_field=PositiveIntegerField(),
-            ),
-            next_attempt_at=None,
-            updated_at=now,
-        )
-        if requeued:
-            enqueue_delivery(delivery.message.public_id)
-    if requeued:
-        logger.info("delivery %s queued again by staff", delivery.pk)
-    return bool(requeued)

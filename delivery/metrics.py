@@ -3,9 +3,12 @@ worker may run on another machine; the database is what they share). Registered 
 is ready."""
 
 import logging
+import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.db import connection
 from django.db.models import Count, Min
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -15,6 +18,9 @@ from conversations.models import Delivery, DeliveryStatus
 
 logger = logging.getLogger(__name__)
 
+# Accept→delivered latency is read over the deliveries accepted this long before a scrape.
+LATENCY_WINDOW = timedelta(minutes=5)
+
 
 @dataclass(frozen=True)
 class QueueState:
@@ -22,6 +28,11 @@ class QueueState:
 
     counts: dict[str, int]
     oldest_queued_age_seconds: float
+    # Of the deliveries accepted in the last LATENCY_WINDOW and delivered: how many, and the median and 99th
+    # percentile of the seconds from acceptance to the end of the attempt that delivered them (None: none).
+    recently_delivered: int = 0
+    latency_p50_seconds: float | None = None
+    latency_p99_seconds: float | None = None
 
     @property
     def backlog(self) -> int:
@@ -33,12 +44,41 @@ class QueueState:
 
 
 def queue_state() -> QueueState:
-    """One GROUP BY and one MIN (the (status, created_at) index serves both): for a scrape or the admin's list,
-    never per request."""
+    """One GROUP BY, one MIN and one percentile aggregate (the (status, created_at) index serves all three): for a
+    scrape or the admin's list, never per request."""
     counts = dict(Delivery.objects.order_by().values_list("status").annotate(n=Count("id")))
     oldest = Delivery.objects.filter(status=DeliveryStatus.QUEUED).aggregate(at=Min("created_at"))["at"]
     age = 0.0 if oldest is None else max((timezone.now() - oldest).total_seconds(), 0.0)
-    return QueueState(counts, age)
+    delivered, p50, p99 = _recent_latency()
+    return QueueState(counts, age, delivered, p50, p99)
+
+
+_PERCENTILES = """
+    SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY s), percentile_cont(0.99) WITHIN GROUP (ORDER BY s)
+    FROM (SELECT extract(epoch FROM finished_at - created_at) AS s FROM {delivery}
+          WHERE status = 'delivered' AND created_at >= %s AND finished_at IS NOT NULL) AS recent
+"""
+
+
+def _recent_latency() -> tuple[int, float | None, float | None]:
+    """Accept→delivered over the last LATENCY_WINDOW: on PostgreSQL one aggregate over the (status, created_at)
+    index; elsewhere (SQLite, development) from the rows."""
+    since = timezone.now() - LATENCY_WINDOW
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_PERCENTILES.format(delivery=connection.ops.quote_name(Delivery._meta.db_table)), [since])
+            count, p50, p99 = cursor.fetchone()
+        return count, None if p50 is None else float(p50), None if p99 is None else float(p99)
+    rows = Delivery.objects.filter(
+        status=DeliveryStatus.DELIVERED, created_at__gte=since, finished_at__isnull=False
+    ).values_list("created_at", "finished_at")[:100_000]
+    seconds = sorted((finished - created).total_seconds() for created, finished in rows if finished is not None)
+    if not seconds:
+        return 0, None, None
+    if len(seconds) == 1:
+        return 1, seconds[0], seconds[0]
+    cuts = statistics.quantiles(seconds, n=100, method="inclusive")
+    return len(seconds), statistics.median(seconds), cuts[98]
 
 
 class DeliveriesByStatus(Collector):
@@ -63,4 +103,23 @@ class DeliveriesByStatus(Collector):
             "ingest_delivery_oldest_queued_age_seconds",
             "Seconds since the oldest still-queued delivery was accepted (0 when none is queued).",
             value=state.oldest_queued_age_seconds,
+        )
+        yield GaugeMetricFamily(
+            "ingest_deliveries_in_flight",
+            "Deliveries being attempted right now (processing), across every worker.",
+            value=state.in_flight,
+        )
+        latency = GaugeMetricFamily(
+            "ingest_delivery_latency_seconds",
+            "Seconds from acceptance to delivery, over the deliveries accepted in the last 5 minutes.",
+            labels=["quantile"],
+        )
+        for quantile, value in (("0.5", state.latency_p50_seconds), ("0.99", state.latency_p99_seconds)):
+            if value is not None:
+                latency.add_metric([quantile], value)
+        yield latency
+        yield GaugeMetricFamily(
+            "ingest_deliveries_recently_delivered",
+            "Deliveries accepted in the last 5 minutes and delivered (what the latency quantiles are read from).",
+            value=state.recently_delivered,
         )

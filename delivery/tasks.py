@@ -1,17 +1,22 @@
-"""The hand-off task, and how it is enqueued so that it exists exactly when the delivery record does."""
+"""The hand-off task (the immediate backend, and any task backend outside the database), and how a delivery gets its
+attempt whichever backend is configured."""
 
 import logging
 from datetime import datetime
 from functools import partial
 
+from django.conf import settings
 from django.db import transaction
-from django.tasks import signals as task_signals
+from django.db.models import Case, F, PositiveIntegerField, Value, When
 from django.tasks import task
-from django.tasks.signals import task_enqueued
+from django.utils import timezone
 from django_tasks_db import DatabaseBackend
-from django_tasks_db.models import DBTaskResult
 
+from conversations.models import Delivery, DeliveryStatus
+from delivery.handoff import retryable
 from ops import metrics
+
+logger = logging.getLogger("delivery.handoff")
 
 
 @task
@@ -20,14 +25,23 @@ def deliver_message(message_id: str | int) -> str:
     afterwards. The task carries the public id, not the delivery's key, because the id exists before any row is
     written: the request writes the message, its delivery and this task's row in one statement. An integer is a
     delivery's key, as tasks enqueued before that change carry it: they still run after a deploy."""
-    from conversations.models import Delivery
     from delivery.handoff import attempt_delivery
 
+    if queued_in_database():
+        # A task row written by an earlier release, before the delivery rows became the queue: the engine running
+        # in this same worker process claims the delivery itself (in its thread's order), so this does nothing.
+        return "skipped"
     if isinstance(message_id, int):
         delivery_id: int | None = message_id
     else:
         delivery_id = Delivery.objects.filter(message__public_id=message_id).values_list("pk", flat=True).first()
-    status = "skipped" if delivery_id is None else attempt_delivery(delivery_id)
+    if delivery_id is None:
+        return "skipped"
+    deferrable = can_defer()
+    status = attempt_delivery(delivery_id, deferrable)
+    if status == "queued" and deferrable:  # the retry, as a task due at the delivery's next_attempt_at
+        delivery = Delivery.objects.select_related("message").get(pk=delivery_id)
+        enqueue_delivery(delivery.message.public_id, run_after=delivery.next_attempt_at, delivery_id=delivery.pk)
     if status != "skipped":
         metrics.delivery_attempt_finished("retrying" if status == "queued" else status)
     return status
@@ -38,50 +52,59 @@ def can_defer() -> bool:
     return bool(deliver_message.get_backend().supports_defer)
 
 
-def new_task_row(message_id: str) -> DBTaskResult | None:
-    """With the database backend: the unsaved row that enqueues ``deliver_message(message_id)``, for the caller to
-    insert together with the message (``ingestion.hotpath.inserts``); the caller then calls ``announce_enqueued``.
-    None with any other backend: use ``enqueue_delivery``.
-
-    The fields are the ones ``DatabaseBackend.enqueue`` writes (tests/test_task_backends.py compares the two rows).
-    """
-    backend = deliver_message.get_backend()
-    if not isinstance(backend, DatabaseBackend):
-        return None
-    backend.validate_task(deliver_message)
-    return DBTaskResult(
-        id=backend._get_id(),
-        args_kwargs={"args": [message_id], "kwargs": {}},
-        priority=deliver_message.priority,
-        task_path=deliver_message.module_path,
-        queue_name=deliver_message.queue_name,
-        run_after=deliver_message.run_after,  # type: ignore[misc]  # None: django-tasks-db fills it in on pre_save
-        backend_name=backend.alias,
-    )
+def queued_in_database() -> bool:
+    """Whether deliveries wait in the database for the delivery engine (delivery/engine.py, run by ``manage.py
+    db_worker``): with the database task backend. The delivery row is then the queue's entry: it is written with the
+    message, in the same statement, and nothing else needs enqueuing."""
+    return isinstance(deliver_message.get_backend(), DatabaseBackend) and not settings.DELIVERY_BROKER_URL
 
 
-def announce_enqueued(row: DBTaskResult) -> None:
-    """What ``DatabaseBackend.enqueue`` does after writing its row: the ``task_enqueued`` signal.
+def enqueue_delivery(message_id: str, run_after: datetime | None = None, *, delivery_id: int | None = None) -> None:
+    """Make sure a queued delivery gets its attempt, as part of the caller's transaction.
 
-    The ``TaskResult`` the signal carries costs about as much to build as the rest of the hand-off's Python, and
-    the only receiver Django connects logs at DEBUG; so the signal is sent when anyone would notice: another
-    receiver, or that logger enabled for DEBUG.
-    """
-    receivers, async_receivers = task_enqueued._live_receivers(DatabaseBackend)
-    others = [r for r in [*receivers, *async_receivers] if r is not task_signals.log_task_enqueued]
-    if others or task_signals.logger.isEnabledFor(logging.DEBUG):
-        task_enqueued.send(DatabaseBackend, task_result=row.task_result)
-
-
-def enqueue_delivery(message_id: str, run_after: datetime | None = None) -> None:
-    """Enqueue an attempt as part of the caller's transaction.
-
-    With the database backend the task row is written inside that transaction, so the delivery's state and its
-    task commit (or roll back) together. Any other backend lives outside the database and is told after the
+    With a broker (DELIVERY_BROKER_URL): its Dramatiq message, sent after the commit (delivery/broker.py); should
+    that fail, the workers' sweep finds the delivery. With the database backend there is nothing to do: the engine
+    claims queued deliveries when they are due (``next_attempt_at``). Any other backend gets a task, told after the
     commit; should that fail, the delivery stays queued and `retrydeliveries --due` picks it up.
     """
+    if settings.DELIVERY_BROKER_URL:
+        transaction.on_commit(partial(_send_to_broker, message_id, delivery_id), robust=True)
+        return
+    if queued_in_database():
+        return
     queued_task = deliver_message if run_after is None else deliver_message.using(run_after=run_after)
-    if isinstance(queued_task.get_backend(), DatabaseBackend):
-        queued_task.enqueue(message_id)
-    else:
-        transaction.on_commit(partial(queued_task.enqueue, message_id), robust=True)
+    transaction.on_commit(partial(queued_task.enqueue, message_id), robust=True)
+
+
+def _send_to_broker(message_id: str, delivery_id: int | None) -> None:
+    from delivery.broker import deliver
+
+    if delivery_id is None:
+        delivery_id = Delivery.objects.filter(message__public_id=message_id).values_list("pk", flat=True).first()
+    if delivery_id is not None:
+        deliver.send(delivery_id)
+
+
+def retry_delivery(delivery: Delivery) -> bool:
+    """Give a failed, queued or abandoned delivery an attempt now. False if it is delivered or an attempt is in
+    progress. Only a failed one starts a fresh round (its count back to 0); a queued or abandoned one keeps its
+    count, so the runtime never sees the same attempt number twice for a message it may already have received
+    (a dead worker's attempt 1 is followed by attempt 2, not by another attempt 1)."""
+    now = timezone.now()
+    with transaction.atomic():
+        requeued = Delivery.objects.filter(retryable(now), pk=delivery.pk).update(
+            status=DeliveryStatus.QUEUED,
+            attempts=Case(
+                When(status=DeliveryStatus.FAILED, then=Value(0)),
+                default=F("attempts"),
+                output_field=PositiveIntegerField(),
+            ),
+            next_attempt_at=None,
+            lease_expires_at=None,
+            updated_at=now,
+        )
+        if requeued:
+            enqueue_delivery(delivery.message.public_id, delivery_id=delivery.pk)
+    if requeued:
+        logger.info("delivery %s queued again by staff", delivery.pk)
+    return bool(requeued)

@@ -91,3 +91,12 @@ def legacy_endpoint_text(body: Any) -> str:
     if "message" not in body:
         raise InvalidBody(f"The member 'message' is required; {_EXAMPLE}.")
     return _check_message(body)
+
+
+def trigger_payload(body: Any) -> dict[str, Any]:
+    """A webhook trigger takes any non-empty JSON object, forwarded whole as the message's context (its text is the
+    trigger's action, so no member is required)."""
+    body = _require_object(body)
+    if not body:
+        raise InvalidBody('The body is an empty object; send the event\'s data, for example {"order": 1042}.')
+    return body

@@ -231,3 +231,25 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if wait is not None:
         headers["Retry-After"] = str(max(1, int(wait + 0.999)))
     return error_response(exc.status_code, code, message, headers)
+
+
+# --- webhook triggers (ingestion/triggers.py) --------------------------------------------------------------------
+class InvalidWebhookToken(Unauthorized):
+    default_code = "invalid_webhook_token"
+    default_detail = (
+        "Invalid webhook token. Send the trigger's webhookToken (pwh_…) as 'Authorization: Bearer <token>'; "
+        "an API key does not fire webhooks."
+    )
+
+
+class RevokedWebhookTrigger(Unauthorized):
+    default_code = "revoked_webhook_trigger"
+    default_detail = "This webhook trigger has been revoked. Create a new one in the console under Webhooks."
+
+
+class InvalidWebhookSignature(Unauthorized):
+    default_code = "invalid_signature"
+    default_detail = (
+        "The X-Hub-Signature-256 does not match this trigger's signing secret (or the trigger has none). "
+        "Sign the exact body with the pws_ secret shown when the trigger was made, or send its token instead."
+    )

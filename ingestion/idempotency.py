@@ -29,6 +29,7 @@ from ingestion.exceptions import IdempotencyInProgress, IdempotencyKeyReused, In
 from ingestion.models import IdempotencyRecord
 from keys.models import ApiKey
 from ops.http import REPLAYED_HEADER
+from triggers.models import WebhookTrigger
 
 HEADER = "Idempotency-Key"
 MAX_LENGTH = 255
@@ -60,20 +61,31 @@ def idempotent(post: Handler) -> Handler:
         key = idempotency_key_of(request)
         if key is None:
             return post(view, request, *args, **kwargs)
-        api_key = request.auth
-        assert isinstance(api_key, ApiKey)  # the endpoints that use this authenticate with an API key
+        credential = request.auth
+        # The endpoints that use this authenticate with an API key or a webhook trigger's token.
+        assert isinstance(credential, (ApiKey, WebhookTrigger))
         digest = request_digest(str(view.endpoint), request.data)
-        return _once(lambda: post(view, request, *args, **kwargs), api_key, key, digest)
+        return _once(lambda: post(view, request, *args, **kwargs), credential, key, digest)
 
     return handle
 
 
-def _once(run: Callable[[], Response], api_key: ApiKey, key: str, digest: str, *, second_try: bool = False) -> Response:
+Credential = ApiKey | WebhookTrigger
+
+
+def _scope(credential: Credential) -> dict[str, Any]:
+    return {"trigger": credential} if isinstance(credential, WebhookTrigger) else {"api_key": credential}
+
+
+def _once(
+    run: Callable[[], Response], credential: Credential, key: str, digest: str, *, second_try: bool = False
+) -> Response:
     claimed = False
+    scope = _scope(credential)
     try:
         with transaction.atomic():
-            _refuse_if_in_flight(api_key, key)
-            record = IdempotencyRecord.objects.create(api_key=api_key, key=key, request_digest=digest)
+            _refuse_if_in_flight(credential, key)
+            record = IdempotencyRecord.objects.create(**scope, key=key, request_digest=digest)
             claimed = True
             response = run()
             record.response_status = response.status_code
@@ -83,14 +95,14 @@ def _once(run: Callable[[], Response], api_key: ApiKey, key: str, digest: str, *
     except IntegrityError:
         if claimed:
             raise  # not our constraint: a real error inside the request
-    earlier = IdempotencyRecord.objects.filter(api_key=api_key, key=key).first()
+    earlier = IdempotencyRecord.objects.filter(**scope, key=key).first()
     if earlier is None or _expired(earlier):
         # Pruned or expired since the INSERT failed: the key is free again, claim it once more.
         if second_try:
             raise IdempotencyInProgress()
         if earlier is not None:
             IdempotencyRecord.objects.filter(pk=earlier.pk, created_at=earlier.created_at).delete()
-        return _once(run, api_key, key, digest, second_try=True)
+        return _once(run, credential, key, digest, second_try=True)
     if earlier.request_digest != digest:
         raise IdempotencyKeyReused()
     if earlier.response_status is None:
@@ -98,10 +110,11 @@ def _once(run: Callable[[], Response], api_key: ApiKey, key: str, digest: str, *
     return Response(earlier.response_body, status=earlier.response_status, headers={REPLAYED_HEADER: "true"})
 
 
-def _refuse_if_in_flight(api_key: ApiKey, key: str) -> None:
+def _refuse_if_in_flight(credential: Credential, key: str) -> None:
     if connection.vendor != "postgresql":
         return
-    lock_id = int.from_bytes(hashlib.sha256(f"{api_key.pk}:{key}".encode("ascii")).digest()[:8], "big", signed=True)
+    scope = f"trigger {credential.pk}" if isinstance(credential, WebhookTrigger) else str(credential.pk)
+    lock_id = int.from_bytes(hashlib.sha256(f"{scope}:{key}".encode("ascii")).digest()[:8], "big", signed=True)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [lock_id])
         (acquired,) = cursor.fetchone()

@@ -8,7 +8,13 @@ class IdempotencyRecord(models.Model):
     The row is written in the same transaction as the message it answers for, so either both exist or neither does.
     """
 
-    api_key = models.ForeignKey("keys.ApiKey", on_delete=models.CASCADE, related_name="idempotency_records")
+    # Scoped to the credential that sent the request: an API key, or a webhook trigger's token (exactly one).
+    api_key = models.ForeignKey(
+        "keys.ApiKey", null=True, blank=True, on_delete=models.CASCADE, related_name="idempotency_records"
+    )
+    trigger = models.ForeignKey(
+        "triggers.WebhookTrigger", null=True, blank=True, on_delete=models.CASCADE, related_name="idempotency_records"
+    )
     key = models.CharField(max_length=255)
     # SHA-256 of the endpoint and the parsed body: enough to tell a changed body, and nothing of what it said.
     request_digest = models.CharField(max_length=64)
@@ -20,6 +26,11 @@ class IdempotencyRecord(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["api_key", "key"], name="idempotency_key_unique_per_api_key"),
+            models.UniqueConstraint(fields=["trigger", "key"], name="idempotency_key_unique_per_trigger"),
+            models.CheckConstraint(
+                condition=models.Q(api_key__isnull=True) ^ models.Q(trigger__isnull=True),
+                name="idempotency_key_has_one_credential",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -204,6 +204,177 @@ receipt_endpoint = extend_schema(
 )
 
 
+class TriggerCreatedSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    triggerId = serializers.RegexField(r"^trg_[0-9A-Za-z]{20}$", help_text="The trigger's id.")
+    webhookUrl = serializers.URLField(help_text="Where the sender POSTs; absolute.")
+    webhookToken = serializers.RegexField(
+        r"^pwh_[0-9A-Za-z]{38}$", help_text="The sender's Bearer token. Shown this once; only a hash is kept."
+    )
+    signingSecret = serializers.CharField(
+        required=False, help_text="Only when created with signed=true: the secret for X-Hub-Signature-256."
+    )
+    condition = serializers.CharField()
+    action = serializers.CharField()
+    createdAt = serializers.DateTimeField()
+
+
+class WebhookReceivedSerializer(serializers.Serializer):
+    success = serializers.BooleanField(help_text="True: the action is in the owner's conversation.")
+    message = serializers.CharField()
+    id = serializers.RegexField(
+        r"^msg_[0-9A-Za-z]{24}$", required=False, help_text="The recorded message's id (absent for a GitHub ping)."
+    )
+
+
+class DeviceCodeSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    deviceCode = serializers.CharField(help_text="The CLI's secret for polling; 190 random bits.")
+    userCode = serializers.RegexField(r"^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$")
+    verificationUri = serializers.URLField()
+    verificationUriComplete = serializers.URLField()
+    expiresIn = serializers.IntegerField(help_text="Seconds.")
+    interval = serializers.IntegerField(help_text="Seconds between polls.")
+
+
+class DevicePollSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=["pending", "authenticated"])
+    message = serializers.CharField()
+    token = serializers.CharField(required=False, help_text="With authenticated, once: a V2 API key.")
+    interval = serializers.IntegerField(required=False)
+
+
+class DevicePollRefusedSerializer(ErrorSerializer):
+    status = serializers.ChoiceField(choices=["invalid", "expired", "slow_down"])
+
+
+class ProfileSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    id = serializers.IntegerField()
+    name = serializers.CharField(allow_null=True)
+    email = serializers.EmailField(allow_blank=True)
+
+
+_DEVICE_CODE = OpenApiParameter(
+    "device_code",
+    {"type": "string", "pattern": "^pdc_[0-9A-Za-z]{38}$"},
+    location=OpenApiParameter.PATH,
+    description="The deviceCode from POST /api/v1/cli-auth/code.",
+)
+_TRIGGER_ID = OpenApiParameter(
+    "trigger_id",
+    {"type": "string", "pattern": "^trg_[0-9A-Za-z]{20}$"},
+    location=OpenApiParameter.PATH,
+    description="The triggerId; the webhookUrl has it.",
+)
+
+_TRIGGER_EXAMPLE = OpenApiExample(
+    "A shop's new orders",
+    value={"condition": "When a new order is placed", "action": "Send me a summary of the order"},
+    request_only=True,
+)
+
+create_trigger_endpoint = extend_schema(
+    operation_id="create_webhook_trigger",
+    summary="Make a webhook trigger (the SDK's create_webhook)",
+    description=(
+        "`condition` (when it fires, up to 500 characters) and `action` (what the assistant should do, up to 2000) "
+        "are required non-blank strings; `signed: true` adds a signing secret for senders that cannot set an "
+        "Authorization header. The token (and secret) are shown this once."
+    ),
+    request={
+        "application/json": {
+            "type": "object",
+            "required": ["condition", "action"],
+            "properties": {
+                "condition": {"type": "string", "minLength": 1, "maxLength": 500},
+                "action": {"type": "string", "minLength": 1, "maxLength": 2000},
+                "signed": {"type": "boolean"},
+            },
+            "additionalProperties": True,
+        }
+    },
+    responses={
+        201: OpenApiResponse(TriggerCreatedSerializer, description="Created."),
+        **{
+            status: OpenApiResponse(ErrorSerializer, description=error_description(status))
+            for status in (400, 401, 405, 411, 413, 415, 429, 503)
+        },
+    },
+    parameters=COMMON_RESPONSE_HEADERS,
+    examples=[_TRIGGER_EXAMPLE],
+    tags=["webhook triggers"],
+)
+
+fire_trigger_endpoint = extend_schema(
+    operation_id="fire_webhook_trigger",
+    summary="Fire a webhook trigger (the SDK's send_webhook)",
+    description=(
+        "Any non-empty JSON object, forwarded whole as the message's context; the message's text is the trigger's "
+        "action, naming its condition (with a one-line summary of GitHub and Alertmanager payloads). Authenticated "
+        "by the trigger's token, not an API key; Idempotency-Key, limits and errors as for send_message."
+    ),
+    request={"application/json": {"type": "object", "minProperties": 1, "additionalProperties": True}},
+    responses={
+        200: OpenApiResponse(WebhookReceivedSerializer, description="Recorded."),
+        **{
+            status: OpenApiResponse(ErrorSerializer, description=error_description(status))
+            for status in _SENDING_ERRORS
+        },
+    },
+    parameters=[_TRIGGER_ID, *_SENDING_REQUEST_HEADERS, *COMMON_RESPONSE_HEADERS],
+    tags=["webhook triggers"],
+)
+
+device_code_endpoint = extend_schema(
+    operation_id="start_cli_login",
+    summary="Start a CLI log-in (RFC 8628 device authorization)",
+    description="No authentication and no body. Limited per client address.",
+    request=None,
+    responses={
+        200: OpenApiResponse(DeviceCodeSerializer, description="Started."),
+        405: OpenApiResponse(ErrorSerializer, description=error_description(405)),
+        429: OpenApiResponse(ErrorSerializer, description="rate_limited: too many log-in codes from this address."),
+        503: OpenApiResponse(ErrorSerializer, description=error_description(503)),
+    },
+    parameters=COMMON_RESPONSE_HEADERS,
+    auth=[],
+    tags=["cli log-in"],
+)
+
+device_poll_endpoint = extend_schema(
+    operation_id="poll_cli_login",
+    summary="Poll a CLI log-in",
+    description=(
+        "`pending` until the person approves on /device; then `authenticated` with the token, once. `expired` "
+        "after 10 minutes; `invalid` for an unknown, used or denied code (`code` says which)."
+    ),
+    responses={
+        200: OpenApiResponse(DevicePollSerializer, description="Pending, or authenticated."),
+        400: OpenApiResponse(
+            DevicePollRefusedSerializer, description="expired_token, device_code_used or access_denied."
+        ),
+        404: OpenApiResponse(DevicePollRefusedSerializer, description="invalid_device_code."),
+        405: OpenApiResponse(ErrorSerializer, description="method_not_allowed: only GET."),
+        429: OpenApiResponse(DevicePollRefusedSerializer, description="rate_limited (status slow_down)."),
+        503: OpenApiResponse(ErrorSerializer, description=error_description(503)),
+    },
+    parameters=[_DEVICE_CODE, *COMMON_RESPONSE_HEADERS],
+    auth=[],
+    tags=["cli log-in"],
+)
+
+profile_endpoint = extend_schema(
+    operation_id="get_user_profile",
+    summary="Who the key belongs to (`poke whoami`)",
+    description="With any key of the account, V2 or V1, or the token `poke login` stored (a V2 key).",
+    responses=responses(401, 405, 429, 503, success=ProfileSerializer),
+    parameters=COMMON_RESPONSE_HEADERS,
+    tags=["account"],
+)
+
+
 class _KeyScheme(OpenApiAuthenticationExtension):
     priority = 1
     description = ""
@@ -230,13 +401,33 @@ class AnyKeyScheme(_KeyScheme):
     description = "Any API key of the account, V2 (psk_…) or V1 (pk_…)."
 
 
-# What API-key callers use. The assistant runtime's signed callback (/api/v1/assistant/replies) is a private
-# integration between two servers, described in the README, not part of this public document.
-PUBLIC_PATH_PREFIX = "/api/v1/inbound"
+class ReceiptScheme(_KeyScheme):
+    target_class = "ingestion.triggers.KeyOrWebhookTokenAuthentication"
+    name = "senderCredential"
+    description = (
+        "What sent the message: the API key (psk_… or pk_…), or the webhook token (pwh_…) of the trigger whose "
+        "firing recorded it."
+    )
+
+
+class WebhookTokenScheme(_KeyScheme):
+    target_class = "ingestion.triggers.WebhookTriggerAuthentication"
+    name = "webhookToken"
+    description = (
+        "A webhook trigger's token (pwh_…), from its creation: `Authorization: Bearer <webhook token>`. Not an API "
+        "key. A trigger with a signing secret also accepts, instead, GitHub's `X-Hub-Signature-256: sha256=<hex "
+        "HMAC-SHA256 of the body>` on its own URL."
+    )
+
+
+# What API-key callers (and the official clients) use. The assistant runtime's signed callback
+# (/api/v1/assistant/replies) is a private integration between two servers, described in the README, not part of
+# this public document.
+PUBLIC_PATH_PREFIXES = ("/api/v1/inbound", "/api/v1/api-keys/", "/api/v1/cli-auth/", "/api/v1/user/")
 
 
 def only_public_endpoints(endpoints: list[tuple[str, Any, Any, Any]], **kwargs: Any) -> list[tuple[str, Any, Any, Any]]:
-    return [endpoint for endpoint in endpoints if endpoint[0].startswith(PUBLIC_PATH_PREFIX)]
+    return [endpoint for endpoint in endpoints if endpoint[0].startswith(PUBLIC_PATH_PREFIXES)]
 
 
 def tidy_paths_and_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 the key's owner allowed it.
 
 Readable only with the key that sent the message. The assistant's reply goes to the person in their conversation,
-not to the caller (spec): a receipt carries it (``reply``) only for a key created or switched to "may read replies"
-(``ApiKey.may_read_replies``, off by default). Never the delivery's last error: it describes our side and the
-assistant runtime, which is for staff.
+not to the caller (spec): a receipt carries it (``reply``), and what the assistant did (``actions``, its tool calls),
+only for a key created or switched to "may read replies" (``ApiKey.may_read_replies``, off by default). Never the
+delivery's last error: it describes our side and the assistant runtime, which is for staff.
 """
 
 from typing import Any
@@ -44,4 +44,6 @@ def receipt(message: Message, *, with_reply: bool) -> dict[str, Any]:
         body["reply"] = (
             {"id": reply.public_id, "text": reply.text, "created_at": reply.created_at} if reply is not None else None
         )
+        # What the assistant did while answering (its tool calls): the person's, like the reply.
+        body["actions"] = [action.as_json() for action in delivery.actions.all()]
     return body

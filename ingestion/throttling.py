@@ -28,6 +28,7 @@ from ingestion.exceptions import RateLimited
 from keys.models import ApiKey
 from ops import metrics
 from ops.limits import AttemptLimit, Usage, count_in_window, describe_rate, parse_rate, remember_usage
+from triggers.models import WebhookTrigger
 
 PER_KEY = "per-key"
 AUTH_FAILURES = "auth-failures"
@@ -66,6 +67,33 @@ class ApiKeyRateThrottle(BaseThrottle):
                 f"Rate limit exceeded: this API key may make {describe_rate(settings.INGEST_RATE_LIMIT)}. "
                 f"Retry in {wait} seconds; to send more, combine several messages into one, or use a separate "
                 "key for each automation.",
+                wait,
+            )
+        return True
+
+
+PER_TRIGGER = "per-trigger"
+
+
+class WebhookTriggerRateThrottle(BaseThrottle):
+    """A webhook trigger's own limit, INGEST_RATE_LIMIT per trigger, counted like a key's."""
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        trigger = request.auth
+        if not isinstance(trigger, WebhookTrigger) or not getattr(settings, "RATELIMIT_ENABLE", True):
+            return True
+        limit, window = parse_rate(settings.INGEST_RATE_LIMIT)
+        now = int(time.time())
+        ends = now + window - (now - trigger.pk) % window
+        count = count_in_window(f"rl:{PER_TRIGGER}:{trigger.pk}:{limit}/{window}s:{ends}", window + _EXPIRY_MARGIN)
+        usage = Usage(PER_TRIGGER, limit, window, max(0, limit - count), ends - now)
+        remember_usage(request, usage)
+        if count > limit:
+            wait = max(1, usage.reset)
+            metrics.rate_limited("trigger")
+            raise RateLimited(
+                f"Rate limit exceeded: this webhook trigger may fire {describe_rate(settings.INGEST_RATE_LIMIT)}. "
+                f"Retry in {wait} seconds, or send several events in one request.",
                 wait,
             )
         return True

@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from ingestion import callback, mcp, views
+from ingestion import callback, cli_auth, followups, mcp, profile, triggers, views
 
 # A trailing slash is tolerated: redirecting a POST would lose its body.
 urlpatterns = [
@@ -10,7 +10,18 @@ urlpatterns = [
         r"^api/v1/inbound/messages/(?P<message_id>[^/]+)/?$", views.MessageReceiptView.as_view(), name="message-receipt"
     ),
     re_path(r"^api/v1/assistant/replies/?$", callback.AssistantReplyView.as_view(), name="assistant-replies"),
-    # MCP connections (the CLI's `poke mcp add`; README, "MCP connections")
+    re_path(r"^api/v1/api-keys/webhook/?$", triggers.CreateTriggerView.as_view(), name="create-webhook-trigger"),
+    re_path(r"^api/v1/inbound/webhook/?$", triggers.FireTriggerByTokenView.as_view(), name="webhook"),
+    re_path(
+        r"^api/v1/inbound/webhook/(?P<trigger_id>[^/]+)/?$", triggers.FireTriggerView.as_view(), name="webhook-trigger"
+    ),
+    re_path(r"^api/v1/cli-auth/code/?$", cli_auth.DeviceCodeView.as_view(), name="cli-auth-code"),
+    re_path(
+        r"^api/v1/cli-auth/poll/(?P<device_code>[^/]+)/?$", cli_auth.DevicePollView.as_view(), name="cli-auth-poll"
+    ),
+    re_path(r"^api/v1/user/profile/?$", profile.ProfileView.as_view(), name="user-profile"),
+    # MCP connections (the CLI's `poke mcp add`; README, "MCP connections") and their tools' follow-ups
+    re_path(r"^api/v1/mcp/callback/?$", followups.FollowUpView.as_view(), name="mcp-follow-up"),
     re_path(r"^api/v1/mcp/connections/?$", mcp.ConnectionListView.as_view(), name="mcp-connections"),
     re_path(r"^api/v1/mcp/connections/cli/?$", mcp.AddConnectionView.as_view(), name="mcp-connection-add"),
     re_path(

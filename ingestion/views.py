@@ -18,7 +18,6 @@ from ingestion import body as body_rules
 from ingestion import openapi
 from ingestion.authentication import (
     CURRENT_PATH,
-    AnyKeyAuthentication,
     ApiKeyAuthentication,
     V1KeyAuthentication,
     V2KeyAuthentication,
@@ -30,8 +29,10 @@ from ingestion.hotpath.recording import record_user_message
 from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
 from ingestion.receipts import receipt
+from ingestion.triggers import KeyOrWebhookTokenAuthentication
 from keys.models import ApiKey
 from ops.errors import json_error
+from triggers.models import WebhookTrigger
 
 SENT = "Message sent successfully"
 
@@ -147,16 +148,25 @@ class LegacyWebhookView(_MessageView):
 class MessageReceiptView(APIView):
     """GET what became of a message, with the key that sent it; the assistant's reply too if that key may read it."""
 
-    authentication_classes = [AnyKeyAuthentication]
+    # A webhook trigger's token reads the receipts of its own firings (ingestion/triggers.py), never their replies.
+    authentication_classes = [KeyOrWebhookTokenAuthentication]
     http_method_names = ["get"]
     content_negotiation_class = JsonOnly
 
     @openapi.receipt_endpoint
     def get(self, request: Request, message_id: str) -> Response:
-        key = request.auth
-        assert isinstance(key, ApiKey)
         if not is_message_id(message_id):
             raise MessageNotFound()
+        if isinstance(request.auth, WebhookTrigger):
+            fired = Message.objects.select_related("delivery").filter(
+                public_id=message_id, role=Role.USER, trigger_id=request.auth.pk, delivery__isnull=False
+            )
+            message = fired.first()
+            if message is None:
+                raise MessageNotFound()
+            return Response(receipt(message, with_reply=False))
+        key = request.auth
+        assert isinstance(key, ApiKey)
         messages = Message.objects.select_related("delivery__reply" if key.may_read_replies else "delivery")
         # The sending key's own messages only: another key's message, even the same account's, is as absent as one
         # that never existed (a leaked key reads nothing but what it sent itself).

@@ -77,3 +77,24 @@ def recognise(plaintext: str) -> PresentedKey | None:
     if _V1_PATTERN.match(plaintext):
         return PresentedKey(Generation.V1, digest(plaintext))
     return None
+
+
+# Other secrets of the same shape as a V2 key (a webhook trigger's token): prefix + 32 base62 characters + a
+# 6-character checksum, so that they too are refused on a typo before any query and are recognisable to scanners.
+
+
+def generate_checked(prefix: str) -> str:
+    """prefix + 32 random base62 characters (190 bits) + the base62 CRC32 of everything before it."""
+    head = prefix + _random_base62(V2_RANDOM_LENGTH)
+    return head + _checksum(head)
+
+
+def is_checked(plaintext: str, prefix: str) -> bool:
+    """Whether plaintext has the shape generate_checked(prefix) gives and its checksum holds."""
+    body = plaintext[len(prefix) :]
+    if not plaintext.startswith(prefix) or len(body) != V2_RANDOM_LENGTH + V2_CHECKSUM_LENGTH:
+        return False
+    if not all(ch in BASE62 for ch in body):
+        return False
+    head, check = plaintext[:-V2_CHECKSUM_LENGTH], plaintext[-V2_CHECKSUM_LENGTH:]
+    return secrets.compare_digest(_checksum(head), check)

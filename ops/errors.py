@@ -70,14 +70,34 @@ _LIST = (
     ErrorCode(
         "invalid_signature",
         401,
-        "the assistant callback only: a missing or wrong Standard Webhooks signature "
-        "(see [The callback endpoint](#the-callback-endpoint))",
+        "the assistant callback: a missing or wrong Standard Webhooks signature "
+        "(see [The callback endpoint](#the-callback-endpoint)); a webhook trigger: a wrong `X-Hub-Signature-256`",
     ),
+    ErrorCode(
+        "invalid_webhook_token",
+        401,
+        "a webhook trigger's URL without its token (an API key is not one), or with another trigger's "
+        "(see [Webhook triggers](#webhook-triggers))",
+    ),
+    ErrorCode("revoked_webhook_trigger", 401, "a revoked webhook trigger"),
     ErrorCode(
         "timestamp_out_of_tolerance", 401, "the assistant callback only: a `webhook-timestamp` too far from our clock"
     ),
+    ErrorCode(
+        "invalid_follow_up_token",
+        401,
+        "a tool's follow-up with a token that is unknown, already used or expired (see [Follow-ups](#follow-ups))",
+    ),
     ErrorCode("unauthorized", 401, "the metrics path without its bearer token (`METRICS_TOKEN`)"),
     # 403
+    ErrorCode(
+        "device_code_used",
+        400,
+        "`poke login`'s poll after the token was handed out (see [CLI log-in](#cli-log-in-poke-login))",
+    ),
+    ErrorCode("access_denied", 400, "`poke login`'s poll: the log-in was denied on `/device`"),
+    ErrorCode("expired_token", 400, "`poke login`'s poll: 10 minutes passed before the token was collected"),
+    ErrorCode("invalid_device_code", 404, "`poke login`'s poll with a device code that matches no log-in request"),
     ErrorCode("forbidden", 403, "the metrics path from an address outside `METRICS_ALLOWED_IPS`; refused by gunicorn"),
     # 404 - 415
     ErrorCode(
@@ -95,7 +115,18 @@ _LIST = (
     ErrorCode(
         "idempotency_in_progress", 409, "a request with the same `Idempotency-Key` is still being processed", True
     ),
+    ErrorCode(
+        "key_limit_reached",
+        409,
+        "`poke login` only: the account already holds `MAX_ACTIVE_KEYS_PER_ACCOUNT` active keys, so no key was issued",
+    ),
     ErrorCode("reply_already_recorded", 409, "the assistant callback only: the message already has a different reply"),
+    ErrorCode(
+        "request_timeout",
+        408,
+        "the request's headers and body did not arrive within `REQUEST_READ_TIMEOUT` seconds (a stalled or very slow "
+        "client); the connection is closed",
+    ),
     ErrorCode("length_required", 411, "a chunked body without `Content-Length`", True),
     ErrorCode("payload_too_large", 413, "body over `INGEST_MAX_BODY_BYTES`", True),
     ErrorCode("uri_too_long", 414, "refused by gunicorn before the API: a request line over 4094 bytes"),

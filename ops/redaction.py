@@ -3,25 +3,40 @@ other log line (config/settings.py LOGGING), gunicorn's logs (gunicorn.conf.py) 
 
 Django's password reset link, /reset/<uidb64>/<token>/ (accounts/urls.py), holds the reset token until the view
 moves it into the session and redirects to /reset/<uidb64>/set-password/; whoever reads the token can set the
-account's password within the hour. This module imports nothing from Django, so gunicorn's master can use it.
+account's password within the hour. The CLI's log-in poll, /api/v1/cli-auth/poll/<device_code>
+(ingestion/cli_auth.py), holds the device code that collects a new API key once the person approves. This module
+imports nothing from Django, so gunicorn's master can use it.
 """
 
 import logging
 import re
 
-# The route's own placeholder, "set-password", is not a token.
-_RESET_LINK = re.compile(r"^/reset/[^/]+/(?!set-password/$)[^/]+/$")
-_RESET_LINK_IN_TEXT = re.compile(r"/reset/[^/\s]+/(?!set-password/)[^/\s]+/")
+# The route's own placeholder, "set-password", is not a token. The trailing slash is optional: a link requested
+# without it is redirected (APPEND_SLASH), and that request's path holds the token just the same.
+_RESET_LINK = re.compile(r"^/reset/[^/]+/(?!set-password/?$)[^/]+/?$")
+_RESET_LINK_IN_TEXT = re.compile(r"/reset/[^/\s]+/(?!set-password(?:[/\s]|$))[^/\s]+/?")
 RESET_LINK_ROUTE = "/reset/<uidb64>/<token>/"
+_DEVICE_POLL = re.compile(r"^/api/v1/cli-auth/poll/[^/]+/?$")
+_DEVICE_POLL_IN_TEXT = re.compile(r"/api/v1/cli-auth/poll/[^/\s?\"']+")
+DEVICE_POLL_ROUTE = "/api/v1/cli-auth/poll/<device_code>"
 
 
 def is_reset_link(path: str) -> bool:
     return _RESET_LINK.match(path) is not None
 
 
+def secret_route(path: str) -> str | None:
+    """The route to write instead of a path that carries a secret, or None for any other path."""
+    if is_reset_link(path):
+        return RESET_LINK_ROUTE
+    if _DEVICE_POLL.match(path):
+        return DEVICE_POLL_ROUTE
+    return None
+
+
 def loggable_path(path: str) -> str:
-    """The path as logs may keep it: a reset link becomes its route, any other path is cut at 200 characters."""
-    return RESET_LINK_ROUTE if is_reset_link(path) else path[:200]
+    """The path as logs may keep it: a path with a secret becomes its route, any other is cut at 200 characters."""
+    return secret_route(path) or path[:200]
 
 
 class RedactResetLinks(logging.Filter):
@@ -30,7 +45,7 @@ class RedactResetLinks(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        redacted = _RESET_LINK_IN_TEXT.sub(RESET_LINK_ROUTE, message)
+        redacted = _DEVICE_POLL_IN_TEXT.sub(DEVICE_POLL_ROUTE, _RESET_LINK_IN_TEXT.sub(RESET_LINK_ROUTE, message))
         if redacted != message:
             record.msg, record.args = redacted, None
         return True

@@ -97,6 +97,15 @@ class ClientHome:
         except FileNotFoundError:
             return []
 
+    def wait_for_opened(self, timeout: float = 10) -> list[str]:
+        """The addresses opened, once there is one (the CLI opens it in the background)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if opened := self.opened():
+                return opened
+            time.sleep(0.05)
+        raise AssertionError("the client never asked to open an address")
+
     def env(self, api: str, frontend: str, **extra: str) -> dict[str, str]:
         """The environment for a client process: this home, our server, nothing from the real user's setup."""
         keep = ("LANG", "LC_ALL", "TZ", "SYSTEMROOT")

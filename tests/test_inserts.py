@@ -11,8 +11,23 @@ from django.test.utils import CaptureQueriesContext
 from django_tasks_db.models import DBTaskResult
 
 from conversations.models import Delivery, Endpoint, Message, Role, Source
-from delivery.tasks import new_task_row
+from delivery.tasks import deliver_message
 from ingestion.hotpath.inserts import Condition, _parameters, _prepared, _references, insert_together, passed_unchanged
+
+
+def new_task_row(message_id: str) -> DBTaskResult:
+    """A django-tasks-db task row, unsaved, as its backend's enqueue would write it: a third kind of row, with a
+    pre_save receiver of its own (run_after), to write together with a message and its delivery."""
+    backend = deliver_message.get_backend()
+    return DBTaskResult(
+        id=backend._get_id(),
+        args_kwargs={"args": [message_id], "kwargs": {}},
+        priority=deliver_message.priority,
+        task_path=deliver_message.module_path,
+        queue_name=deliver_message.queue_name,
+        run_after=deliver_message.run_after,  # None: django-tasks-db fills it in on pre_save
+        backend_name=backend.alias,
+    )
 
 
 @pytest.fixture

@@ -212,3 +212,31 @@ def test_the_oldest_queued_delivery_age_counts_from_its_acceptance(client, v2):
 
     line = next(row for row in body.splitlines() if row.startswith("ingest_delivery_oldest_queued_age_seconds "))
     assert 30 * 60 <= float(line.split()[1]) < 31 * 60
+
+
+@override_settings(METRICS_TOKEN=TOKEN)
+@pytest.mark.django_db
+def test_in_flight_and_accept_to_delivered_latency_are_read_from_the_database(client, v2):
+    for text in ("a", "b", "c", "d"):
+        post(client, CURRENT, v2[1], {"message": text})
+    fast, slow, attempting, old = Delivery.objects.order_by("pk")
+    now = timezone.now()
+    Delivery.objects.update(status=DeliveryStatus.DELIVERED)
+    Delivery.objects.filter(pk=fast.pk).update(
+        created_at=now - timedelta(seconds=10), finished_at=now - timedelta(seconds=9)
+    )
+    Delivery.objects.filter(pk=slow.pk).update(
+        created_at=now - timedelta(seconds=10), finished_at=now - timedelta(seconds=7)
+    )
+    Delivery.objects.filter(pk=attempting.pk).update(status=DeliveryStatus.PROCESSING)
+    # accepted before the 5-minute window: not in the figures
+    Delivery.objects.filter(pk=old.pk).update(created_at=now - timedelta(minutes=6), finished_at=now)
+
+    body = scrape(client).content.decode()
+
+    assert "ingest_deliveries_in_flight 1.0" in body
+    assert "ingest_deliveries_recently_delivered 2.0" in body
+    p50 = next(r for r in body.splitlines() if r.startswith('ingest_delivery_latency_seconds{quantile="0.5"}'))
+    p99 = next(r for r in body.splitlines() if r.startswith('ingest_delivery_latency_seconds{quantile="0.99"}'))
+    assert float(p50.split()[1]) == pytest.approx(2.0, abs=0.01)
+    assert float(p99.split()[1]) == pytest.approx(2.98, abs=0.01)

@@ -20,8 +20,15 @@ from schemathesis.specs.openapi.checks import (
 from keys.models import Generation
 from tests.conftest import CURRENT, LEGACY
 from tests.factories import UserFactory, make_key
+from triggers.services import create_trigger
 
 RECEIPT = "/api/v1/inbound/messages/{message_id}"
+CREATE_TRIGGER = "/api/v1/api-keys/webhook"
+FIRE_TRIGGER = "/api/v1/inbound/webhook/{trigger_id}"
+DEVICE_CODE = "/api/v1/cli-auth/code"
+DEVICE_POLL = "/api/v1/cli-auth/poll/{device_code}"
+PROFILE = "/api/v1/user/profile"
+PUBLIC_PATHS = {CURRENT, LEGACY, RECEIPT, CREATE_TRIGGER, FIRE_TRIGGER, DEVICE_CODE, DEVICE_POLL, PROFILE}
 
 # Kept small so the suite stays fast; raise it locally for a deeper run.
 EXAMPLES_PER_OPERATION_AND_MODE = 25
@@ -42,8 +49,11 @@ def document(client, db):
 
 
 def test_the_document_describes_the_public_endpoints_only(document):
-    assert set(document["paths"]) == {CURRENT, LEGACY, RECEIPT}
-    assert document["paths"][RECEIPT]["get"]["security"] == [{"anyApiKey": []}]
+    assert set(document["paths"]) == PUBLIC_PATHS
+    assert document["paths"][FIRE_TRIGGER]["post"]["security"] == [{"webhookToken": []}]
+    assert document["paths"][CREATE_TRIGGER]["post"]["security"] == [{"apiKey": []}]
+    assert "security" not in document["paths"][DEVICE_CODE]["post"]  # no authentication
+    assert document["paths"][RECEIPT]["get"]["security"] == [{"senderCredential": []}]
     assert {"401", "404", "429", "503"} <= set(document["paths"][RECEIPT]["get"]["responses"])
     assert document["paths"][LEGACY]["post"]["deprecated"] is True
     assert document["paths"][CURRENT]["post"]["requestBody"]["required"] is True
@@ -113,15 +123,20 @@ def test_the_schema_and_docs_answer_errors_in_json_like_the_rest_of_the_api(
 def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, settings):
     settings.INGEST_RATE_LIMIT = "1000000/m"  # thousands of generated requests come from one key and one address
     settings.AUTH_FAILURE_RATE_LIMIT = "1000000/m"
+    settings.CLI_AUTH_CODE_RATE_LIMIT = settings.CLI_AUTH_POLL_RATE_LIMIT = "1000000/m"
     owner = UserFactory()
     current, legacy = make_key(owner, "fuzz", Generation.V2)[1], make_key(owner, "fuzz v1", Generation.V1)[1]
+    trigger, webhook_token, _ = create_trigger(owner, "When fuzzed", "Say so")
+    credential = {LEGACY: legacy, FIRE_TRIGGER: webhook_token}
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/")
 
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert {operation.path for operation in operations} == {CURRENT, LEGACY, RECEIPT}
+    assert {operation.path for operation in operations} == PUBLIC_PATHS
     for operation in operations:
         for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
-            fuzz(operation, mode, legacy if operation.path == LEGACY else current, live_server.url)
+            if operation.path == DEVICE_CODE and mode == schemathesis.GenerationMode.NEGATIVE:
+                continue  # no body, no parameters: nothing a negative case could break
+            fuzz(operation, mode, credential.get(operation.path, current), live_server.url)
 
     # Random ids only find 404s: check a real receipt (and replayed sends) conform too.
     # A key the fuzzing cannot have used: it sends Idempotency-Key values of its own, and a short one such as "k"
@@ -137,6 +152,17 @@ def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, se
         path_parameters={"message_id": first.json()["id"]}, headers={"Authorization": f"Bearer {current}"}
     )
     assert found.call_and_validate(base_url=live_server.url, checks=CHECKS).status_code == 200
+
+    # Random trigger ids only find 401s: a real firing, and a real trigger's creation, conform too.
+    fired = schema[FIRE_TRIGGER]["POST"].Case(
+        path_parameters={"trigger_id": trigger.public_id}, body={"order": 1},
+        headers={"Authorization": f"Bearer {webhook_token}"},
+    )  # fmt: skip
+    assert fired.call_and_validate(base_url=live_server.url, checks=CHECKS).status_code == 200
+    made = schema[CREATE_TRIGGER]["POST"].Case(
+        body={"condition": "When X", "action": "Do Y", "signed": True}, headers={"Authorization": f"Bearer {current}"}
+    )
+    assert made.call_and_validate(base_url=live_server.url, checks=CHECKS).status_code == 201
 
 
 def fuzz(operation, mode, key: str, base_url: str) -> None:

@@ -1,13 +1,13 @@
-"""The hand-off through the production task backend (django-tasks-db): the task row is written in the request's
-transaction, and `manage.py db_worker` runs it. On SQLite and on PostgreSQL, whichever DATABASE_URL selects."""
-
-import logging
+"""The hand-off with the production task backend (TASK_BACKEND=database): the delivery row, written with the
+message, is the delivery queue's entry (delivery/queue.py), and `manage.py db_worker` delivers it (delivery/engine.py)
+and still runs ordinary django.tasks tasks. On SQLite and on PostgreSQL, whichever DATABASE_URL selects; the
+concurrency of real worker processes is tests/test_delivery_engine.py's (PostgreSQL)."""
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.tasks import task
 from django.test.utils import CaptureQueriesContext
-from django_tasks_db import DatabaseBackend
 from django_tasks_db.models import DBTaskResult
 
 from conversations.models import Delivery, DeliveryStatus, Message, Role
@@ -20,10 +20,16 @@ TRANSACTION_CONTROL = {"BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK"}
 
 
 def run_worker(max_tasks: int) -> None:
-    """The Procfile's worker, bounded: it stops when the queue is empty or after max_tasks tasks."""
+    """The Procfile's worker, bounded: it delivers what is due, runs the ready tasks and stops."""
     call_command(
         "db_worker", batch=True, max_tasks=max_tasks, startup_delay=False, reload=False, interval=0, verbosity=0
     )
+
+
+@task
+def remember(text: str) -> str:
+    """An ordinary task, such as a reminder: the worker that delivers messages still runs these."""
+    return text.upper()
 
 
 @pytest.fixture
@@ -32,37 +38,21 @@ def database_tasks(settings):
 
 
 @pytest.mark.django_db
-def test_the_task_row_is_written_with_the_message(client, v2, database_tasks):
+def test_the_message_and_its_queued_delivery_are_written_together(client, v2, database_tasks):
     post(client, CURRENT, v2[1], {"message": "warm up"})  # first use also writes last_used_at
     with CaptureQueriesContext(connection) as captured:
         assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 200
 
     statements = [q["sql"] for q in captured.captured_queries if q["sql"].split()[0] not in TRANSACTION_CONTROL]
-    task_table = connection.ops.quote_name(DBTaskResult._meta.db_table)
     # The key is remembered from the first request: no lookup, its check is part of the write.
-    if connection.vendor == "postgresql":  # the message, its delivery and its task: one statement
+    if connection.vendor == "postgresql":  # the message and its delivery: one statement
         assert [s.split()[0] for s in statements] == ["WITH"]
-        assert f"INSERT INTO {task_table}" in statements[0]
     else:  # the key's check, then one INSERT each, in one transaction
-        assert [s.split()[0] for s in statements] == ["SELECT", "INSERT", "INSERT", "INSERT"]
-        assert task_table in statements[3]
-    assert DBTaskResult.objects.filter(status="READY").count() == 2
-    assert Delivery.objects.filter(status=DeliveryStatus.QUEUED).count() == 2  # nothing ran inside the request
-
-
-@pytest.mark.django_db
-def test_the_request_s_task_row_is_the_one_the_backend_would_write(client, v2, database_tasks):
-    """The request writes the task row itself (delivery.tasks.new_task_row); it must stay identical to what
-    django-tasks-db's own enqueue writes, whatever version of it is installed."""
-    message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
-    ours = DBTaskResult.objects.get()
-    deliver_message.enqueue(message_id)
-    theirs = DBTaskResult.objects.exclude(pk=ours.pk).get()
-
-    compared = [f.attname for f in DBTaskResult._meta.concrete_fields if f.attname not in ("id", "enqueued_at")]
-    assert {name: getattr(ours, name) for name in compared} == {name: getattr(theirs, name) for name in compared}
-    assert ours.args_kwargs == {"args": [message_id], "kwargs": {}}
-    assert ours.task_result.task.func is deliver_message.func
+        assert [s.split()[0] for s in statements] == ["SELECT", "INSERT", "INSERT"]
+    assert not DBTaskResult.objects.exists()  # no task row: the delivery is the queue's entry
+    delivery = Delivery.objects.select_related("message").latest("pk")
+    assert delivery.status == DeliveryStatus.QUEUED  # nothing ran inside the request
+    assert delivery.conversation_id == delivery.message.conversation_id  # its thread, for the order
 
 
 @pytest.mark.django_db(transaction=True)
@@ -76,7 +66,7 @@ def test_the_worker_delivers_what_the_request_enqueued(client, v2, database_task
     assert (delivery.status, delivery.attempts) == (DeliveryStatus.DELIVERED, 1)
     assert delivery.message.public_id == response.json()["id"]
     assert Message.objects.get(role=Role.ASSISTANT) == delivery.reply
-    assert DBTaskResult.objects.get().status == "SUCCESSFUL"
+    assert (delivery.lease_expires_at, delivery.finished_at is not None) == (None, True)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -97,9 +87,6 @@ def test_the_worker_runs_a_deferred_retry(client, v2, database_tasks, settings, 
     assert (delivery.status, delivery.attempts) == (DeliveryStatus.DELIVERED, 2)
     assert delivery.reply.text == "second time lucky"
     assert "HTTP 503" in delivery.last_error  # the last error stays for staff
-    tasks = DBTaskResult.objects.order_by("enqueued_at")
-    assert [t.status for t in tasks] == ["SUCCESSFUL", "SUCCESSFUL"]
-    assert tasks[1].run_after >= tasks[0].enqueued_at  # the retry was enqueued deferred, with run_after
 
 
 @pytest.mark.django_db(transaction=True)
@@ -117,44 +104,39 @@ def test_a_later_retry_waits_for_its_time(client, v2, database_tasks, settings, 
     delivery = Delivery.objects.get()
     assert (delivery.status, delivery.attempts) == (DeliveryStatus.QUEUED, 1)
     assert len(assistant_server.received) == 1
-    assert DBTaskResult.objects.filter(status="READY", run_after=delivery.next_attempt_at).count() == 1
-
-
-@pytest.mark.django_db
-def test_the_enqueued_signal_reaches_its_receivers(client, v2, database_tasks):
-    from django.tasks.signals import task_enqueued
-
-    seen = []
-
-    def receiver(sender, task_result, **kwargs):
-        seen.append((sender, task_result.args, task_result.task.func))
-
-    task_enqueued.connect(receiver, dispatch_uid="test-enqueued")
-    try:
-        message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
-    finally:
-        task_enqueued.disconnect(dispatch_uid="test-enqueued")
-
-    assert seen == [(DatabaseBackend, [message_id], deliver_message.func)]
-
-
-@pytest.mark.django_db
-def test_django_s_own_enqueued_log_line_appears_at_debug(client, v2, database_tasks, caplog):
-    with caplog.at_level(logging.DEBUG, logger="django.tasks"):
-        post(client, CURRENT, v2[1], {"message": "hi"})
-
-    assert any("enqueued" in r.getMessage() and "deliver_message" in r.getMessage() for r in caplog.records)
+    assert delivery.next_attempt_at is not None and delivery.lease_expires_at is None
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_task_enqueued_before_the_public_id_change_still_delivers(client, v2, database_tasks):
-    """Tasks written by the previous release carry the delivery's key; a deploy must not strand them."""
-    post(client, CURRENT, v2[1], {"message": "hi"})
-    DBTaskResult.objects.all().delete()  # as if this release had not enqueued it
-    delivery = Delivery.objects.get()
-    deliver_message.enqueue(delivery.pk)
+def test_task_rows_written_by_an_earlier_release_deliver_once(client, v2, database_tasks):
+    """Before the delivery rows became the queue, each message had a task row (carrying its public id, or earlier
+    its delivery's key); after a deploy those tasks run and do nothing, and the engine delivers each message once."""
+    first = post(client, CURRENT, v2[1], {"message": "one"}).json()["id"]
+    post(client, CURRENT, v2[1], {"message": "two"})
+    deliver_message.enqueue(first)
+    deliver_message.enqueue(Delivery.objects.latest("pk").pk)
 
     run_worker(max_tasks=5)
 
-    assert Delivery.objects.get().status == DeliveryStatus.DELIVERED
-    assert DBTaskResult.objects.get().status == "SUCCESSFUL"
+    assert [(d.status, d.attempts) for d in Delivery.objects.order_by("pk")] == [(DeliveryStatus.DELIVERED, 1)] * 2
+    assert [t.return_value for t in DBTaskResult.objects.all()] == ["skipped", "skipped"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_still_runs_ordinary_tasks(database_tasks):
+    result = remember.enqueue("water the plants")
+
+    run_worker(max_tasks=5)
+
+    assert DBTaskResult.objects.get(pk=result.id).return_value == "WATER THE PLANTS"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_deliveries_off_it_runs_only_the_tasks(client, v2, database_tasks):
+    post(client, CURRENT, v2[1], {"message": "hi"})
+    result = remember.enqueue("stretch")
+
+    call_command("db_worker", batch=True, deliveries=False, startup_delay=False, reload=False, interval=0, verbosity=0)
+
+    assert DBTaskResult.objects.get(pk=result.id).status == "SUCCESSFUL"
+    assert Delivery.objects.get().status == DeliveryStatus.QUEUED

@@ -5,6 +5,7 @@ from typing import Any
 
 from assistant.conversation import AssistantRequest
 from assistant.outcomes import Reply
+from conversations.models import Source
 
 QUOTE_LIMIT = 280
 MEMBERS_LISTED = 10
@@ -27,6 +28,8 @@ def deliver(request: AssistantRequest) -> Reply:
 def _arrival(request: AssistantRequest) -> str:
     if request.key is not None:
         return f"Received through your API key “{request.key.name}” ({request.key.hint})."
+    if request.source == Source.WEBHOOK_TRIGGER:
+        return "Received through one of your webhook triggers."
     return "Received from the app."
 
 

@@ -1,36 +1,60 @@
-"""An OpenAI-compatible chat-completions client (OpenAI, Ollama, vLLM, llama.cpp's server, ...).
+"""An OpenAI-compatible chat-completions client (OpenAI, Ollama, vLLM, llama.cpp's server, ...), with tool calling.
 
-POST {OPENAI_BASE_URL}/chat/completions with the model, a system prompt and the recent thread; the reply is
-choices[0].message.content. The API key goes only into the Authorization header: never into logs or errors.
+POST {OPENAI_BASE_URL}/chat/completions with the model, a system prompt, the recent thread and the person's tools
+(built-in ones and their MCP connections' tools, Chat Completions `tools`). While the model answers with
+`tool_calls`, each call is run and its result (or its error) goes back as a `role: tool` message; the loop ends
+with the model's text, which is the reply, or after ASSISTANT_TOOL_ROUNDS rounds or ASSISTANT_TOOL_SECONDS, when the
+model is asked once more without tools. The API key goes only into the Authorization header: never into logs or
+errors.
+
+Once a tool has acted, a later failure of the model's server does not fail the delivery (a retry would act twice):
+the reply then says what was done and that the answer could not be finished.
 """
 
 import json
+import time
+import uuid
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
+from django.utils import timezone
 
+from accounts.services import profile_of
 from assistant import http
 from assistant.conversation import AssistantRequest, ThreadEntry
-from assistant.outcomes import PermanentFailure, Reply, storable_reply
+from assistant.outcomes import DeliveryFailure, PermanentFailure, Reply, storable_reply
+from assistant.tools import Toolbox, toolbox_for
+from conversations.models import Delivery, Role, Source
 
 SERVICE = "The chat-completions API"
+MAX_CALLS_PER_ROUND = 8
+TOOLS_PROMPT = (
+    "You can act for the person with the tools provided: use them when the message asks for something they can do, "
+    "then reply briefly with what you did. The person's time zone is {zone}; it is {now} there now."
+)
 
 
-def chat_messages(request: AssistantRequest) -> list[dict[str, str]]:
-    messages = [{"role": "system", "content": settings.ASSISTANT_SYSTEM_PROMPT}]
+def chat_messages(request: AssistantRequest) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": settings.ASSISTANT_SYSTEM_PROMPT}]
     for entry in request.thread:
         content = _content_of_current(request) if entry.id == request.message_id else _content(entry)
-        messages.append({"role": "assistant" if entry.role == "assistant" else "user", "content": content})
+        messages.append({"role": "assistant" if entry.role == Role.ASSISTANT else "user", "content": content})
     return messages
 
 
 def _content(entry: ThreadEntry) -> str:
+    if entry.role == Role.TOOL:
+        return f"(A follow-up from a tool you called earlier.)\n{entry.text}"
     return entry.text or "(a JSON payload without text)"
 
 
 def _content_of_current(request: AssistantRequest) -> str:
     """The message itself, with the rest of what the caller sent when there is more than the text."""
     extra = request.context if isinstance(request.context, dict) else None
+    if request.source == Source.TOOL_FOLLOW_UP and extra is not None:
+        more = "More follow-ups may come." if extra.get("hasMore") else "This is its last follow-up."
+        return f"A follow-up from the tool {extra.get('tool', '')} you called earlier. {more}\n\n{request.text}"
     if extra is not None and set(extra) - {"message"}:
         attached = json.dumps(extra, ensure_ascii=False)
         return f"{request.text or '(no text)'}\n\nThe request that carried this message (JSON):\n{attached}"
@@ -38,24 +62,122 @@ def _content_of_current(request: AssistantRequest) -> str:
 
 
 def deliver(request: AssistantRequest) -> Reply:
-    body = json.dumps({"model": settings.OPENAI_MODEL, "messages": chat_messages(request)}).encode()
+    toolbox = _toolbox(request)
+    messages = chat_messages(request)
+    if toolbox is not None and toolbox.tools:
+        zone = profile_of(toolbox.user).time_zone
+        now = timezone.now().astimezone(timezone.get_default_timezone() if zone == "UTC" else _zone(zone))
+        messages[0]["content"] += "\n\n" + TOOLS_PROMPT.format(zone=zone, now=now.strftime("%Y-%m-%d %H:%M (%A)"))
+    return _converse(messages, toolbox)
+
+
+def _zone(name: str) -> Any:
+    from zoneinfo import ZoneInfo
+
+    return ZoneInfo(name)
+
+
+def _toolbox(request: AssistantRequest) -> Toolbox | None:
+    delivery = Delivery.objects.filter(message__public_id=request.message_id).first()
+    user = User.objects.filter(pk=request.user_id).first()
+    if delivery is None or user is None:
+        return None
+    return toolbox_for(user, delivery, request.attempt)
+
+
+def _converse(messages: list[dict[str, Any]], toolbox: Toolbox | None) -> Reply:
+    deadline = time.monotonic() + settings.ASSISTANT_TOOL_SECONDS
+    done: list[str] = []  # what the tools did, for a reply when the model cannot finish
+    rounds = settings.ASSISTANT_TOOL_ROUNDS if toolbox is not None and toolbox.tools else 0
+    for round_number in range(1, rounds + 2):
+        offer = round_number <= rounds and time.monotonic() < deadline
+        try:
+            answer = _complete(messages, toolbox.as_openai() if offer and toolbox is not None else None)
+        except DeliveryFailure as failure:
+            if not done:
+                raise
+            return Reply(_unfinished(done, f"the model's server failed ({failure})"))
+        calls = answer.get("tool_calls")
+        if not calls:
+            text = storable_reply(answer.get("content"))
+            if text is not None:
+                return Reply(text)
+            if done:
+                return Reply(_unfinished(done, "the model gave no final answer"))
+            raise PermanentFailure(f"{SERVICE} answered with an empty or non-text message content.")
+        if not offer or toolbox is None:
+            # Asked for tools when none were offered: the rounds or the time are used up (or it has none).
+            text = storable_reply(answer.get("content"))
+            return Reply(text or _unfinished(done, f"it stopped after {rounds} rounds of tool calls"))
+        messages.append(_assistant_turn(answer, calls))
+        for call in messages[-1]["tool_calls"]:
+            outcome = _run(call, toolbox, round_number, deadline, len(done))
+            done.append(f"{call['function']['name']}: {outcome[:200]}")
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": outcome})
+    raise PermanentFailure(f"{SERVICE} kept asking for tools.")  # not reached: the last round offers none
+
+
+def _assistant_turn(answer: dict[str, Any], calls: Any) -> dict[str, Any]:
+    """The model's turn as it goes back into the conversation: every call with an id and a name, so that each gets
+    its `role: tool` answer (the API refuses a conversation with an unanswered call)."""
+    kept = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            function = {}
+        name = function.get("name")
+        kept.append(
+            {
+                "id": str(call.get("id") or f"call_{uuid.uuid4().hex[:12]}") if isinstance(call, dict) else "",
+                "type": "function",
+                "function": {
+                    "name": name if isinstance(name, str) else "",
+                    "arguments": function.get("arguments") if isinstance(function.get("arguments"), str) else "{}",
+                },
+                "_raw_arguments": function.get("arguments"),
+            }
+        )
+    for call in kept:
+        if not call["id"]:
+            call["id"] = f"call_{uuid.uuid4().hex[:12]}"
+    return {"role": "assistant", "content": answer.get("content") or None, "tool_calls": kept}
+
+
+def _run(call: dict[str, Any], toolbox: Toolbox, round_number: int, deadline: float, calls_so_far: int) -> str:
+    raw = call.pop("_raw_arguments", None)
+    if calls_so_far >= MAX_CALLS_PER_ROUND * settings.ASSISTANT_TOOL_ROUNDS:
+        return "Error: too many tool calls for one message; answer with what you have."
+    if time.monotonic() >= deadline:
+        return "Error: no time is left for tool calls in this turn; answer with what you have."
+    return toolbox.call(call["id"], call["function"]["name"], raw, round_number, deadline)
+
+
+def _unfinished(done: list[str], why: str) -> str:
+    lines = "\n".join(f"- {entry}" for entry in done[-10:])
+    return f"I could not finish my answer ({why}). What I did:\n{lines}"
+
+
+def _complete(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+    payload: dict[str, Any] = {"model": settings.OPENAI_MODEL, "messages": messages}
+    if tools:
+        payload["tools"] = tools
+    body = json.dumps(payload, ensure_ascii=False).encode()
     headers = {"Authorization": f"Bearer {settings.OPENAI_API_KEY}"} if settings.OPENAI_API_KEY else {}
     url = settings.OPENAI_BASE_URL.rstrip("/") + "/chat/completions"
     response = http.post_json(url, body, headers, settings.ASSISTANT_TIMEOUT_SECONDS)
     http.raise_for_status(response, SERVICE, _error_detail(response.body))
-    return Reply(_reply_text(response.body))
+    return _message(response.body)
 
 
-def _reply_text(body: bytes) -> str:
+def _message(body: bytes) -> dict[str, Any]:
     try:
         answer: Any = json.loads(body)
-        content = answer["choices"][0]["message"]["content"]
+        message = answer["choices"][0]["message"]
     except (ValueError, UnicodeDecodeError, KeyError, IndexError, TypeError):
         raise PermanentFailure(f"{SERVICE} answered without choices[0].message.content.") from None
-    text = storable_reply(content)
-    if text is None:
-        raise PermanentFailure(f"{SERVICE} answered with an empty or non-text message content.")
-    return text
+    if not isinstance(message, dict):
+        raise PermanentFailure(f"{SERVICE} answered without choices[0].message.content.")
+    return message
 
 
 def _error_detail(body: bytes) -> str:

@@ -1,5 +1,6 @@
-"""Recording a person's message: the thread's rows and the hand-off task, written together (on PostgreSQL in one
-statement, ``inserts``). Every entry point (the two endpoints, the console) records messages through here."""
+"""Recording a person's message: the message and its delivery (the delivery queue's entry), written together
+(on PostgreSQL in one statement, ``inserts``). Every entry point (the two endpoints, the console) records messages
+through here."""
 
 from typing import Any
 
@@ -9,16 +10,19 @@ from django.db.models import Model
 
 from conversations.models import Delivery, Endpoint, Message, Role, Source
 from conversations.services import conversation_of
-from delivery.tasks import announce_enqueued, enqueue_delivery, new_task_row
+from delivery.tasks import enqueue_delivery
 from ingestion.hotpath import recent
 from ingestion.hotpath.inserts import insert_together
 from keys.models import ApiKey
 from keys.services import note_key_used
+from triggers.models import WebhookTrigger
 
 _SOURCE_OF_ENDPOINT = {
     Endpoint.CURRENT: Source.API,
     Endpoint.LEGACY: Source.LEGACY_WEBHOOK,
     Endpoint.CONSOLE: Source.APP,
+    Endpoint.WEBHOOK_TRIGGER: Source.WEBHOOK_TRIGGER,
+    Endpoint.FOLLOW_UP: Source.TOOL_FOLLOW_UP,
 }
 
 
@@ -31,45 +35,47 @@ def record_user_message(
     api_key: ApiKey | None = None,
     request_id: str = "",
     confirm_key: bool = False,
+    trigger: WebhookTrigger | None = None,
 ) -> Message:
-    """Record a message in the user's thread, its delivery record and the task that hands it to the assistant,
-    together or not at all (DESIGN.md, "Conversations and the assistant hand-off"): with the database task
-    backend on PostgreSQL, in one statement.
+    """Record a message in the user's thread and its delivery record (with the database task backend, the delivery
+    queue's entry: delivery/queue.py), together or not at all (DESIGN.md, "Conversations and the assistant
+    hand-off"): on PostgreSQL in one statement.
 
     ``confirm_key``: ``api_key`` was remembered, not looked up (ingestion/hotpath/recent.py); the rows are written only
     if it
-    still holds, else nothing is and ``recent.NoLongerHolds`` is raised."""
+    still holds, else nothing is and ``recent.NoLongerHolds`` is raised.
+
+    ``trigger``: the webhook trigger whose firing this is (then there is no key)."""
     # Keys by id rather than by instance: nothing reads the related objects back from these rows, and setting an
     # instance goes through Django's related-object descriptor (type and router checks, caches) for each.
     api_key_id = None if api_key is None else api_key.pk
     conversation = conversation_of(user)
     message = Message(
         conversation_id=conversation.pk,
-        role=Role.USER,
+        role=Role.TOOL if endpoint == Endpoint.FOLLOW_UP else Role.USER,
         source=_SOURCE_OF_ENDPOINT[endpoint],
         text=text,
         context=context,
         api_key_id=api_key_id,
+        trigger_id=None if trigger is None else trigger.pk,
     )
     delivery = Delivery(
         message=message,  # an instance: its key exists only once the statement has inserted it
+        conversation_id=conversation.pk,
         api_key_id=api_key_id,
         endpoint=endpoint,
         request_id=request_id,
         backend=settings.ASSISTANT_BACKEND,
     )
-    task_row = new_task_row(message.public_id)
-    rows: list[Model] = [message, delivery] if task_row is None else [message, delivery, task_row]
+    rows: list[Model] = [message, delivery]
     only_if = None
     if confirm_key:
         assert api_key is not None
         only_if = recent.still_holds(api_key, conversation)
     if not insert_together(rows, only_if):
         raise recent.NoLongerHolds()
-    if task_row is None:
-        enqueue_delivery(message.public_id)  # after the commit: the backend is not in the database
-    else:
-        announce_enqueued(task_row)
+    # The database queue: nothing (the delivery row is the queue's entry); a broker: its message, after the commit.
+    enqueue_delivery(message.public_id, delivery_id=delivery.pk)
     if api_key is not None:
         note_key_used(api_key)
     return message

@@ -12,10 +12,13 @@ from django.utils import timezone
 from accounts.services import sign_up as create_account
 from conversations.models import Delivery, Endpoint, Message, Role, Source
 from conversations.services import conversation_of
+from devices.services import start as start_device_login
 from ingestion.hotpath.recording import record_user_message
 from keys.models import Generation
 from keys.services import create_key, revoke_key
 from tests.browser.conftest import PHONE, new_context
+from triggers.models import WebhookTrigger
+from triggers.services import create_trigger
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -128,6 +131,26 @@ def test_screenshots(context, browser, live_server, settings):
     page.goto("/settings/advanced/")
     _shoot(page, "settings-advanced")
 
+    # Webhooks: one made earlier and fired, then a new one with its token, secret and examples shown once.
+    fired, _, _ = create_trigger(deploys.owner, "A deploy of the shop fails", "Tell me which commit broke it")
+    WebhookTrigger.objects.filter(pk=fired.pk).update(fire_count=3, last_fired_at=timezone.now())
+    page.goto("/webhooks/")
+    page.get_by_role("link", name="Add webhook").first.click()
+    page.get_by_label("When").fill("A new order is placed")
+    page.get_by_label("Then my assistant should").fill("Send me a summary of the order")
+    page.get_by_label("Also accept signed requests (GitHub)").check()
+    page.get_by_role("button", name="Create webhook").click()
+    page.get_by_text("It will not be shown again").wait_for()
+    _shoot(page, "webhook-created")
+    page.goto("/webhooks/")
+    _shoot(page, "webhooks")
+
+    # `poke login`: the /device page as the CLI's person sees it.
+    authorization, _ = start_device_login("node", "203.0.113.7")
+    page.goto(f"/device?code={authorization.display_code}")
+    page.get_by_role("heading", name="Approve this log-in?").wait_for()
+    _shoot(page, "device-approve")
+
     phone = new_context(browser, live_server, PHONE)
     phone.add_cookies(context.cookies())
     small = phone.new_page()
@@ -137,3 +160,9 @@ def test_screenshots(context, browser, live_server, settings):
     small.goto("/keys/")
     _shoot(small, "api-keys-phone", full_page=False)
     phone.close()
+
+    # A message's own page, from a delivery on its key's page: the message, what became of it and the reply.
+    page.goto(f"/keys/{deploys.pk}/")
+    page.locator('td[data-label="Message"] a').first.click()
+    page.get_by_text("What became of it").wait_for()
+    _shoot(page, "message")

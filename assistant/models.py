@@ -1,0 +1,72 @@
+"""What the assistant did while answering a message: each tool call (an ``Action``) with its arguments, result and
+time, shown to the person under the reply, to staff in the admin, and in the receipt for keys that may read
+replies; and the one-time tokens a long-running tool posts its follow-ups with."""
+
+from django.db import models
+from django.utils import timezone
+
+
+class ToolKind(models.TextChoices):
+    BUILT_IN = "built_in", "Built-in"
+    MCP = "mcp", "MCP connection"
+
+
+class Action(models.Model):
+    delivery = models.ForeignKey("conversations.Delivery", on_delete=models.CASCADE, related_name="actions")
+    attempt = models.PositiveIntegerField(default=1)
+    round = models.PositiveIntegerField(default=1, help_text="Which round of tool calls of the attempt.")
+    tool_call_id = models.CharField(max_length=100, blank=True, help_text="The model's id for the call.")
+    kind = models.CharField(max_length=16, choices=ToolKind.choices)
+    tool = models.CharField(max_length=255, help_text="The tool's name as the server or the assistant knows it.")
+    connection = models.ForeignKey(
+        "connections.Connection", null=True, blank=True, on_delete=models.SET_NULL, related_name="actions"
+    )
+    connection_name = models.CharField(max_length=100, blank=True)
+    arguments = models.JSONField(default=dict, blank=True)
+    result = models.TextField(blank=True)
+    is_error = models.BooleanField(default=False)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    follow_ups = models.PositiveIntegerField(default=0, help_text="Follow-ups the tool posted back so far.")
+    last_follow_up_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["started_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.label} ({'error' if self.is_error else 'ok'})"
+
+    @property
+    def label(self) -> str:
+        return f"{self.connection_name} · {self.tool}" if self.connection_name else self.tool
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.finished_at is None:
+            return None
+        return int((self.finished_at - self.started_at).total_seconds() * 1000)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "tool": self.tool,
+            "connection": self.connection_name or None,
+            "arguments": self.arguments,
+            "result": self.result,
+            "isError": self.is_error,
+            "startedAt": self.started_at,
+            "finishedAt": self.finished_at,
+            "followUps": self.follow_ups,
+        }
+
+
+class FollowUpToken(models.Model):
+    """A bearer token for one follow-up of a tool call (X-Poke-Callback-Token). Only its SHA-256 digest is stored;
+    it is spent by the follow-up it authorises, which receives the next one (nextToken) while more are allowed."""
+
+    action = models.ForeignKey(Action, on_delete=models.CASCADE, related_name="follow_up_tokens")
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"Follow-up token of action {self.action_id}"

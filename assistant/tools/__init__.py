@@ -1,0 +1,159 @@
+"""The tools the assistant may call while answering a message: built-in ones (reminders, webhook triggers) and the
+tools of the person's active MCP connections. Each call is recorded as an ``Action`` of the delivery; whatever
+happens (an unknown tool, arguments that are not JSON, a server that hangs or fails) becomes a result text for the
+model, flagged as an error, never an exception out of the delivery."""
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from assistant.models import Action, ToolKind
+from conversations.models import Delivery
+
+logger = logging.getLogger(__name__)
+
+MAX_RESULT_CHARACTERS = 8000
+MAX_ARGUMENT_CHARACTERS = 20_000
+_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
+
+
+class ToolError(Exception):
+    """The tool could not do what was asked; the text goes back to the model as the call's result."""
+
+
+@dataclass
+class Call:
+    """One tool call in progress: what the tool's code gets besides its arguments."""
+
+    user: User
+    action: Action
+    deadline: float  # time.monotonic() by which the call must be over
+
+    def seconds_left(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.0)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str  # as the model sees it: ^[a-zA-Z0-9_-]{1,64}$, unique in the toolbox
+    description: str
+    parameters: dict[str, Any]
+    kind: ToolKind
+    run: Callable[[dict[str, Any], Call], str]
+    original_name: str = ""  # the name on the MCP server, when it differs
+    connection: Any = None  # connections.models.Connection for MCP tools
+
+    def as_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+@dataclass
+class Toolbox:
+    user: User
+    delivery: Delivery
+    attempt: int
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    def add(self, tool: Tool) -> None:
+        name = tool_name(tool.name)
+        suffix = 2
+        while name in self.tools:
+            name = tool_name(f"{tool.name[:58]}_{suffix}")
+            suffix += 1
+        self.tools[name] = Tool(
+            name=name,
+            description=tool.description,
+            parameters=tool.parameters,
+            kind=tool.kind,
+            run=tool.run,
+            original_name=tool.original_name or tool.name,
+            connection=tool.connection,
+        )
+
+    def as_openai(self) -> list[dict[str, Any]]:
+        return [tool.as_openai() for tool in self.tools.values()]
+
+    def call(self, call_id: str, name: str, raw_arguments: Any, round_number: int, deadline: float) -> str:
+        """Run one tool call the model asked for, record it, and return what the model is told."""
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        arguments, problem = _arguments(raw_arguments)
+        action = Action.objects.create(
+            delivery=self.delivery,
+            attempt=self.attempt,
+            round=round_number,
+            tool_call_id=str(call_id)[:100],
+            kind=tool.kind if tool else ToolKind.BUILT_IN,
+            tool=(tool.original_name if tool else str(name))[:255],
+            connection=tool.connection if tool else None,
+            connection_name=tool.connection.name if tool and tool.connection is not None else "",
+            arguments=arguments if problem is None else {"_unparsed": str(raw_arguments)[:1000]},
+        )
+        if tool is None:
+            known = ", ".join(sorted(self.tools)) or "none"
+            return _finish(action, f"Error: there is no tool named {str(name)[:100]!r}. The tools are: {known}.", True)
+        if problem is not None:
+            return _finish(action, f"Error: {problem} Call {tool.name} again with a JSON object of arguments.", True)
+        try:
+            result = tool.run(arguments, Call(self.user, action, deadline))
+        except ToolError as error:
+            return _finish(action, f"Error: {error}", True)
+        except Exception as error:  # a bug in a tool must not end the delivery: the model hears it failed
+            logger.exception("tool %s failed", tool.name)
+            return _finish(action, f"Error: the tool failed unexpectedly ({type(error).__name__}).", True)
+        return _finish(action, result, False)
+
+
+def tool_name(text: str) -> str:
+    return _NAME.sub("_", text).strip("_")[:64] or "tool"
+
+
+def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    if raw is None or raw == "":
+        return {}, None
+    if isinstance(raw, dict):
+        return raw, None
+    if not isinstance(raw, str):
+        return {}, "The arguments must be a JSON object (sent as a string)."
+    if len(raw) > MAX_ARGUMENT_CHARACTERS:
+        return {}, f"The arguments are longer than {MAX_ARGUMENT_CHARACTERS} characters."
+    try:
+        parsed = json.loads(raw)
+    except ValueError as error:
+        return {}, f"The arguments are not valid JSON ({error})."
+    if not isinstance(parsed, dict):
+        return {}, "The arguments must be a JSON object."
+    if "\\u0000" in raw or "\x00" in raw:
+        return {}, "The arguments contain a NUL character."
+    return parsed, None
+
+
+def _finish(action: Action, result: str, is_error: bool) -> str:
+    text = result.replace("\x00", "")
+    if len(text) > MAX_RESULT_CHARACTERS:
+        text = text[:MAX_RESULT_CHARACTERS] + "… (cut)"
+    action.result = text
+    action.is_error = is_error
+    action.finished_at = timezone.now()
+    action.save(update_fields=["result", "is_error", "finished_at"])
+    return text
+
+
+def toolbox_for(user: User, delivery: Delivery, attempt: int) -> Toolbox:
+    from assistant.tools import builtin, mcp
+
+    box = Toolbox(user=user, delivery=delivery, attempt=attempt)
+    for tool in builtin.tools():
+        box.add(tool)
+    for tool in mcp.tools_of(user):
+        box.add(tool)
+    return box

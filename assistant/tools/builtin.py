@@ -1,0 +1,92 @@
+"""Tools that need no integration: reminders (and the person's webhook triggers, once that app is installed)."""
+
+import json
+from typing import Any
+
+from django.utils import timezone
+
+from assistant.models import ToolKind
+from assistant.tools import Call, Tool, ToolError
+from reminders import services as reminders
+from reminders.models import Reminder
+
+
+def _describe(reminder: Reminder) -> dict[str, Any]:
+    due = reminder.next_due_at
+    local = due.astimezone(reminders.schedule_of(reminder).zone) if due else None
+    return {
+        "id": reminder.public_id,
+        "text": reminder.text,
+        "next": local.isoformat(timespec="minutes") if local else None,
+        "rrule": reminder.rrule or None,
+        "timeZone": reminder.time_zone,
+    }
+
+
+def schedule_reminder(arguments: dict[str, Any], call: Call) -> str:
+    try:
+        reminder = reminders.schedule_reminder(
+            call.user, str(arguments.get("text", "")), str(arguments.get("when", "")), str(arguments.get("rrule") or "")
+        )
+    except reminders.ReminderRefused as refused:
+        raise ToolError(str(refused)) from None
+    described = _describe(reminder)
+    repeat = f", repeating {reminder.rrule}" if reminder.rrule else ""
+    when = f"{described['next']} ({reminder.time_zone})"
+    return f"Scheduled reminder {reminder.public_id}: “{reminder.text}” at {when}{repeat}."
+
+
+def list_reminders(arguments: dict[str, Any], call: Call) -> str:
+    found = [_describe(reminder) for reminder in reminders.scheduled_reminders(call.user)]
+    return json.dumps({"reminders": found}, ensure_ascii=False) if found else "No reminders are scheduled."
+
+
+def cancel_reminder(arguments: dict[str, Any], call: Call) -> str:
+    try:
+        reminder = reminders.cancel_reminder(call.user, str(arguments.get("id", "")))
+    except reminders.ReminderRefused as refused:
+        raise ToolError(str(refused)) from None
+    return f"Cancelled reminder {reminder.public_id}: “{reminder.text}”."
+
+
+def tools() -> list[Tool]:
+    now = timezone.now()
+    return [
+        Tool(
+            name="schedule_reminder",
+            description=(
+                "Remind the person of something at a time, once or repeating. The time is local to the person's "
+                f"time zone (ISO 8601 without offset, e.g. {now:%Y-%m-%d}T15:00). For a repeating reminder add an "
+                "RFC 5545 RRULE such as FREQ=DAILY or FREQ=WEEKLY;BYDAY=MO,WE; `when` is then the first time."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "description": "What to remind the person of."},
+                    "when": {"type": "string", "description": "Local date and time, ISO 8601, e.g. 2026-11-24T15:00"},
+                    "rrule": {"type": "string", "description": "Optional RFC 5545 RRULE for a repeating reminder."},
+                },
+                "required": ["text", "when"],
+            },
+            kind=ToolKind.BUILT_IN,
+            run=schedule_reminder,
+        ),
+        Tool(
+            name="list_reminders",
+            description="List the person's scheduled reminders with their ids and next times.",
+            parameters={"type": "object", "properties": {}},
+            kind=ToolKind.BUILT_IN,
+            run=list_reminders,
+        ),
+        Tool(
+            name="cancel_reminder",
+            description="Cancel one of the person's scheduled reminders by its id (from list_reminders).",
+            parameters={
+                "type": "object",
+                "properties": {"id": {"type": "string", "description": "The reminder's id, rem_…"}},
+                "required": ["id"],
+            },
+            kind=ToolKind.BUILT_IN,
+            run=cancel_reminder,
+        ),
+    ]

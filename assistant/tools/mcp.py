@@ -1,0 +1,72 @@
+"""The tools of the person's active MCP connections, called over Streamable HTTP with the connection's key, and
+with X-Poke-Callback-Url / X-Poke-Callback-Token so a long-running tool can post follow-ups (poke.mcp)."""
+
+import hashlib
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+
+from assistant.models import Action, FollowUpToken, ToolKind
+from assistant.tools import Call, Tool, ToolError, tool_name
+from connections import client, crypto
+from connections.models import Connection
+
+CALLBACK_PATH = "/api/v1/mcp/callback"
+TOKEN_PREFIX = "pfu_"
+
+
+def new_token_for(action: Action) -> str:
+    """A one-time follow-up token for the action; only its digest is stored."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    FollowUpToken.objects.create(action=action, digest=digest_of(token))
+    return token
+
+
+def digest_of(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _runner(connection: Connection, name: str) -> Any:
+    def run(arguments: dict[str, Any], call: Call) -> str:
+        seconds = min(settings.MCP_TIMEOUT_SECONDS, call.seconds_left())
+        if seconds < 0.5:
+            raise ToolError("No time is left for this tool call in this turn.")
+        headers = {
+            "X-Poke-Callback-Url": settings.PUBLIC_BASE_URL + CALLBACK_PATH,
+            "X-Poke-Callback-Token": new_token_for(call.action),
+        }
+        try:
+            result = client.call_tool(
+                connection.server_url, crypto.decrypt(connection.api_key_encrypted), name, arguments, headers, seconds
+            )
+        except (client.McpError, crypto.UnreadableSecret) as failed:
+            Connection.objects.filter(pk=connection.pk).update(last_error=f"Calling {name}: {failed}"[:1000])
+            raise ToolError(str(failed)) from None
+        if result.is_error:
+            raise ToolError(result.text)
+        return result.text
+
+    return run
+
+
+def tools_of(user: User) -> list[Tool]:
+    found = []
+    for connection in Connection.objects.filter(owner=user, active=True).prefetch_related("tools"):
+        prefix = tool_name(connection.name)[:20].lower()
+        for tool in connection.tools.all():
+            description = tool.description or tool.title or tool.name
+            schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+            found.append(
+                Tool(
+                    name=f"{prefix}__{tool_name(tool.name)}",
+                    description=f"[{connection.name}] {description}"[:1024],
+                    parameters=schema or {"type": "object", "properties": {}},
+                    kind=ToolKind.MCP,
+                    run=_runner(connection, tool.name),
+                    original_name=tool.name,
+                    connection=connection,
+                )
+            )
+    return found

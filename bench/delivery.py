@@ -1,0 +1,356 @@
+"""End-to-end hand-off benchmark (issue 15): gunicorn accepting messages from 1,000 users at a fixed arrival rate,
+worker processes (`manage.py db_worker`, the Procfile's) handing them to an assistant runtime on 127.0.0.1 that
+answers after a fixed delay. Everything on 127.0.0.1, every run bounded in time.
+
+    .venv/bin/python -m bench.delivery --rate 300 --seconds 30 --runtime-ms 200 --workers 1 --concurrency 96
+
+Reports accepted/s, delivered/s (deliveries finished inside the arrival window), the backlog when arrivals stop,
+accept→delivered p50/p99 (messages accepted in the window), CPU-ms per accepted message (gunicorn's processes) and
+per delivered one (the workers'), the workers' memory and the most attempts in flight. Needs PostgreSQL
+(BENCH_DATABASE_URL's server); the database it uses is created and dropped.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+SETUP = """
+import json, hashlib
+from django.contrib.auth import get_user_model
+from keys.services import create_key
+made = []
+for n in range(%d):
+    user = get_user_model().objects.create_user(f"bench{n}", f"bench{n}@example.com", None)
+    made.append(create_key(user, "bench")[1])
+print(json.dumps(made))
+"""
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=float, default=200, help="messages per second offered (default 200)")
+    parser.add_argument("--seconds", type=float, default=60, help="arrival window (default 60)")
+    parser.add_argument("--runtime-ms", type=float, default=200, help="the runtime's answer time (default 200)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--concurrency", type=int, default=64, help="DELIVERY_CONCURRENCY (default 64)")
+    parser.add_argument("--users", type=int, default=1000, help="users, one key each (default 1000)")
+    parser.add_argument("--web-processes", type=int, default=2, help="gunicorn workers (default 2)")
+    parser.add_argument("--no-worker", action="store_true", help="accept only (the ingest-only figure)")
+    parser.add_argument("--backend", default="webhook", help="ASSISTANT_BACKEND (webhook; local: no runtime)")
+    parser.add_argument("--drain-seconds", type=float, default=30, help="wait this long at most for the backlog")
+    parser.add_argument("--json", metavar="PATH", help="append the result as one JSON line to PATH")
+    return parser.parse_args()
+
+
+# --- the runtime --------------------------------------------------------------------------------------------------
+
+
+def runtime_process(delay: float) -> tuple[subprocess.Popen[bytes], str]:
+    """The assistant runtime in a process of its own (its CPU is not ours): HTTP/1.1, a thread per connection."""
+    code = f"""
+import json, sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        time.sleep({delay})
+        body = b'{{"reply": "done"}}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+class S(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024
+s = S(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"""
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    port = int(process.stdout.readline())
+    return process, f"http://127.0.0.1:{port}/hooks/assistant"
+
+
+# --- processes and their CPU ----------------------------------------------------------------------------------------
+
+
+def tree(pid: int) -> list[int]:
+    """A process and its descendants."""
+    found = [pid]
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        found += tree(int(child))
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICKS
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def database() -> Any:
+    name = f"bench_delivery_{secrets.token_hex(3)}"
+    server = urlunsplit(urlsplit(SERVER_URL)._replace(path="/postgres"))
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(SERVER_URL)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
+    env.update(
+        {
+            "DEBUG": "0",
+            "HTTPS_ONLY": "0",
+            "SECRET_KEY": "bench-" + "x" * 50,
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "DATABASE_URL": database_url,
+            "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7"),
+            "TASK_BACKEND": "database",
+            "INGEST_RATE_LIMIT": "1000000/h",
+            "LOG_LEVEL": "WARNING",
+            "ASSISTANT_BACKEND": args.backend,
+            "ASSISTANT_WEBHOOK_URL": runtime_url,
+            "ASSISTANT_WEBHOOK_SECRET": "whsec_" + "YmVuY2htYXJrLXJ1bnRpbWUtc2hhcmVkLXNlY3JldC0zMmI=",
+            "DELIVERY_CONCURRENCY": str(args.concurrency),
+            "WEB_CONCURRENCY": str(args.web_processes),
+        }
+    )
+    return env
+
+
+def manage(arguments: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *arguments], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+# --- the load -------------------------------------------------------------------------------------------------------
+
+
+class Sender(threading.local):
+    connection: http.client.HTTPConnection | None = None
+
+
+def offer(port: int, keys: list[str], rate: float, seconds: float) -> tuple[int, int, float]:
+    """Open loop: message n is due at n / rate seconds; a pool of keep-alive connections sends them. Returns
+    (accepted, refused, seconds taken)."""
+    local = Sender()
+    body = json.dumps({"message": "Remind me to stretch at 3pm", "context": {"source": "bench"}}).encode()
+    accepted = refused = 0
+    lock = threading.Lock()
+
+    def send(n: int) -> None:
+        nonlocal accepted, refused
+        if local.connection is None:
+            local.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        headers = {"Authorization": f"Bearer {keys[n % len(keys)]}", "Content-Type": "application/json"}
+        try:
+            local.connection.request("POST", "/api/v1/inbound/api-message", body, headers)
+            response = local.connection.getresponse()
+            response.read()
+            ok = response.status == 200
+        except (OSError, http.client.HTTPException):
+            local.connection.close()
+            local.connection = None
+            ok = False
+        with lock:
+            if ok:
+                accepted += 1
+            else:
+                refused += 1
+
+    total = int(rate * seconds)
+    started = time.monotonic()
+    with ThreadPoolExecutor(48) as pool:
+        for n in range(total):
+            due = started + n / rate
+            pause = due - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            pool.submit(send, n)
+    return accepted, refused, time.monotonic() - started
+
+
+def main() -> None:
+    args = arguments()
+    runtime, runtime_url = runtime_process(args.runtime_ms / 1000)
+    processes: list[subprocess.Popen[bytes]] = [runtime]
+    try:
+        with database() as database_url:
+            env = environment(database_url, runtime_url, args)
+            manage(["migrate", "--no-input", "-v", "0"], env)
+            keys = json.loads(manage(["shell", "-c", SETUP % args.users], env).strip().splitlines()[-1])
+            port = free_port()
+            web = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "--config", "gunicorn.conf.py", "config.wsgi"],
+                cwd=ROOT, env={**env, "PORT": str(port), "BIND_HOST": "127.0.0.1"},
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            processes.append(web)
+            workers = []
+            if not args.no_worker:
+                for _ in range(args.workers):
+                    workers.append(
+                        subprocess.Popen(
+                            [sys.executable, "manage.py", "db_worker", "--no-reload", "--no-startup-delay"],
+                            cwd=ROOT,
+                            env=env,
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
+                        )
+                    )
+            processes += workers
+            for _ in range(100):  # until gunicorn answers
+                try:
+                    probe = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                    probe.request("GET", "/healthz")
+                    probe.getresponse().read()
+                    break
+                except OSError:
+                    time.sleep(0.2)
+            time.sleep(2)  # the workers start
+            # Warm up: every web process meets keys, every worker connects.
+            offer(port, keys, rate=50, seconds=2)
+            with psycopg.connect(database_url, autocommit=True) as db:
+                wait_drained(db, 30)
+                db.execute("DELETE FROM conversations_delivery; DELETE FROM conversations_message;")
+                web_pids = tree(web.pid)
+                idle_rss = [rss_mb(w.pid) for w in workers]
+                web_cpu, worker_cpu = cpu_seconds(web_pids), cpu_seconds([w.pid for w in workers])
+                peak_in_flight = [0]
+                stop = threading.Event()
+                watcher = threading.Thread(target=watch_in_flight, args=(database_url, peak_in_flight, stop))
+                watcher.start()
+                t0 = db.execute("SELECT now()").fetchone()[0]
+                accepted, refused, took = offer(port, keys, args.rate, args.seconds)
+                t1 = db.execute("SELECT now()").fetchone()[0]
+                web_cpu = cpu_seconds(web_pids) - web_cpu
+                worker_cpu_window = cpu_seconds([w.pid for w in workers]) - worker_cpu
+                stop.set()
+                watcher.join()
+                loaded_rss = [rss_mb(w.pid) for w in workers]
+                backlog = db.execute(
+                    "SELECT count(*) FROM conversations_delivery WHERE status IN ('queued', 'processing')"
+                ).fetchone()[0]
+                delivered_in_window = db.execute(
+                    "SELECT count(*) FROM conversations_delivery WHERE status = 'delivered' AND finished_at <= %s",
+                    [t1],
+                ).fetchone()[0]
+                drained = wait_drained(db, args.drain_seconds) if workers else False
+                p50, p99 = db.execute(
+                    "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s), percentile_cont(0.99) WITHIN GROUP "
+                    "(ORDER BY s) FROM (SELECT extract(epoch FROM finished_at - created_at) * 1000 AS s "
+                    "FROM conversations_delivery WHERE status = 'delivered' AND created_at BETWEEN %s AND %s) x",
+                    [t0, t1],
+                ).fetchone()
+                window = (t1 - t0).total_seconds()
+            result = {
+                "rate": args.rate,
+                "seconds": args.seconds,
+                "runtime_ms": args.runtime_ms,
+                "backend": args.backend,
+                "workers": 0 if args.no_worker else args.workers,
+                "concurrency": args.concurrency,
+                "users": args.users,
+                "accepted_per_s": round(accepted / window, 1),
+                "refused": refused,
+                "delivered_per_s": round(delivered_in_window / window, 1),
+                "backlog_at_end": backlog,
+                "drained_after": drained,
+                "latency_p50_ms": None if p50 is None else round(p50),
+                "latency_p99_ms": None if p99 is None else round(p99),
+                "web_cpu_ms_per_accepted": round(web_cpu * 1000 / max(accepted, 1), 2),
+                "worker_cpu_ms_per_delivered": round(worker_cpu_window * 1000 / max(delivered_in_window, 1), 2)
+                if workers
+                else None,
+                "worker_rss_mb_idle": [round(r) for r in idle_rss],
+                "worker_rss_mb_loaded": [round(r) for r in loaded_rss],
+                "peak_in_flight": peak_in_flight[0],
+                "offer_seconds": round(took, 1),
+                "loadavg": os.getloadavg(),
+            }
+            print(json.dumps(result))
+            if args.json:
+                with open(args.json, "a") as out:
+                    out.write(json.dumps(result) + "\n")
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def watch_in_flight(database_url: str, peak: list[int], stop: threading.Event) -> None:
+    with psycopg.connect(database_url, autocommit=True) as db:
+        while not stop.wait(0.5):
+            now = db.execute("SELECT count(*) FROM conversations_delivery WHERE status = 'processing'").fetchone()[0]
+            peak[0] = max(peak[0], now)
+
+
+def wait_drained(db: psycopg.Connection[Any], seconds: float) -> float | bool:
+    """Seconds until nothing is queued or in flight (False: not within ``seconds``)."""
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        left = db.execute(
+            "SELECT count(*) FROM conversations_delivery WHERE status IN ('queued', 'processing')"
+        ).fetchone()[0]
+        if not left:
+            return round(time.monotonic() - started, 1)
+        time.sleep(0.5)
+    return False
+
+
+if __name__ == "__main__":
+    main()

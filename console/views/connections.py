@@ -1,0 +1,70 @@
+"""Connections: the person's MCP servers, their tools and last sync; add (connects first), sync, remove."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_http_methods, require_POST
+
+from connections import services
+from connections.models import Connection, is_connection_id
+from console.forms.connections import ConnectionForm
+
+
+def _owned(request: HttpRequest, public_id: str) -> Connection:
+    found = (
+        Connection.objects.filter(public_id=public_id, owner_id=request.user.pk).first()
+        if is_connection_id(public_id)
+        else None
+    )
+    if found is None:
+        raise Http404("No such connection.")
+    return found
+
+
+@sensitive_post_parameters("api_key")
+@login_required
+@require_http_methods(["GET", "POST"])
+def connection_list(request: HttpRequest) -> HttpResponse:
+    form = ConnectionForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            connection = services.add_connection(
+                request.user,  # type: ignore[arg-type]
+                form.cleaned_data["name"],
+                form.cleaned_data["server_url"],
+                form.cleaned_data["api_key"] or None,
+            )
+        except services.ConnectionRefused as refused:
+            form.add_error(None, str(refused))
+        else:
+            messages.success(request, f"Connected to {connection.name}: {connection.tools.count()} tools.")
+            return redirect("connections:list")
+    connections = Connection.objects.filter(owner_id=request.user.pk).prefetch_related("tools")
+    status = 400 if request.method == "POST" else 200
+    return render(request, "connections/list.html", {"connections": connections, "form": form}, status=status)
+
+
+@login_required
+@require_POST
+def sync(request: HttpRequest, public_id: str) -> HttpResponse:
+    connection = _owned(request, public_id)
+    try:
+        services.sync_tools(connection)
+    except services.ConnectionRefused as refused:
+        messages.error(request, f"Could not sync {connection.name}: {refused}")
+    else:
+        messages.success(request, f"Synced {connection.name}: {connection.tools.count()} tools.")
+    return redirect("connections:list")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def remove(request: HttpRequest, public_id: str) -> HttpResponse:
+    connection = _owned(request, public_id)
+    if request.method == "POST":
+        services.remove_connection(connection)
+        messages.success(request, f"Removed {connection.name}; the assistant no longer has its tools.")
+        return redirect("connections:list")
+    return render(request, "connections/remove.html", {"connection": connection})

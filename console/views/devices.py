@@ -1,0 +1,85 @@
+"""/device: where a person finishes `poke login` (RFC 8628's verification page). They type the code the CLI printed
+(or open the page with ?code=), see what is asking (client, address, time) and approve or deny. Approval issues a
+V2 key named after the device and date, which the CLI collects once and which is listed (and revocable) on API
+Keys. Wrong codes count per client address (DEVICE_CODE_FAILURE_RATE_LIMIT): guessing a code is the attack."""
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods
+
+from devices import services
+from devices.models import DeviceAuthorization
+from keys.services import has_room_for_a_key
+from ops import metrics
+from ops.limits import AttemptLimit
+
+WRONG_CODES = AttemptLimit("device-code-failures", "DEVICE_CODE_FAILURE_RATE_LIMIT", blocks_when_reached=True)
+NOT_WAITING = (
+    "No log-in is waiting with this code. Check it against the one your terminal shows; codes last 10 minutes and "
+    "work once, so run `poke login` again if it has expired."
+)
+
+
+def _blocked(request: HttpRequest, wait: int) -> HttpResponse:
+    metrics.rate_limited("device_code")
+    context = {"minutes": max(1, (wait + 59) // 60)}
+    response = render(request, "devices/blocked.html", context, status=429)
+    response["Retry-After"] = str(wait)
+    return response
+
+
+def _find(request: HttpRequest, typed: str) -> tuple[DeviceAuthorization | None, HttpResponse | None]:
+    """The pending request for a typed code, or the page that refuses (blocked address); a miss is counted."""
+    wait = WRONG_CODES.blocked_for(request)
+    if wait > 0:
+        return None, _blocked(request, wait)
+    found = services.pending_by_user_code(typed)
+    if found is None:
+        wait = WRONG_CODES.count(request)
+        if wait > 0:
+            return None, _blocked(request, wait)
+    return found, None
+
+
+@login_required
+@never_cache
+@require_http_methods(["GET", "POST"])
+def device(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        return _decide(request)
+    typed = request.GET.get("code", "").strip()[:40]
+    if not typed:
+        return render(request, "devices/enter.html", {"code": ""})
+    found, refused = _find(request, typed)
+    if refused is not None:
+        return refused
+    if found is None:
+        return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=404)
+    return render(request, "devices/confirm.html", {"authorization": found})
+
+
+def _decide(request: HttpRequest) -> HttpResponse:
+    typed = request.POST.get("code", "").strip()[:40]
+    decision = request.POST.get("decision")
+    if decision not in ("approve", "deny"):
+        return render(request, "devices/enter.html", {"code": typed, "error": "Choose Approve or Deny."}, status=400)
+    found, refused = _find(request, typed)
+    if refused is not None:
+        return refused
+    if found is None:
+        return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=404)
+    user = request.user
+    assert user.is_authenticated
+    if decision == "approve" and not has_room_for_a_key(user):
+        full = (
+            f"This account already has {settings.MAX_ACTIVE_KEYS_PER_ACCOUNT} active API keys, the most it may hold: "
+            "revoke one under API Keys, then approve."
+        )
+        return render(request, "devices/confirm.html", {"authorization": found, "error": full}, status=409)
+    decided = services.approve(found, user) if decision == "approve" else services.deny(found, user)
+    if not decided:  # approved or denied in another tab a moment ago, or it expired just now
+        return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=409)
+    return render(request, "devices/done.html", {"authorization": found, "approved": decision == "approve"})

@@ -1,0 +1,267 @@
+"""The delivery engine: many attempts in flight in one worker process, with few database connections.
+
+Three kinds of thread, each with its own job:
+
+- the claimer (one database connection) claims ready deliveries in batches (delivery/queue.py: FOR UPDATE SKIP
+  LOCKED, each thread's messages one at a time and in order) whenever attempt slots are free;
+- DELIVERY_CONCURRENCY attempt threads hand messages to the assistant. They never touch the database: the claim
+  brought everything the attempt needs. Each keeps its keep-alive connection to the runtime (assistant/http.py);
+- the recorder (one database connection) writes each outcome in one statement, and wakes the claimer: a finished
+  attempt frees a slot, and may make the thread's next message claimable.
+
+So the process holds two database connections whatever DELIVERY_CONCURRENCY is (plus one for ordinary django.tasks
+tasks when it runs inside ``manage.py db_worker``).
+
+Stopping (``stop``, on SIGTERM): claim nothing more; give the attempts in flight until the grace period ends
+(DELIVERY_GRACE_SECONDS, below the 30 s platforms wait before SIGKILL); record what finished; put the rest back,
+queued and due at once, their attempt not counted. A second SIGTERM (``stop_now``) puts them back at once. After a
+SIGKILL nothing runs: the leases expire and any worker takes the deliveries over (queue.py).
+"""
+
+import logging
+import queue as queues
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from assistant.backends import backend_named
+from assistant.outcomes import Outcome, PermanentFailure, Reply, TransientFailure
+from delivery import queue
+from delivery.handoff import backoff_seconds
+from delivery.queue import Claim
+from ops import metrics
+
+logger = logging.getLogger("delivery.handoff")
+
+# How long the claimer waits after a claim found fewer deliveries than it had room for, unless woken earlier.
+POLL_SECONDS = 0.1
+# After being woken by finished attempts, wait this long so that one claim serves several free slots.
+GATHER_SECONDS = 0.005
+
+
+@dataclass(slots=True)
+class Finished:
+    claim: Claim
+    outcome: Outcome | Exception
+    seconds: float
+
+
+class Engine:
+    def __init__(self, concurrency: int | None = None, batch: int | None = None) -> None:
+        self.concurrency = concurrency or settings.DELIVERY_CONCURRENCY
+        self.batch = batch or settings.DELIVERY_CLAIM_BATCH
+        self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="delivery-attempt")
+        self._finished: queues.SimpleQueue[Finished | None] = queues.SimpleQueue()
+        self._in_flight: dict[int, Claim] = {}  # by delivery id; claimed and not yet recorded
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # --- life cycle -----------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for target, name in ((self._claim_loop, "delivery-claimer"), (self._record_loop, "delivery-recorder")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        logger.info(
+            "delivery engine started: up to %s attempts in flight, claims of up to %s", self.concurrency, self.batch
+        )
+
+    def begin_stop(self) -> None:
+        """Claim nothing more (the attempts in flight go on)."""
+        self._stopping.set()
+        self._wake.set()
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop claiming, wait for the attempts in flight until the grace period ends, put back the rest."""
+        grace = settings.DELIVERY_GRACE_SECONDS if grace is None else grace
+        self.begin_stop()
+        ends_at = time.monotonic() + grace
+        while self.in_flight() and time.monotonic() < ends_at:
+            time.sleep(0.05)
+        self._finish()
+
+    def stop_now(self) -> None:
+        """Put back whatever is in flight at once (a second SIGTERM)."""
+        self._stopping.set()
+        self._wake.set()
+        self._finish()
+
+    def in_flight(self) -> int:
+        with self._lock:
+            return len(self._in_flight)
+
+    def _finish(self) -> None:
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self._finished.put(None)  # the recorder records what has finished, then ends
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=5)
+        with self._lock:
+            unfinished = list(self._in_flight.values())
+            self._in_flight.clear()  # late outcomes of these are dropped: the deliveries are no longer ours
+        if unfinished:
+            returned = queue.put_back(unfinished)
+            logger.warning("delivery engine stopped: %s unfinished attempt(s) put back in the queue", returned)
+        else:
+            logger.info("delivery engine stopped: nothing in flight")
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        connection.close()
+
+    def drain(self) -> int:
+        """Without threads of its own: deliver everything claimable now, batch after batch, until nothing is (a retry
+        due later is left for later); returns how many attempts ran. For ``db_worker --batch``."""
+        ran = 0
+        while claims := queue.claim(self.batch):
+            for finished in self._pool.map(self.attempt_now, claims):
+                record(finished.claim, finished.outcome, finished.seconds)
+            ran += len(claims)
+        return ran
+
+    # --- claiming -------------------------------------------------------------------------------------------------
+
+    def _claim_loop(self) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            free = self.concurrency - self.in_flight()
+            if free <= 0:
+                self._sleep(POLL_SECONDS)
+                continue
+            wanted = min(free, self.batch)
+            try:
+                claims = queue.claim(wanted)
+                failures = 0
+            except Exception as error:
+                failures += 1
+                logger.warning("delivery engine: claiming failed (%s); trying again", type(error).__name__)
+                connection.close()  # a fresh connection next time (the database may have restarted)
+                self._sleep(min(POLL_SECONDS * 2**failures, 5.0))
+                continue
+            with self._lock:
+                for claim in claims:
+                    self._in_flight[claim.delivery_id] = claim
+            for claim in claims:
+                self._pool.submit(self._attempt, claim)
+            # Fewer than there was room for: nothing more is ready right now.
+            if len(claims) < wanted and self._sleep(POLL_SECONDS):
+                time.sleep(GATHER_SECONDS)
+        connection.close()
+
+    def _sleep(self, seconds: float) -> bool:
+        """Wait until woken or ``seconds`` pass; whether woken."""
+        woken = self._wake.wait(seconds)
+        self._wake.clear()
+        return woken
+
+    # --- attempting (no database here) ---------------------------------------------------------------------------
+
+    def _attempt(self, claim: Claim) -> None:
+        self._finished.put(self.attempt_now(claim))
+
+    @staticmethod
+    def attempt_now(claim: Claim) -> Finished:
+        started = time.monotonic()
+        outcome: Outcome | Exception
+        try:
+            outcome = backend_named(claim.backend)(claim.request)
+        except Exception as error:
+            outcome = error
+        return Finished(claim, outcome, time.monotonic() - started)
+
+    # --- recording ------------------------------------------------------------------------------------------------
+
+    def _record_loop(self) -> None:
+        while True:
+            finished = self._finished.get()
+            if finished is None:
+                break
+            with self._lock:
+                ours = self._in_flight.get(finished.claim.delivery_id) is finished.claim
+            if ours:
+                self._record_until_done(finished)
+            with self._lock:
+                if self._in_flight.get(finished.claim.delivery_id) is finished.claim:
+                    del self._in_flight[finished.claim.delivery_id]
+            self._wake.set()
+        connection.close()
+
+    def _record_until_done(self, finished: Finished) -> None:
+        failures = 0
+        while True:
+            try:
+                record(finished.claim, finished.outcome, finished.seconds)
+                return
+            except Exception as error:
+                failures += 1
+                connection.close()
+                if self._stopped.is_set() or failures > 20:
+                    # The lease will expire and another attempt will run (same webhook-id).
+                    logger.error(
+                        "delivery %s: its outcome could not be recorded (%s)",
+                        finished.claim.delivery_id,
+                        type(error).__name__,
+                    )
+                    return
+                time.sleep(min(0.1 * 2**failures, 5.0))
+                close_old_connections()
+
+
+def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
+    """Record how an attempt ended (one statement) and log it (one line); returns the delivery's status after."""
+    milliseconds = seconds * 1000
+    if not isinstance(outcome, Exception):  # a reply, or accepted (the reply comes through the callback)
+        reply = outcome.text if isinstance(outcome, Reply) else None
+        if queue.record_delivered(claim, reply):
+            metrics.delivery_attempt_finished("delivered")
+            logger.info(
+                "delivery %s delivered on attempt %s (%s, %.0f ms)",
+                claim.delivery_id,
+                claim.attempt,
+                claim.backend,
+                milliseconds,
+            )
+            return "delivered"
+        return "skipped"
+    if isinstance(outcome, PermanentFailure):
+        return _failed(claim, str(outcome))
+    if isinstance(outcome, TransientFailure):
+        failure = outcome
+    else:
+        logger.error(
+            "delivery %s: unexpected error in the %s backend", claim.delivery_id, claim.backend, exc_info=outcome
+        )
+        failure = TransientFailure(f"Unexpected error: {type(outcome).__name__}.")
+    if claim.attempt >= settings.ASSISTANT_MAX_ATTEMPTS:
+        return _failed(claim, f"{failure} Gave up after {claim.attempt} attempts.")
+    delay = max(backoff_seconds(claim.attempt), min(failure.retry_after or 0, settings.ASSISTANT_RETRY_MAX_SECONDS))
+    next_attempt_at = timezone.now() + timedelta(seconds=delay)
+    if queue.record_retry(claim, str(failure), next_attempt_at):
+        metrics.delivery_attempt_finished("retrying")
+        logger.info(
+            "delivery %s: attempt %s failed (%s); retry at %s",
+            claim.delivery_id,
+            claim.attempt,
+            failure,
+            next_attempt_at.isoformat(),
+        )
+        return "queued"
+    return "skipped"
+
+
+def _failed(claim: Claim, error: str) -> str:
+    if not queue.record_failed(claim, error):
+        return "skipped"
+    metrics.delivery_attempt_finished("failed")
+    logger.warning("delivery %s failed after %s attempt(s): %s", claim.delivery_id, claim.attempt, error)
+    return "failed"

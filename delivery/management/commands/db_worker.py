@@ -1,0 +1,77 @@
+"""The Procfile's worker: django-tasks-db's ``db_worker``, running ordinary django.tasks tasks (reminders and the
+like) in its main thread as before, with the delivery engine (delivery/engine.py) beside it in the same process.
+
+SIGTERM (or Ctrl+C): both stop taking work; the task in progress finishes, the attempts in flight get
+DELIVERY_GRACE_SECONDS, and those that could not finish are put back in the queue uncounted. A second SIGTERM puts
+them back at once and exits. ``--batch`` (tests, one-off runs) delivers everything that is due, runs the ready tasks
+and exits. ``--no-deliveries`` runs the tasks only.
+"""
+
+import signal
+import sys
+from argparse import ArgumentParser, BooleanOptionalAction
+from types import FrameType
+from typing import Any
+
+from django_tasks_db.management.commands import db_worker
+
+from delivery.engine import Engine
+from delivery.tasks import queued_in_database
+
+
+class _Worker(db_worker.Worker):
+    engine: Engine | None = None
+
+    def shutdown(self, signum: int, frame: FrameType | None) -> None:
+        if self.engine is not None:
+            if not self.running:  # the second signal: no more grace
+                self.reset_signals()
+                self.engine.stop_now()
+                sys.exit(1)
+            self.engine.begin_stop()
+        super().shutdown(signum, frame)
+
+
+class Command(db_worker.Command):
+    help = "Run the background worker: ordinary django.tasks tasks from the database, and the delivery engine."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument(
+            "--deliveries",
+            action=BooleanOptionalAction,
+            default=True,
+            help="Run the delivery engine in this process too (default: yes).",
+        )
+        parser.add_argument(
+            "--concurrency", type=int, default=None, help="Deliveries in flight (default: DELIVERY_CONCURRENCY)."
+        )
+
+    def handle(self, *, deliveries: bool, concurrency: int | None, **options: Any) -> None:  # type: ignore[override]
+        if not (deliveries and queued_in_database()):
+            super().handle(**options)
+            return
+        engine = Engine(concurrency=concurrency)
+        options["reload"] = False  # a reloader's outer process would run a second engine
+        if options["batch"]:
+            self.configure_logging(options["verbosity"])
+            engine.drain()
+            super().handle(**options)
+            engine.drain()
+            return
+        original = db_worker.Worker
+        _Worker.engine = engine
+        db_worker.Worker = _Worker  # type: ignore[misc]  # the parent builds its worker by this name
+        engine.start()
+        try:
+            super().handle(**options)
+        except SystemExit:
+            pass
+        finally:
+            db_worker.Worker = original  # type: ignore[misc]
+        try:
+            engine.stop()
+        except SystemExit:
+            engine.stop_now()
+            raise
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

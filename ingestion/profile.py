@@ -1,0 +1,28 @@
+"""GET /api/v1/user/profile: who a key (or the CLI's log-in token, a V2 key) belongs to; `poke whoami` prints it."""
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ingestion import openapi
+from ingestion.authentication import AnyKeyAuthentication
+from ingestion.negotiation import JsonOnly
+from keys.models import ApiKey
+
+
+class ProfileView(APIView):
+    # V1 keys too: telling a key's holder whose key it is sends nothing, like reading a receipt; the deprecation of
+    # V1 is about the legacy sending endpoint, and refusing here would only hide which account a stray key is of.
+    authentication_classes = [AnyKeyAuthentication]
+    http_method_names = ["get", "head", "options"]
+    content_negotiation_class = JsonOnly
+
+    @openapi.profile_endpoint
+    def get(self, request: Request) -> Response:
+        key = request.auth
+        assert isinstance(key, ApiKey)
+        owner = key.owner
+        # null, not "", when there is no name: the CLI prints name, else email, else id.
+        return Response(
+            {"success": True, "id": owner.pk, "name": owner.get_full_name().strip() or None, "email": owner.email}
+        )

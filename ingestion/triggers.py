@@ -1,0 +1,204 @@
+"""Webhook triggers over HTTP (README, "Webhook triggers"):
+
+- ``POST /api/v1/api-keys/webhook`` (a V2 API key): make a trigger from a condition and an action; the answer
+  carries its URL and token (shown this once).
+- ``POST /api/v1/inbound/webhook/{triggerId}`` (or ``/api/v1/inbound/webhook``, as the Poke SDK's URL has it):
+  ``Authorization: Bearer <webhook token>``, or for senders that cannot set that header (GitHub) an
+  ``X-Hub-Signature-256`` made with the trigger's signing secret. The action lands in the owner's thread as their
+  message with the posted JSON as context, through the same write path, limits, idempotency and errors as
+  ``/api/v1/inbound/api-message``.
+"""
+
+import re
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations.models import Endpoint
+from ingestion import body as body_rules
+from ingestion import openapi, throttling
+from ingestion.authentication import AnyKeyAuthentication, V2KeyAuthentication, bearer_token, is_unconfirmed
+from ingestion.exceptions import (
+    InvalidBody,
+    InvalidJson,
+    InvalidWebhookSignature,
+    InvalidWebhookToken,
+    LengthRequired,
+    MissingAuthorization,
+    PayloadTooLarge,
+    RevokedWebhookTrigger,
+    Unauthorized,
+)
+from ingestion.hotpath.recording import record_user_message
+from ingestion.idempotency import idempotent
+from ingestion.negotiation import JsonOnly
+from ingestion.throttling import WebhookTriggerRateThrottle
+from keys.models import ApiKey
+from ops.http import declared_length
+from triggers import services
+from triggers.models import WebhookTrigger
+
+_TRIGGER_ID = re.compile(r"trg_[0-9A-Za-z]{20}")
+RECEIVED = "Webhook received"
+
+
+class CreateTriggerView(APIView):
+    authentication_classes = [V2KeyAuthentication]
+    http_method_names = ["post", "options"]
+    content_negotiation_class = JsonOnly
+
+    @openapi.create_trigger_endpoint
+    def post(self, request: Request) -> Response:
+        if is_unconfirmed(request):
+            # A key this process remembers is confirmed only by a message's insert; a trigger is no message, so the
+            # key is looked up now (a key revoked a moment ago gets its 401).
+            authenticator = self.get_authenticators()[0]
+            assert isinstance(authenticator, V2KeyAuthentication)
+            request.user, request.auth = authenticator.authenticate_afresh(request)
+        key = request.auth
+        assert isinstance(key, ApiKey)
+        body = _json_body(request, '{"condition": "When a new order is placed", "action": "Send me a summary"}')
+        if not isinstance(body, dict):
+            raise InvalidBody('The body must be a JSON object: {"condition": "…", "action": "…"}.')
+        body_rules.check_storable(body)
+        for name in ("condition", "action"):
+            if name not in body:
+                raise InvalidBody(f'\'{name}\' is required: the body is {{"condition": "…", "action": "…"}}.')
+        signed = body.get("signed", False)
+        if not isinstance(signed, bool):
+            raise InvalidBody("'signed' must be true or false.")
+        try:
+            trigger, token, secret = services.create_trigger(
+                key.owner, body["condition"], body["action"], created_with=key, signed=signed
+            )
+        except services.InvalidTrigger as error:
+            raise InvalidBody(str(error)) from None
+        answer = {
+            "success": True,
+            "triggerId": trigger.public_id,
+            "webhookUrl": webhook_url(request, trigger),
+            "webhookToken": token,
+            "condition": trigger.condition,
+            "action": trigger.action,
+            "createdAt": trigger.created_at.isoformat().replace("+00:00", "Z"),
+        }
+        if secret is not None:
+            answer["signingSecret"] = secret
+        response = Response(answer, status=201)
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+def webhook_url(request: Any, trigger: WebhookTrigger) -> str:
+    return request.build_absolute_uri(reverse("webhook-trigger", args=[trigger.public_id]))
+
+
+def _json_body(request: Request, example: str) -> Any:
+    data = request.data
+    if request.stream is None:
+        if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+            raise LengthRequired()
+        raise InvalidJson(f"The body is empty. Send a JSON object, for example {example}.")
+    return data
+
+
+class WebhookTriggerAuthentication(BaseAuthentication):
+    """The trigger's token as a Bearer credential, or (with the trigger's id in the URL and no Authorization header)
+    GitHub's X-Hub-Signature-256 over the exact body. Failures count towards the client address's
+    failed-authentication limit, like a wrong API key."""
+
+    def authenticate(self, request: Request) -> tuple[User, WebhookTrigger]:
+        try:
+            return self.identify(request)
+        except Unauthorized:
+            throttling.refuse_if_blocked(request)
+            throttling.count_failed_authentication(request)
+            raise
+
+    def identify(self, request: Request) -> tuple[User, WebhookTrigger]:
+        trigger_id = (request.parser_context or {}).get("kwargs", {}).get("trigger_id")
+        header = request.META.get("HTTP_AUTHORIZATION")
+        signature = request.META.get("HTTP_X_HUB_SIGNATURE_256")
+        if trigger_id is not None and not _TRIGGER_ID.fullmatch(trigger_id):
+            raise InvalidWebhookToken("No webhook trigger has this URL. Use the webhookUrl given when it was made.")
+        if not header and signature and trigger_id:
+            trigger = WebhookTrigger.objects.select_related("owner").filter(public_id=trigger_id).first()
+            if trigger is None or not services.signature_matches(trigger, _raw_body(request), signature):
+                raise InvalidWebhookSignature()
+        else:
+            if not header:
+                raise MissingAuthorization(
+                    "Missing Authorization header. Send 'Authorization: Bearer <webhook token>', the webhookToken "
+                    "given when the trigger was made (or sign the body with X-Hub-Signature-256)."
+                )
+            trigger = services.find_by_token(bearer_token(header))
+            if trigger is None or (trigger_id is not None and trigger.public_id != trigger_id):
+                raise InvalidWebhookToken()
+        if trigger.is_revoked:
+            raise RevokedWebhookTrigger()
+        return trigger.owner, trigger
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="webhooks"'
+
+
+class KeyOrWebhookTokenAuthentication(AnyKeyAuthentication):
+    """The receipts endpoint: any API key, as before, or a webhook trigger's token, which reads the receipts of the
+    messages its own firings recorded (and nothing else)."""
+
+    def authenticate(self, request: Request) -> tuple[User, ApiKey | WebhookTrigger]:  # type: ignore[override]
+        header = request.META.get("HTTP_AUTHORIZATION") or ""
+        if header[7:].startswith(services.TOKEN_PREFIX) and header[:7].lower() == "bearer ":
+            return WebhookTriggerAuthentication().authenticate(request)
+        return super().authenticate(request)
+
+
+def _raw_body(request: Request) -> bytes:
+    """The exact bytes that were signed, read no further than the body size limit."""
+    limit = settings.INGEST_MAX_BODY_BYTES
+    if (declared_length(request) or 0) > limit:
+        raise PayloadTooLarge(f"The body is larger than the limit of {limit} bytes.")
+    return request._request.body
+
+
+class FireTriggerView(APIView):
+    authentication_classes = [WebhookTriggerAuthentication]
+    throttle_classes = [WebhookTriggerRateThrottle]
+    http_method_names = ["post", "options"]
+    content_negotiation_class = JsonOnly
+    endpoint = Endpoint.WEBHOOK_TRIGGER
+
+    @openapi.fire_trigger_endpoint
+    @idempotent
+    def post(self, request: Request, trigger_id: str | None = None) -> Response:
+        trigger = request.auth
+        assert isinstance(trigger, WebhookTrigger)
+        payload = body_rules.trigger_payload(_json_body(request, '{"order": 1042, "total": "€38.50"}'))
+        event = request.META.get("HTTP_X_GITHUB_EVENT")
+        if event == "ping":
+            # GitHub's hello when a webhook is set up: acknowledged, but no instruction for the assistant.
+            return Response({"success": True, "message": "GitHub ping received; nothing was recorded."})
+        with transaction.atomic():
+            message = record_user_message(
+                user=trigger.owner,
+                endpoint=Endpoint.WEBHOOK_TRIGGER,
+                text=services.message_text(trigger, payload, event),
+                context=payload,
+                trigger=trigger,
+                request_id=getattr(request._request, "request_id", ""),
+            )
+            services.note_fired(trigger)
+        return Response({"success": True, "message": RECEIVED, "id": message.public_id})
+
+
+@extend_schema(exclude=True)  # the same operation as FireTriggerView's, documented there
+class FireTriggerByTokenView(FireTriggerView):
+    """POST /api/v1/inbound/webhook, the URL the Poke SDK's triggers have: the token alone names the trigger."""

@@ -1,0 +1,188 @@
+"""Reminders: scheduled in the person's time zone, fired by a task enqueued with run_after (the database task
+backend and its worker, as in production); time is moved by moving the task's run_after, never by sleeping."""
+
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from conversations.models import Message, Role, Source
+from reminders import services
+from reminders.firing import fire_reminder
+from reminders.models import Reminder, ReminderStatus
+from tests.test_task_backends import DATABASE_BACKEND, run_worker
+
+pytestmark = pytest.mark.django_db
+
+UTC = ZoneInfo("UTC")
+
+
+@pytest.fixture
+def person(user, settings):
+    settings.TASKS = DATABASE_BACKEND
+    user.profile.time_zone = "Europe/Paris"
+    user.profile.save()
+    return user
+
+
+def local(days: int, hour: int, minute: int = 0) -> str:
+    """A local time in Paris, days from now, as the model would send it."""
+    day = timezone.now().astimezone(ZoneInfo("Europe/Paris")).date() + timedelta(days=days)
+    return f"{day.isoformat()}T{hour:02d}:{minute:02d}"
+
+
+def reminder_tasks():
+    return DBTaskResult.objects.filter(task_path=fire_reminder.module_path)
+
+
+def make_due(task: DBTaskResult) -> None:
+    """Time moves on: the task's run_after is now in the past."""
+    DBTaskResult.objects.filter(pk=task.pk).update(run_after=timezone.now() - timedelta(seconds=1))
+
+
+def reminders_in_thread():
+    return list(Message.objects.filter(source=Source.REMINDER).values_list("text", flat=True))
+
+
+def test_a_reminder_is_read_in_the_persons_time_zone_and_enqueued_for_its_time(person):
+    reminder = services.schedule_reminder(person, "Stretch", local(1, 15))
+
+    expected = datetime.fromisoformat(local(1, 15)).replace(tzinfo=ZoneInfo("Europe/Paris")).astimezone(UTC)
+    assert reminder.next_due_at == expected
+    task = reminder_tasks().get()
+    assert task.run_after == expected
+    assert task.args_kwargs["args"] == [reminder.pk, expected.isoformat()]
+
+
+def test_a_future_reminder_does_not_fire_before_its_time_and_fires_after(person):
+    reminder = services.schedule_reminder(person, "Stretch", local(1, 15))
+
+    run_worker(max_tasks=5)
+    assert reminders_in_thread() == []  # not due yet: the worker leaves it
+
+    make_due(reminder_tasks().get())
+    run_worker(max_tasks=5)
+
+    assert reminders_in_thread() == ["Reminder: Stretch"]
+    message = Message.objects.get(source=Source.REMINDER)
+    assert message.role == Role.ASSISTANT
+    reminder.refresh_from_db()
+    assert (reminder.status, reminder.fired_count, reminder.next_due_at) == (ReminderStatus.DONE, 1, None)
+
+
+def test_a_reminder_whose_time_passed_while_no_worker_ran_fires_at_once(person):
+    services.schedule_reminder(person, "Stretch", local(1, 15))
+    Reminder.objects.update(next_due_at=timezone.now() - timedelta(hours=3))
+    task = reminder_tasks().get()
+    DBTaskResult.objects.filter(pk=task.pk).update(
+        run_after=timezone.now() - timedelta(hours=3),
+        args_kwargs={"args": [Reminder.objects.get().pk, Reminder.objects.get().next_due_at.isoformat()], "kwargs": {}},
+    )
+
+    run_worker(max_tasks=5)
+
+    assert reminders_in_thread() == ["Reminder: Stretch"]
+
+
+def test_a_one_off_reminder_in_the_past_is_refused(person):
+    with pytest.raises(services.ReminderRefused, match="That time has passed"):
+        services.schedule_reminder(person, "Stretch", local(-1, 9))
+    assert not Reminder.objects.exists()
+
+
+def test_a_recurring_reminder_fires_and_enqueues_its_next_occurrence_at_the_same_local_time(person):
+    reminder = services.schedule_reminder(person, "Water the plants", local(1, 9), "FREQ=DAILY")
+    first_due = reminder.next_due_at
+
+    make_due(reminder_tasks().get())
+    run_worker(max_tasks=1)
+
+    reminder.refresh_from_db()
+    assert reminders_in_thread() == ["Reminder: Water the plants"]
+    assert reminder.status == ReminderStatus.SCHEDULED
+    next_local = reminder.next_due_at.astimezone(ZoneInfo("Europe/Paris"))
+    assert (next_local.hour, next_local.minute) == (9, 0)
+    assert reminder.next_due_at > first_due
+    pending = reminder_tasks().filter(status="READY").get()
+    assert pending.run_after == reminder.next_due_at
+
+
+def test_a_recurring_reminder_skips_occurrences_missed_while_no_worker_ran(person):
+    reminder = services.schedule_reminder(person, "Stand up", local(0, 0), "FREQ=HOURLY")
+    due = timezone.now() - timedelta(hours=5)
+    Reminder.objects.update(next_due_at=due)
+
+    fired = services_fire(reminder.pk, due)
+
+    assert fired == "fired"
+    reminder.refresh_from_db()
+    assert reminder.next_due_at > timezone.now()  # not five catch-up reminders: the next one ahead
+    assert len(reminders_in_thread()) == 1
+
+
+def services_fire(pk, due):
+    from reminders.firing import fire
+
+    return fire(pk, due)
+
+
+def test_a_cancelled_reminder_does_not_fire(person):
+    reminder = services.schedule_reminder(person, "Stretch", local(1, 15))
+    services.cancel_reminder(person, reminder.public_id)
+
+    make_due(reminder_tasks().get())
+    run_worker(max_tasks=5)
+
+    assert reminders_in_thread() == []
+    reminder.refresh_from_db()
+    assert reminder.status == ReminderStatus.CANCELLED
+
+
+@pytest.mark.parametrize(
+    ("when", "rrule", "fragment"),
+    [
+        ("tomorrow at 3", "", "not a date and time"),
+        ("2099-01-01T10:00", "FREQ=MINUTELY", "at most hourly"),
+        ("2099-01-01T10:00", "FREQ=SOMETIMES", "not an RFC 5545 RRULE"),
+        ("2099-01-01T10:00", "FREQ=DAILY\nFREQ=WEEKLY", "line breaks"),
+        ("2099-01-01T10:00", "FREQ=DAILY;UNTIL=20980101T000000", "no occurrence"),
+    ],
+)
+def test_bad_times_and_rules_are_refused_with_the_reason(person, when, rrule, fragment):
+    with pytest.raises(services.ReminderRefused, match=fragment):
+        services.schedule_reminder(person, "Stretch", when, rrule)
+
+
+def test_the_channel_gateway_is_told_when_configured(
+    person, settings, assistant_server, django_capture_on_commit_callbacks
+):
+    settings.REMINDER_CHANNEL_WEBHOOK_URL = assistant_server.url + "/send"
+    settings.REMINDER_CHANNEL_WEBHOOK_TOKEN = "gateway-token"
+    assistant_server.answer(200, {"ok": True})
+    reminder = services.schedule_reminder(person, "Stretch", local(1, 15))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services_fire(reminder.pk, reminder.next_due_at)
+
+    sent = assistant_server.received[0]
+    assert sent.headers["authorization"] == "Bearer gateway-token"
+    assert sent.json() == {
+        "type": "reminder.due",
+        "reminderId": reminder.public_id,
+        "text": "Reminder: Stretch",
+        "channel": "whatsapp",
+        "phoneNumber": "+14155551234",
+    }
+
+
+def test_sendreminders_fires_what_is_due_for_the_immediate_backend(user, settings):
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
+    reminder = services.schedule_reminder(user, "Stretch", "2099-01-01T10:00")
+    call_command("sendreminders")
+    assert reminders_in_thread() == []
+    Reminder.objects.filter(pk=reminder.pk).update(next_due_at=timezone.now() - timedelta(minutes=1))
+    call_command("sendreminders")
+    assert reminders_in_thread() == ["Reminder: Stretch"]
