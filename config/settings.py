@@ -65,6 +65,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "ops.middleware.OperatorEndpointsMiddleware",  # /healthz, /readyz, metrics: before host checks and redirects
+    "ops.middleware.ApiPathSlashesMiddleware",  # /api/v1//inbound/… (a base URL ending in /) is /api/v1/inbound/…
     "ops.request_id.RequestIdMiddleware",
     "ops.middleware.RequestTelemetryMiddleware",  # after the request id, which its log line carries
     "ops.limits.RateLimitHeadersMiddleware",
