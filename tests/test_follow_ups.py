@@ -17,10 +17,15 @@ CALLBACK = "/api/v1/mcp/callback"
 
 
 def wait_for(condition, seconds: float = 20) -> None:
+    """Poll the database between the live server's requests: on SQLite they share the test's one connection, and a
+    read while a request writes is "database table is locked" (tests/conftest.py serves one request at a time)."""
+    from tests.conftest import _OneRequestAtATime
+
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if condition():
-            return
+        with _OneRequestAtATime._serving:
+            if condition():
+                return
         time.sleep(0.05)
     raise AssertionError("the condition did not come true in time")
 
