@@ -160,3 +160,9 @@ def test_screenshots(context, browser, live_server, settings):
     small.goto("/keys/")
     _shoot(small, "api-keys-phone", full_page=False)
     phone.close()
+
+    # A message's own page, from a delivery on its key's page: the message, what became of it and the reply.
+    page.goto(f"/keys/{deploys.pk}/")
+    page.locator('td[data-label="Message"] a').first.click()
+    page.get_by_text("What became of it").wait_for()
+    _shoot(page, "message")
