@@ -27,6 +27,7 @@ from ingestion import body as body_rules
 from ingestion import openapi, throttling
 from ingestion.authentication import AnyKeyAuthentication, V2KeyAuthentication, bearer_token, is_unconfirmed
 from ingestion.exceptions import (
+    AccountDisabled,
     InvalidBody,
     InvalidJson,
     InvalidWebhookSignature,
@@ -144,6 +145,8 @@ class WebhookTriggerAuthentication(BaseAuthentication):
                 raise InvalidWebhookToken()
         if trigger.is_revoked:
             raise RevokedWebhookTrigger()
+        if not trigger.owner.is_active:
+            raise AccountDisabled("The account this webhook trigger belongs to is deactivated.")
         return trigger.owner, trigger
 
     def authenticate_header(self, request: Request) -> str:

@@ -158,6 +158,14 @@ def test_a_revoked_trigger_is_401(fire, trigger):
     assert not Message.objects.exists()
 
 
+def test_a_deactivated_accounts_triggers_are_refused(fire, trigger, user):
+    user.is_active = False
+    user.save()
+    response = fire(trigger[1], {"a": 1})
+    assert (response.status_code, response.json()["code"]) == (401, "account_disabled")
+    assert not Message.objects.exists()
+
+
 def test_a_trigger_outlives_the_key_that_made_it(client, fire, v2):
     key, plaintext = v2
     token = post(client, CREATE, plaintext, ORDER).json()["webhookToken"]
