@@ -72,6 +72,7 @@ _LIST = (
         401,
         "the assistant callback: a missing or wrong Standard Webhooks signature "
         "(see [The callback endpoint](#the-callback-endpoint)); a webhook trigger: a wrong `X-Hub-Signature-256`",
+        True,
     ),
     ErrorCode(
         "invalid_webhook_token",
@@ -81,7 +82,10 @@ _LIST = (
     ),
     ErrorCode("revoked_webhook_trigger", 401, "a revoked webhook trigger"),
     ErrorCode(
-        "timestamp_out_of_tolerance", 401, "the assistant callback only: a `webhook-timestamp` too far from our clock"
+        "timestamp_out_of_tolerance",
+        401,
+        "the assistant callback only: a `webhook-timestamp` too far from our clock",
+        True,
     ),
     ErrorCode(
         "invalid_follow_up_token",
@@ -120,7 +124,9 @@ _LIST = (
         409,
         "`poke login` only: the account already holds `MAX_ACTIVE_KEYS_PER_ACCOUNT` active keys, so no key was issued",
     ),
-    ErrorCode("reply_already_recorded", 409, "the assistant callback only: the message already has a different reply"),
+    ErrorCode(
+        "reply_already_recorded", 409, "the assistant callback only: the message already has a different reply", True
+    ),
     ErrorCode(
         "request_timeout",
         408,
