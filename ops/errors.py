@@ -29,6 +29,13 @@ class ErrorCode:
 
 
 _LIST = (
+    # 301
+    ErrorCode(
+        "https_required",
+        301,
+        "plain HTTP to the API with production settings: redirected to the same URL over HTTPS (`Location`); send "
+        "it there, your key included, only over HTTPS",
+    ),
     # 400
     ErrorCode(
         "invalid_json", 400, "the body is empty or not JSON (the message says where), or names a member twice", True
@@ -158,7 +165,12 @@ _LIST = (
         "internal_error", 500, "a bug on our side; the log has its traceback under the response's `X-Request-ID`"
     ),
     ErrorCode("not_implemented", 501, "refused by gunicorn: a transfer coding other than chunked"),
-    ErrorCode("service_unavailable", 503, "the database or cache cannot be reached; nothing was recorded", True),
+    ErrorCode(
+        "service_unavailable",
+        503,
+        "the database or cache cannot be reached; nothing was recorded (`Retry-After: 5`)",
+        True,
+    ),
 )
 
 ERROR_CODES: dict[str, ErrorCode] = {entry.code: entry for entry in _LIST}
