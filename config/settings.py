@@ -267,6 +267,8 @@ SIGNUP_RATE_LIMIT = env_rate("SIGNUP_RATE_LIMIT", "5/h")
 # Active (unrevoked) API keys one account may hold: each key has its own rate limit, so keys without number would
 # multiply an account's sending rate. Revoking a key makes room for another.
 MAX_ACTIVE_KEYS_PER_ACCOUNT = env_int("MAX_ACTIVE_KEYS_PER_ACCOUNT", 20)
+# Active webhook triggers one account may hold (triggers.services.create_trigger refuses more).
+MAX_ACTIVE_TRIGGERS_PER_ACCOUNT = env_int("MAX_ACTIVE_TRIGGERS_PER_ACCOUNT", 100)
 # A phone number typed without its country code (console sign-up and settings) is read as a number of the browser's
 # region (Accept-Language) or, failing that, of this one (ISO 3166 code: US, GB, DE, ...; accounts/phones.py).
 PHONE_DEFAULT_REGION = env_str("PHONE_DEFAULT_REGION", "US").upper()

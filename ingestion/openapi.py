@@ -306,6 +306,9 @@ create_trigger_endpoint = extend_schema(
             status: OpenApiResponse(ErrorSerializer, description=error_description(status))
             for status in (400, 401, 405, 411, 413, 415, 429, 503)
         },
+        409: OpenApiResponse(
+            ErrorSerializer, description="The account holds as many active triggers as it may (trigger_limit_reached)."
+        ),
     },
     parameters=COMMON_RESPONSE_HEADERS,
     examples=[_TRIGGER_EXAMPLE],

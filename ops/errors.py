@@ -127,6 +127,11 @@ _LIST = (
         "idempotency_in_progress", 409, "a request with the same `Idempotency-Key` is still being processed", True
     ),
     ErrorCode(
+        "trigger_limit_reached",
+        409,
+        "making a webhook trigger: the account already holds `MAX_ACTIVE_TRIGGERS_PER_ACCOUNT` active triggers",
+    ),
+    ErrorCode(
         "key_limit_reached",
         409,
         "`poke login` only: the account already holds `MAX_ACTIVE_KEYS_PER_ACCOUNT` active keys, so no key was issued",
