@@ -50,6 +50,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--runtime-ms", type=float, default=200, help="the runtime's answer time (default 200)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--concurrency", type=int, default=64, help="DELIVERY_CONCURRENCY (default 64)")
+    parser.add_argument("--recorders", type=int, default=3, help="DELIVERY_RECORDERS (default 3)")
     parser.add_argument("--users", type=int, default=1000, help="users, one key each (default 1000)")
     parser.add_argument("--web-processes", type=int, default=2, help="gunicorn workers (default 2)")
     parser.add_argument("--no-worker", action="store_true", help="accept only (the ingest-only figure)")
@@ -165,6 +166,7 @@ def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -
             "ASSISTANT_WEBHOOK_URL": runtime_url,
             "ASSISTANT_WEBHOOK_SECRET": "whsec_" + "YmVuY2htYXJrLXJ1bnRpbWUtc2hhcmVkLXNlY3JldC0zMmI=",
             "DELIVERY_CONCURRENCY": str(args.concurrency),
+            "DELIVERY_RECORDERS": str(args.recorders),
             "WEB_CONCURRENCY": str(args.web_processes),
         }
     )
@@ -333,6 +335,7 @@ def main() -> None:
                 "queue": "dramatiq" if args.broker else "database",
                 "workers": 0 if args.no_worker else args.workers,
                 "concurrency": args.concurrency,
+                "recorders": args.recorders,
                 "users": args.users,
                 "accepted_per_s": round(accepted / window, 1),
                 "refused": refused,
