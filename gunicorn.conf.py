@@ -16,6 +16,7 @@ from gunicorn.glogging import Logger
 # The project folder is on sys.path: gunicorn changes to it before it reads this file.
 from ops.errors import error_body
 from ops.redaction import RedactResetLinks, secret_route
+from ops.slow_clients import ReadDeadlineWorker
 
 
 def _env_int(name: str, default: int) -> int:
@@ -36,7 +37,9 @@ bind = f"{os.environ.get('BIND_HOST', '0.0.0.0')}:{_env_int('PORT', 8000)}"  # n
 # may set WEB_CONCURRENCY for its machine size. Database connections in use: workers x threads.
 workers = _env_int("WEB_CONCURRENCY", _cores() + 1)
 threads = _env_int("WEB_THREADS", 4)
-worker_class = "gthread"
+# gthread, with a deadline for reading each request (ops/slow_clients.py): a client that sends half a request and
+# waits would otherwise keep a thread for ever, and a few dozen of them stop the service.
+worker_class = "ops.slow_clients.ReadDeadlineWorker"
 # The router queues connections; this only bounds what waits in the kernel.
 backlog = 512
 # Each worker listens on its own socket (SO_REUSEPORT) and the kernel spreads new connections over them. With one
@@ -52,6 +55,9 @@ timeout = _env_int("GUNICORN_TIMEOUT", 30)
 # On SIGTERM (a deploy, a restart) workers stop accepting and finish what they hold for up to this long. PaaS
 # platforms send SIGKILL 30 s after SIGTERM, so finish before that.
 graceful_timeout = _env_int("GUNICORN_GRACEFUL_TIMEOUT", 25)
+# A request's headers and body must arrive within this many seconds of a thread taking it, or it is answered 408
+# and the connection closed (ops/slow_clients.py). Scripts send a few hundred bytes; even a slow phone needs far less.
+ReadDeadlineWorker.read_timeout = _env_int("REQUEST_READ_TIMEOUT", 10)
 # Keep idle connections from the router open a little, so it can reuse them.
 keepalive = _env_int("GUNICORN_KEEPALIVE", 5)
 # Heartbeat files in memory, not on a disk that can stall (containers often have a slow overlay /tmp).
@@ -128,6 +134,7 @@ def on_exit(server: Any) -> None:
 _REFUSALS = {
     400: ("bad_request", "The request is not valid HTTP/1.1: check its request line, its headers and its framing."),
     403: ("forbidden", "The request was refused."),
+    408: ("request_timeout", "The request did not arrive in time. Send the headers and the body without pausing."),
     414: ("uri_too_long", "The request line is too long. Send the data in the JSON body, not in the URL."),
     417: ("expectation_failed", "The Expect header asks for something this server does not do; send none."),
     431: ("headers_too_large", "The request's headers are too many or too large. Send fewer or shorter headers."),

@@ -12,6 +12,7 @@ from django.views import defaults
 from ingestion.views import api_not_found
 from ops.errors import json_error
 from ops.outage import RETRY_AFTER_SECONDS, is_outage
+from ops.slow_clients import RequestReadTimeout
 
 
 def _is_api(request: HttpRequest) -> bool:
@@ -44,8 +45,11 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 
 
 def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-    if is_outage(sys.exc_info()[1]):  # called while the exception is being handled
+    error = sys.exc_info()[1]  # called while the exception is being handled
+    if is_outage(error):
         return service_unavailable(request)
+    if isinstance(error, RequestReadTimeout):
+        return request_timeout(request)
     if _is_api(request):
         # Not "nothing was recorded": a crash may come after a message's rows were committed. A retry with the same
         # Idempotency-Key is safe either way.
@@ -69,3 +73,11 @@ def service_unavailable(request: HttpRequest) -> HttpResponse:
     except ValueError:  # its stylesheet's hashed name unknown: static files not collected on this server
         page = "<!doctype html><title>Briefly unavailable</title><h1>Briefly unavailable</h1><p>Try again shortly.</p>"
     return HttpResponse(page, status=503, headers=retry_after)
+
+
+def request_timeout(request: HttpRequest) -> HttpResponse:
+    """408: the body did not arrive within REQUEST_READ_TIMEOUT (ops/slow_clients.py); the connection then closes."""
+    message = "The request body did not arrive in time. Send the headers and the body without pausing."
+    if _wants_json(request):
+        return json_error("request_timeout", message)
+    return HttpResponse(message, status=408, content_type="text/plain; charset=utf-8")

@@ -4,11 +4,13 @@ Defaults are the embedded single-process setup (`make run`, `make test`): SQLite
 local-memory cache. Production sets DATABASE_URL, REDIS_URL, SECRET_KEY and ALLOWED_HOSTS (see README).
 """
 
+import ipaddress
 import sys
 from pathlib import Path
 from typing import Any
 
 import dj_database_url
+import phonenumbers
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
@@ -63,6 +65,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "ops.middleware.OperatorEndpointsMiddleware",  # /healthz, /readyz, metrics: before host checks and redirects
+    "ops.middleware.ApiPathSlashesMiddleware",  # /api/v1//inbound/… (a base URL ending in /) is /api/v1/inbound/…
     "ops.request_id.RequestIdMiddleware",
     "ops.middleware.RequestTelemetryMiddleware",  # after the request id, which its log line carries
     "ops.limits.RateLimitHeadersMiddleware",
@@ -243,12 +246,36 @@ _SMTP_OPTIONS: dict[str, Any] = (
     if _EMAIL_HOST
     else {"host": "localhost", "port": 25}
 )
-MAILERS = {"default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": _SMTP_OPTIONS}}
+# In development (DEBUG, `make run`) without EMAIL_HOST, emails are printed in the server's terminal instead, so that
+# password reset can be tried locally: the link is there to open.
+_EMAIL_TO_TERMINAL = DEBUG and not _EMAIL_HOST and not TESTING
+MAILERS = {
+    "default": (
+        {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
+        if _EMAIL_TO_TERMINAL
+        else {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": _SMTP_OPTIONS}
+    )
+}
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Assistant Inbox <no-reply@localhost>")
-PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST)
+PASSWORD_RESET_BY_EMAIL = bool(_EMAIL_HOST) or _EMAIL_TO_TERMINAL
 PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link works for an hour (Django's default is three days)
 # Reset emails asked for per client address (each one mails whoever owns the address typed in).
 PASSWORD_RESET_RATE_LIMIT = env_rate("PASSWORD_RESET_RATE_LIMIT", "5/h")
+# Sign-ups per client address (each one costs a password hash, some 0.5 s of a core); the last one pauses sign-ups
+# from the address until the window ends.
+SIGNUP_RATE_LIMIT = env_rate("SIGNUP_RATE_LIMIT", "5/h")
+# Active (unrevoked) API keys one account may hold: each key has its own rate limit, so keys without number would
+# multiply an account's sending rate. Revoking a key makes room for another.
+MAX_ACTIVE_KEYS_PER_ACCOUNT = env_int("MAX_ACTIVE_KEYS_PER_ACCOUNT", 20)
+# Active webhook triggers one account may hold (triggers.services.create_trigger refuses more).
+MAX_ACTIVE_TRIGGERS_PER_ACCOUNT = env_int("MAX_ACTIVE_TRIGGERS_PER_ACCOUNT", 100)
+# A phone number typed without its country code (console sign-up and settings) is read as a number of the browser's
+# region (Accept-Language) or, failing that, of this one (ISO 3166 code: US, GB, DE, ...; accounts/phones.py).
+PHONE_DEFAULT_REGION = env_str("PHONE_DEFAULT_REGION", "US").upper()
+if PHONE_DEFAULT_REGION not in phonenumbers.SUPPORTED_REGIONS:
+    raise ImproperlyConfigured(
+        f"PHONE_DEFAULT_REGION must be a two-letter region code such as US or GB; got {PHONE_DEFAULT_REGION!r}"
+    )
 
 # --- Limits and retries (DESIGN.md "Limits", "Idempotency") ---------------------------------------------------
 # Rates in django-ratelimit's syntax: a count per s, m, h or d, with an optional multiplier (60/m, 1000/h, 10/30s).
@@ -270,6 +297,17 @@ LOGIN_FAILURE_RATE_LIMIT = env_rate("LOGIN_FAILURE_RATE_LIMIT", "10/15m")
 # How many proxies in front of the app append the peer's address to X-Forwarded-For (1 behind a PaaS router).
 # 0 uses the connection's address; the client-written start of X-Forwarded-For is never trusted.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+# Which connections may be proxies whose X-Forwarded-For counts: "private" (the default: the private, shared and
+# loopback ranges a PaaS router connects from), comma-separated networks, or "*" for any (ops/client_ip.py).
+TRUSTED_PROXY_NETWORKS = env_str("TRUSTED_PROXY_NETWORKS", "private")
+if TRUSTED_PROXY_NETWORKS.strip().lower() not in ("", "private", "*"):
+    for _network in TRUSTED_PROXY_NETWORKS.split(","):
+        try:
+            ipaddress.ip_network(_network.strip(), strict=False)
+        except ValueError as _error:
+            raise ImproperlyConfigured(
+                f"TRUSTED_PROXY_NETWORKS: {_error} (give networks such as 10.0.0.0/8, or private, or *)"
+            ) from None
 # How long an Idempotency-Key and the first response to it are kept (`manage.py pruneidempotencykeys` removes older).
 IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 60 * 60)
 

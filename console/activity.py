@@ -12,7 +12,9 @@ from keys.models import ApiKey
 
 DAYS = 14
 
-# The drawing's coordinate system (the SVG viewBox); CSS scales it to the page's width.
+# The drawing's coordinates. Across, they are written as percentages of the SVG's width (x_pct, width_pct, ...), so
+# the bars stretch to any width while the labels keep their size in CSS pixels: a viewBox scaled to a phone's width
+# shrank them to 4 px. Down, they are pixels of a chart HEIGHT tall.
 WIDTH = 720
 HEIGHT = 180
 TOP = 22  # room for the count above the tallest bar
@@ -37,6 +39,25 @@ class Bar:
     label_x: float
     count_y: float
     show_day_label: bool
+    # At phone width only one day in four is labelled (the newest always), so that labels never overlap there.
+    show_day_label_narrow: bool = False
+
+    @property
+    def x_pct(self) -> float:
+        return round(self.x * 100 / WIDTH, 3)
+
+    @property
+    def width_pct(self) -> float:
+        return round(self.width * 100 / WIDTH, 3)
+
+    @property
+    def right_pct(self) -> float:
+        """The bar's right edge: the newest day's label ends there, inside the chart (centred, it was cut off)."""
+        return round((self.x + self.width) * 100 / WIDTH, 3)
+
+    @property
+    def label_x_pct(self) -> float:
+        return round(self.label_x * 100 / WIDTH, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +111,7 @@ def bar_chart(series: list[Day]) -> Chart:
                 count_y=round(HEIGHT - BOTTOM - height - 6, 2),
                 # Every other day is labelled (the newest always), so that labels never overlap at phone width.
                 show_day_label=(len(series) - 1 - index) % 2 == 0,
+                show_day_label_narrow=(len(series) - 1 - index) % 4 == 0,
             )
         )
     return Chart(

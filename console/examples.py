@@ -28,15 +28,15 @@ def _curl(url: str, plaintext: str, message: str) -> str:
 
 
 def _python(api_base: str, plaintext: str) -> str:
+    # base_url passed explicitly: without it (and without POKE_API) the SDK sends the key to its vendor's server.
     return (
         "# pip install poke\n"
-        f"# export POKE_API={api_base}\n"
         f"# export POKE_API_KEY='{plaintext}'\n"
         "import os\n"
         "\n"
         "from poke import Poke\n"
         "\n"
-        'poke = Poke(api_key=os.environ["POKE_API_KEY"])\n'
+        f'poke = Poke(api_key=os.environ["POKE_API_KEY"], base_url="{api_base}")\n'
         'print(poke.send_message("Remind me to review the pull requests at 4pm"))'
     )
 

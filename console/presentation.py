@@ -1,6 +1,7 @@
 """How a message of the thread is described to its owner."""
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -34,3 +35,47 @@ def actions_of(message: Message) -> list[Any]:
 
 def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+# A long message is shown shortened in the thread (and in each poll's answer), with a link to the whole of it: the
+# thread of forty 240 KB messages was a 62 MB page.
+SHORT_TEXT_CHARS = 1500
+SHORT_JSON_CHARS = 1500
+SUMMARY_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True)
+class Excerpt:
+    text: str
+    shortened: bool
+    size: str  # of the whole, for the link: "240 KB", "3,200 characters"
+
+
+def _size_of(text: str) -> str:
+    length = len(text)
+    return f"{length:,} characters" if length < 10_000 else f"{round(len(text.encode()) / 1024):,} KB"
+
+
+def excerpt(text: str, limit: int = SHORT_TEXT_CHARS) -> Excerpt:
+    """The start of a long text, cut at a space near the limit where there is one."""
+    if len(text) <= limit:
+        return Excerpt(text, False, _size_of(text))
+    cut = text[:limit]
+    space = cut.rfind(" ", limit - 200)
+    return Excerpt((cut[:space] if space > 0 else cut).rstrip() + " …", True, _size_of(text))
+
+
+def context_excerpt(context: Any) -> Excerpt:
+    """The context JSON, indented, shortened like the text."""
+    whole = pretty_json(context)
+    if len(whole) <= SHORT_JSON_CHARS:
+        return Excerpt(whole, False, _size_of(whole))
+    return Excerpt(whole[:SHORT_JSON_CHARS].rstrip() + "\n…", True, _size_of(whole))
+
+
+def json_summary(context: Any) -> str:
+    """One line standing for a message that has no text (a body without a `message` member): its JSON, compact."""
+    if context is None:
+        return ""
+    compact = json.dumps(context, ensure_ascii=False, separators=(", ", ": "))
+    return compact if len(compact) <= SUMMARY_CHARS else compact[: SUMMARY_CHARS - 1].rstrip() + "…"

@@ -14,7 +14,7 @@ from django.utils import timezone
 from devices.models import DeviceAuthorization, Status
 from keys import tokens
 from keys.models import ApiKey
-from keys.services import create_key
+from keys.services import KeyLimitReached, create_key
 
 # pdc_ + 32 base62 characters (190 bits, RFC 8628 asks for enough entropy that guessing is hopeless) + a checksum.
 DEVICE_CODE_PREFIX = "pdc_"
@@ -27,8 +27,8 @@ POLL_INTERVAL_SECONDS = 2  # what the poke CLI uses; RFC 8628's default is 5
 
 @dataclass(frozen=True)
 class Poll:
-    """What a poll finds: status is pending, authenticated (with the token, this once), denied, expired, used or
-    unknown."""
+    """What a poll finds: status is pending, authenticated (with the token, this once), denied, expired, used,
+    full (the account may hold no more keys) or unknown."""
 
     status: str
     token: str | None = None
@@ -132,6 +132,15 @@ def poll(device_code: str) -> Poll:
         return Poll("expired", authorization=authorization)
     if authorization.status == Status.PENDING:
         return Poll("pending", authorization=authorization)
+    try:
+        return _collect(device_code, authorization)
+    except KeyLimitReached:
+        # The account holds as many keys as it may (MAX_ACTIVE_KEYS_PER_ACCOUNT): nothing was collected, and the
+        # request stays approved, so a poll after a key is revoked gets its token.
+        return Poll("full", authorization=authorization)
+
+
+def _collect(device_code: str, authorization: DeviceAuthorization) -> Poll:
     with transaction.atomic():
         now = timezone.now()
         collected = DeviceAuthorization.objects.filter(

@@ -81,6 +81,9 @@ _REFUSED = {
     "used": (400, "invalid", "device_code_used",
              "This log-in request has already handed out its token. Run `poke login` again to log in anew."),
     "denied": (400, "invalid", "access_denied", "The log-in was denied in the browser. Run `poke login` again."),
+    "full": (409, "invalid", "key_limit_reached",
+             "The account already holds as many API keys as it may. Revoke one in the console (API Keys), then "
+             "run `poke login` again."),
     "expired": (400, "expired", "expired_token",
                 "The log-in request expired before it was approved (10 minutes). Run `poke login` again."),
 }  # fmt: skip

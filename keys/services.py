@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
@@ -23,24 +24,49 @@ def key_name_field(**options: Any) -> forms.CharField:
     return forms.CharField(max_length=ApiKey._meta.get_field("name").max_length, **options)
 
 
+class KeyLimitReached(Exception):
+    """The account already holds MAX_ACTIVE_KEYS_PER_ACCOUNT active keys: no key was created. ``str()`` says what
+    to do, for whoever shows it (the console's form, a command, an API answer)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"This account already has {limit} active API keys, the most it may hold. Revoke a key you no longer "
+            "use, then add the new one."
+        )
+        self.limit = limit
+
+
+def has_room_for_a_key(owner: User) -> bool:
+    """Whether the owner may hold one more active key (a check to show early; create_key enforces it)."""
+    return ApiKey.objects.active().filter(owner=owner).count() < settings.MAX_ACTIVE_KEYS_PER_ACCOUNT
+
+
 def create_key(
     owner: User, name: str, generation: Generation = Generation.V2, *, may_read_replies: bool = False
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its plaintext, which exists nowhere else and cannot be recovered.
 
-    ``may_read_replies``: whether receipts read with it carry the assistant's reply (off unless the owner asks)."""
+    ``may_read_replies``: whether receipts read with it carry the assistant's reply (off unless the owner asks).
+    Raises KeyLimitReached when the owner already holds MAX_ACTIVE_KEYS_PER_ACCOUNT active keys."""
     name = name.strip()
     if not name:
         raise ValueError("A key needs a name, for example the automation it is for.")
     plaintext = tokens.generate(generation)
-    key = ApiKey.objects.create(
-        owner=owner,
-        name=name,
-        generation=generation,
-        digest=tokens.digest(plaintext),
-        hint=tokens.hint(plaintext),
-        may_read_replies=may_read_replies,
-    )
+    limit = settings.MAX_ACTIVE_KEYS_PER_ACCOUNT
+    with transaction.atomic():
+        # The owner's row, locked, orders two creations for one account (PostgreSQL), so that both cannot count
+        # the same keys and pass the cap together. SQLite runs one writing transaction at a time anyway.
+        get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk", flat=True).first()
+        if ApiKey.objects.active().filter(owner=owner).count() >= limit:
+            raise KeyLimitReached(limit)
+        key = ApiKey.objects.create(
+            owner=owner,
+            name=name,
+            generation=generation,
+            digest=tokens.digest(plaintext),
+            hint=tokens.hint(plaintext),
+            may_read_replies=may_read_replies,
+        )
     return key, plaintext
 
 

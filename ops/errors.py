@@ -115,7 +115,23 @@ _LIST = (
     ErrorCode(
         "idempotency_in_progress", 409, "a request with the same `Idempotency-Key` is still being processed", True
     ),
+    ErrorCode(
+        "trigger_limit_reached",
+        409,
+        "making a webhook trigger: the account already holds `MAX_ACTIVE_TRIGGERS_PER_ACCOUNT` active triggers",
+    ),
+    ErrorCode(
+        "key_limit_reached",
+        409,
+        "`poke login` only: the account already holds `MAX_ACTIVE_KEYS_PER_ACCOUNT` active keys, so no key was issued",
+    ),
     ErrorCode("reply_already_recorded", 409, "the assistant callback only: the message already has a different reply"),
+    ErrorCode(
+        "request_timeout",
+        408,
+        "the request's headers and body did not arrive within `REQUEST_READ_TIMEOUT` seconds (a stalled or very slow "
+        "client); the connection is closed",
+    ),
     ErrorCode("length_required", 411, "a chunked body without `Content-Length`", True),
     ErrorCode("payload_too_large", 413, "body over `INGEST_MAX_BODY_BYTES`", True),
     ErrorCode("uri_too_long", 414, "refused by gunicorn before the API: a request line over 4094 bytes"),

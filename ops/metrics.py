@@ -63,8 +63,8 @@ def request_rejected(endpoint: str, reason: str) -> None:
 
 
 def rate_limited(scope: str) -> None:
-    """Call when a rate limit refuses a request; scope names the limit: "key", "client_ip", "login" or
-    "password_reset"."""
+    """Call when a rate limit refuses a request; scope names the limit: "key", "client_ip", "login",
+    "password_reset" or "signup"."""
     rate_limited_requests.labels(scope).inc()
 
 

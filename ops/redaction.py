@@ -11,9 +11,10 @@ imports nothing from Django, so gunicorn's master can use it.
 import logging
 import re
 
-# The route's own placeholder, "set-password", is not a token.
-_RESET_LINK = re.compile(r"^/reset/[^/]+/(?!set-password/$)[^/]+/$")
-_RESET_LINK_IN_TEXT = re.compile(r"/reset/[^/\s]+/(?!set-password/)[^/\s]+/")
+# The route's own placeholder, "set-password", is not a token. The trailing slash is optional: a link requested
+# without it is redirected (APPEND_SLASH), and that request's path holds the token just the same.
+_RESET_LINK = re.compile(r"^/reset/[^/]+/(?!set-password/?$)[^/]+/?$")
+_RESET_LINK_IN_TEXT = re.compile(r"/reset/[^/\s]+/(?!set-password(?:[/\s]|$))[^/\s]+/?")
 RESET_LINK_ROUTE = "/reset/<uidb64>/<token>/"
 _DEVICE_POLL = re.compile(r"^/api/v1/cli-auth/poll/[^/]+/?$")
 _DEVICE_POLL_IN_TEXT = re.compile(r"/api/v1/cli-auth/poll/[^/\s?\"']+")

@@ -1,4 +1,5 @@
 import json
+import runpy
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,10 @@ from django.test.testcases import LiveServerThread
 from ingestion.hotpath import recent
 from keys.models import Generation
 from tests.factories import UserFactory, make_key
+
+# The suite's own rules (random order's seed, the stores it may touch, no environment leaks): a plain plugin module,
+# so that tests/test_suite_safety.py can load it into a fresh pytest on a probe file.
+pytest_plugins = ["tests.suite"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -57,6 +62,33 @@ def _live_server_serves_one_request_at_a_time_on_in_memory_sqlite() -> Any:
     LiveServerThread.server_class = _OneRequestAtATime
     yield
     LiveServerThread.server_class = threaded
+
+
+GUNICORN_CONF = Path(__file__).resolve().parent.parent / "gunicorn.conf.py"
+GUNICORN_SETTINGS = (
+    "PORT", "BIND_HOST", "WEB_CONCURRENCY", "WEB_THREADS", "GUNICORN_TIMEOUT", "ACCESS_LOG", "REUSE_PORT",
+    "PROMETHEUS_MULTIPROC_DIR",
+)  # fmt: skip
+
+
+@pytest.fixture
+def gunicorn_conf(monkeypatch) -> Any:
+    """Reads gunicorn.conf.py under a given environment, as gunicorn does (runpy); whatever it writes to os.environ
+    (PROMETHEUS_MULTIPROC_DIR) and gunicorn's error writer, which it replaces, are undone afterwards. Loading it any
+    other way leaves the counters' folder set in the environment for every later test."""
+    from gunicorn import util as gunicorn_util
+
+    monkeypatch.setattr(gunicorn_util, "write_error", gunicorn_util.write_error)
+    for name in GUNICORN_SETTINGS:
+        monkeypatch.setenv(name, "placeholder")  # remembers the real value (or its absence) for the teardown
+        monkeypatch.delenv(name)
+
+    def load(**env: str) -> dict[str, Any]:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        return runpy.run_path(str(GUNICORN_CONF))
+
+    return load
 
 
 @pytest.fixture(autouse=True)

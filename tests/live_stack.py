@@ -29,29 +29,31 @@ NAME = "limits"  # every database these tests create carries it
 
 
 def postgres_server_url() -> str:
-    """The PostgreSQL server of DATABASE_URL when it is one, else the local default; path set to 'postgres'."""
-    configured = os.environ.get("DATABASE_URL", "")
-    url = (
-        configured
-        if configured.startswith(("postgres://", "postgresql://"))
-        else "postgres://postgres@127.0.0.1:5432/x"
-    )
-    return urlunsplit(urlsplit(url)._replace(path="/postgres"))
+    """The PostgreSQL server of DATABASE_URL, path set to 'postgres' (require_postgres_and_redis() first)."""
+    return urlunsplit(urlsplit(os.environ["DATABASE_URL"])._replace(path="/postgres"))
 
 
 def redis_url() -> str:
-    return os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+    """REDIS_URL: the Redis database the developer gave the tests (never a default: db 0 is usually someone's)."""
+    return os.environ["REDIS_URL"]
 
 
 def require_postgres_and_redis() -> None:
+    """Skips, saying why, unless DATABASE_URL names a reachable PostgreSQL server and REDIS_URL a reachable Redis:
+    the tests use only what they were given (on that server, databases of their own named limits_*, dropped after),
+    never a local server found by guessing."""
+    if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+        pytest.skip("needs DATABASE_URL=postgres://… (it creates and drops its own limits_* databases there)")
+    if not os.environ.get("REDIS_URL"):
+        pytest.skip("needs REDIS_URL=redis://…/<a db number the tests own>")
     try:
         psycopg.connect(postgres_server_url(), connect_timeout=3).close()
     except psycopg.Error as error:
-        pytest.skip(f"needs a reachable PostgreSQL server ({type(error).__name__}); CI always has one")
+        pytest.skip(f"needs a reachable PostgreSQL server at DATABASE_URL ({type(error).__name__}); CI always has one")
     try:
         redis.Redis.from_url(redis_url(), socket_connect_timeout=3).ping()
     except redis.RedisError as error:
-        pytest.skip(f"needs a reachable Redis ({type(error).__name__}); CI always has one")
+        pytest.skip(f"needs a reachable Redis at REDIS_URL ({type(error).__name__}); CI always has one")
 
 
 @contextmanager

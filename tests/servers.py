@@ -17,6 +17,7 @@ class Answer:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering (to provoke a client timeout)
+    hold: threading.Event | None = None  # answer only once this is set (or after 10 s), whatever the delay
 
 
 @dataclass
@@ -42,12 +43,21 @@ class ScriptedServer(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
 
-    def answer(self, status: int = 200, body: Any = b"", *, delay: float = 0.0, **headers: str) -> None:
-        """Queue the next answer; a dict or list body is sent as JSON."""
+    def answer(
+        self,
+        status: int = 200,
+        body: Any = b"",
+        *,
+        delay: float = 0.0,
+        hold: threading.Event | None = None,
+        **headers: str,
+    ) -> None:
+        """Queue the next answer; a dict or list body is sent as JSON. With `hold`, the answer waits until the test
+        sets it: a client that returns before then gave up waiting (no clock needed to tell)."""
         raw = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
         if isinstance(body, (dict, list)):
             headers.setdefault("Content-Type", "application/json")
-        self.script.append(Answer(status, raw, {k.replace("_", "-"): v for k, v in headers.items()}, delay))
+        self.script.append(Answer(status, raw, {k.replace("_", "-"): v for k, v in headers.items()}, delay, hold))
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that timed out and hung up is expected here, not an error
@@ -62,6 +72,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.received.append(Received(self.path, headers, body))
         answer = self.server.script.pop(0) if self.server.script else Answer(500, b"no answer scripted")
         time.sleep(answer.delay)
+        if answer.hold is not None:
+            answer.hold.wait(timeout=10)
         self.send_response(answer.status)
         for name, value in answer.headers.items():
             self.send_header(name, value)

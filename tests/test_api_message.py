@@ -242,8 +242,17 @@ def test_a_remembered_key_s_message_is_one_statement_that_also_confirms_the_key(
 
 
 def test_first_use_also_stamps_the_key(client, v2, django_assert_max_num_queries):
-    with django_assert_max_num_queries(4 + len(TRANSACTION_CONTROL)):
+    from django.utils import timezone
+
+    assert ApiKey.objects.get(pk=v2[0].pk).last_used_at is None
+    before = timezone.now()
+    with django_assert_max_num_queries(4 + len(TRANSACTION_CONTROL)) as captured:
         assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 200
+    after = timezone.now()
+
+    stamped = ApiKey.objects.get(pk=v2[0].pk).last_used_at
+    assert stamped is not None and before <= stamped <= after
+    assert any(q["sql"].startswith("UPDATE") and "last_used_at" in q["sql"] for q in captured.captured_queries)
 
 
 def test_the_key_lookup_is_one_query(client, v2, django_assert_num_queries):

@@ -5,6 +5,7 @@ import base64
 import hashlib
 import hmac
 import json
+import threading
 import time
 
 import pytest
@@ -179,12 +180,16 @@ def test_without_a_secret_there_is_no_callback(client, settings, db):
 
 
 def test_a_reply_during_a_scheduled_retry_delivers_it_and_cancels_the_retry(client, send, runtime, v2):
-    runtime.answer(200, b"", delay=1.0)  # the runtime got it, but answered too late for us
+    answer_now = threading.Event()
+    runtime.answer(200, b"", hold=answer_now)  # the runtime got it, but answered too late for us
     runtime.answer(200, {"reply": "must not be sent"})
     from django.conf import settings
 
-    settings.ASSISTANT_TIMEOUT_SECONDS = 0.3
-    message_id = send(v2[1], {"message": "hi"}).json()["id"]
+    settings.ASSISTANT_TIMEOUT_SECONDS = 1
+    try:
+        message_id = send(v2[1], {"message": "hi"}).json()["id"]
+    finally:
+        answer_now.set()
     assert delivery().status == DeliveryStatus.QUEUED
 
     assert call_back(client, {"message_id": message_id, "reply": "done after all"}).status_code == 200

@@ -1,11 +1,16 @@
 """ingestion/hotpath/cache.py: the Redis cache's client is made once per connection pool, not once per operation."""
 
 from ingestion.hotpath.cache import AtomicIncrRedisCache
+from tests.test_health import closed_port
+
+
+def nowhere() -> str:
+    """A Redis URL nothing listens on: these tests make clients, which do not connect, and touch no one's Redis."""
+    return f"redis://127.0.0.1:{closed_port()}/1"
 
 
 def test_every_operation_shares_one_redis_client():
-    # Making a client does not connect, so no Redis server is needed here.
-    backend = AtomicIncrRedisCache("redis://127.0.0.1:6379/7", {})._cache
+    backend = AtomicIncrRedisCache(nowhere(), {})._cache
 
     first = backend.get_client("a", write=True)
 
@@ -18,7 +23,7 @@ def test_replies_are_parsed_by_hiredis_on_every_connection():
     against redis-py's own Python parser (docs/benchmarks.md). redis-py falls back silently when it is missing."""
     from redis._parsers import _HiredisParser
 
-    backend = AtomicIncrRedisCache("redis://127.0.0.1:6379/7", {})._cache
+    backend = AtomicIncrRedisCache(nowhere(), {})._cache
 
     pool = backend.get_client("a", write=True).connection_pool
     assert pool.connection_kwargs["parser_class"] is _HiredisParser

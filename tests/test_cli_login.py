@@ -257,3 +257,18 @@ def test_the_device_code_never_reaches_the_logs(client, caplog):
     assert loggable_path(POLL + body["deviceCode"]) == "/api/v1/cli-auth/poll/<device_code>"
     record = logging.LogRecord("x", logging.ERROR, "", 0, "GET %s failed", (POLL + body["deviceCode"] + "?a=1",), None)
     assert RedactResetLinks().filter(record) and body["deviceCode"] not in record.getMessage()
+
+
+def test_prunedevicelogins_deletes_long_expired_requests_and_keeps_their_keys(client, signed_in):
+    from django.core.management import call_command
+
+    old = start(client)
+    signed_in.post("/device", {"code": old["userCode"], "decision": "approve"})
+    poll(client, old["deviceCode"])
+    fresh = start(client, REMOTE_ADDR="10.0.0.2")
+    DeviceAuthorization.objects.exclude(user_code=fresh["userCode"].replace("-", "")).update(
+        expires_at=timezone.now() - timedelta(days=2)
+    )
+    call_command("prunedevicelogins", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    assert list(DeviceAuthorization.objects.values_list("user_code", flat=True)) == [fresh["userCode"].replace("-", "")]
+    assert ApiKey.objects.count() == 1

@@ -1,5 +1,7 @@
 """Sign up, log in, log out, password change and contact settings in the console."""
 
+import re
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -12,7 +14,7 @@ PASSWORD = "a long and uncommon passphrase"
 CONSOLE_PAGES = ["/keys/", "/keys/new/", "/conversation/", "/settings/", "/settings/password/", "/settings/advanced/"]
 
 
-def signup(client: Client, **overrides: str):
+def signup(client: Client, HTTP_ACCEPT_LANGUAGE: str = "", **overrides: str):
     data = {
         "email": "ada@example.com",
         "password1": PASSWORD,
@@ -21,7 +23,7 @@ def signup(client: Client, **overrides: str):
         "channel": "whatsapp",
         **overrides,
     }
-    return client.post("/signup/", data)
+    return client.post("/signup/", data, HTTP_ACCEPT_LANGUAGE=HTTP_ACCEPT_LANGUAGE)
 
 
 def test_signing_up_creates_the_account_with_its_contact_and_logs_in(client):
@@ -52,7 +54,8 @@ def test_the_username_settles_sign_ups_that_differ_only_in_case(client, db):
         ({"password2": "something else entirely"}, "password2", "The two passwords differ"),
         ({"password1": "password", "password2": "password"}, "password1", "too common"),
         ({"password1": "ada@example.com1", "password2": "ada@example.com1"}, "password1", "too similar"),
-        ({"phone_number": "4155551234"}, "phone_number", "international format"),
+        ({"phone_number": "call me maybe"}, "phone_number", "Enter a phone number"),
+        ({"phone_number": "020 7946 0958"}, "phone_number", "not a valid phone number in US"),  # a London number
         ({"phone_number": "+1415555"}, "phone_number", "not a valid phone number"),
         ({"channel": "fax"}, "channel", "Select a valid choice"),
     ],
@@ -66,6 +69,68 @@ def test_signing_up_with_a_bad_field_says_what_is_wrong_next_to_it(client, overr
     assert text in " ".join(errors[field])
     assert f'id="id_{field}_error"' in response.content.decode()
     assert not get_user_model().objects.exists()
+
+
+@pytest.mark.parametrize(
+    "typed", ["(415) 555-0134", "415 555 0134", "415.555.0134", "001 415 555 0134", "+1 415-555-0134", "14155550134"]
+)
+def test_a_phone_number_typed_any_way_is_stored_in_e164(client, typed):
+    """Without a country code, a number is read as one of PHONE_DEFAULT_REGION (US unless configured)."""
+    assert signup(client, phone_number=typed).status_code == 302
+    assert get_user_model().objects.get().profile.phone_number == "+14155550134"
+
+
+def test_the_browser_s_region_reads_a_national_number_first(client):
+    response = signup(client, phone_number="020 7946 0958", HTTP_ACCEPT_LANGUAGE="en-GB,en;q=0.8")
+
+    assert response.status_code == 302
+    assert get_user_model().objects.get().profile.phone_number == "+442079460958"
+
+
+def test_the_default_region_is_a_setting(client, settings):
+    settings.PHONE_DEFAULT_REGION = "DE"
+    page = client.get("/signup/").content.decode()
+    assert "as dialled in DE (030 123456)" in page
+
+    assert signup(client, phone_number="030 1234567").status_code == 302
+    assert get_user_model().objects.get().profile.phone_number == "+49301234567"
+
+
+def test_the_phone_input_has_one_type_and_says_how_to_write_the_number(client):
+    page = client.get("/signup/", HTTP_ACCEPT_LANGUAGE="en-US").content.decode()
+    (tag,) = re.findall(r'<input[^>]*name="phone_number"[^>]*>', page)
+
+    assert re.findall(r"\stype=", tag) == [" type="] and 'type="tel"' in tag
+    assert 'autocomplete="tel"' in tag and 'inputmode="tel"' in tag
+    assert "or as dialled in US ((201) 555-0123)" in page
+
+
+@pytest.mark.parametrize(
+    ("header", "regions"),
+    [
+        ("en-GB,en;q=0.8,de-CH;q=0.5", ["GB", "CH"]),
+        ("de;q=0.9, fr-CA", ["CA"]),  # by quality, not by position
+        ("zh-Hant-TW", ["TW"]),  # the region after a script subtag
+        ("en-XX, en-001, *, en-US;q=0", []),  # unknown and numeric regions, a wildcard, q=0
+        ("en-GB;q=bogus", []),
+        ("", []),
+    ],
+)
+def test_the_regions_a_browser_names(header, regions):
+    from accounts.phones import regions_from_accept_language
+
+    assert regions_from_accept_language(header) == regions
+
+
+def test_a_national_number_in_the_contact_settings_too(client, user):
+    client.force_login(user)
+    response = client.post(
+        "/settings/", {"phone_number": "(415) 555-0134", "channel": "sms"}, HTTP_ACCEPT_LANGUAGE="fr-FR"
+    )  # not a valid French number: read as the default region's
+
+    assert response.status_code == 302
+    user.profile.refresh_from_db()
+    assert user.profile.phone_number == "+14155550134"
 
 
 def test_signing_up_twice_with_the_same_email_in_other_letters_is_refused(client):

@@ -54,8 +54,8 @@ def test_another_users_messages_are_never_shown(signed_in, user):
     secret = record_user_message(user=stranger, endpoint=Endpoint.CONSOLE, text="mallory's secret plans")
 
     assert "mallory's secret plans" not in signed_in.get("/conversation/").content.decode()
-    updates = signed_in.get(f"/conversation/updates/?after={secret.public_id}").json()
-    assert updates["messages"] == []
+    assert signed_in.get("/conversation/updates/").json()["messages"] == []
+    assert signed_in.get(f"/conversation/messages/{secret.public_id}/").status_code == 404
 
 
 def test_a_typed_message_goes_through_the_write_path_as_the_app(signed_in, user):
@@ -94,54 +94,93 @@ def test_sending_needs_the_csrf_token(user):
     assert not Message.objects.exists()
 
 
-def test_updates_return_the_messages_after_the_pages_newest_rendered_like_the_page(signed_in, user, v2):
+def since_of(page_html: str) -> str:
+    (since,) = re.findall(r'data-since="([^"]+)"', page_html)
+    return since
+
+
+def poll(client, since: str) -> dict:
+    response = client.get("/conversation/updates/", {"since": since})
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    return response.json()
+
+
+def test_updates_send_what_is_new_since_the_page_rendered_like_the_page(signed_in, user, v2):
     key, _ = v2
     seen = record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="already on the page")
+    since = since_of(signed_in.get("/conversation/").content.decode())
     new = record_user_message(user=user, endpoint=Endpoint.CURRENT, text="arrived later", api_key=key)
     reply = assistant_reply(user, "a reply")
 
-    response = signed_in.get(f"/conversation/updates/?after={seen.public_id}")
+    data = poll(signed_in, since)
 
-    assert response.status_code == 200
-    assert "no-store" in response["Cache-Control"]
-    data = response.json()
-    ids = [item["id"] for item in data["messages"]]
-    # The page skips ids it already shows; what matters is that everything after its newest is there, in order.
-    assert ids[-2:] == [new.public_id, reply.public_id]
-    assert data["cursor"] == reply.public_id
-    assert f'id="{new.public_id}"' in data["messages"][-2]["html"]
-    assert "API via key “github actions”" in data["messages"][-2]["html"]
+    assert [item["id"] for item in data["messages"]] == [new.public_id, reply.public_id]
+    assert data["recent"] == [seen.public_id]  # ids only: the page has it, and says so by not asking
+    assert f'id="{new.public_id}"' in data["messages"][0]["html"]
+    assert "API via key “github actions”" in data["messages"][0]["html"]
 
 
-def test_updates_look_back_a_little_so_a_late_commit_is_not_missed(signed_in, user):
+def test_each_poll_sends_only_what_is_new_since_the_previous_one(signed_in, user):
+    """Anchored at the previous poll, not at the newest message: forty 240 KB messages are sent once, never again
+    (they were re-sent on every 2 s poll for 30 s, 62 MB each time)."""
+    since = since_of(signed_in.get("/conversation/").content.decode())
+    big = "x" * 240_000
+    for _ in range(40):
+        record_user_message(user=user, endpoint=Endpoint.CONSOLE, text=big)
+
+    first = signed_in.get("/conversation/updates/", {"since": since})
+    second = signed_in.get("/conversation/updates/", {"since": first.json()["since"]})
+    third = signed_in.get("/conversation/updates/", {"since": second.json()["since"]})
+
+    assert len(first.json()["messages"]) == 40
+    assert len(first.content) < 40 * 5_000  # each shortened (below), not 240 KB
+    assert second.json()["messages"] == [] and third.json()["messages"] == []
+    assert len(third.content) < 2_000  # forty ids, nothing else
+
+
+def test_a_message_that_committed_after_a_poll_passed_its_time_is_fetched_by_id(signed_in, user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    since = poll(signed_in, since_of(signed_in.get("/conversation/").content.decode()))["since"]
     late = record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="committed late")
-    newest = record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="committed first")
-    updates = signed_in.get(f"/conversation/updates/?after={newest.public_id}").json()
-    assert late.public_id in [item["id"] for item in updates["messages"]]
+    # Created (its timestamp taken) before that poll, visible only now: its transaction committed afterwards.
+    Message.objects.filter(pk=late.pk).update(created_at=timezone.now() - timedelta(seconds=5))
+
+    data = poll(signed_in, since)
+    assert data["messages"] == [] and data["recent"] == [late.public_id]
+
+    asked = signed_in.get("/conversation/updates/", {"ids": f"{late.public_id},msg_nonsense,%00"}).json()
+    assert [item["id"] for item in asked["messages"]] == [late.public_id]
+    assert "committed late" in asked["messages"][0]["html"]
+
+
+def test_a_message_asked_for_by_id_is_only_ever_ones_own(signed_in, user):
+    stranger = UserFactory(email="mallory@example.com")
+    secret = record_user_message(user=stranger, endpoint=Endpoint.CONSOLE, text="mallory's secret plans")
+    assert signed_in.get("/conversation/updates/", {"ids": secret.public_id}).json() == {"messages": []}
 
 
 def test_updates_of_an_empty_thread_are_empty(signed_in):
-    assert signed_in.get("/conversation/updates/?after=").json() == {"messages": [], "cursor": ""}
+    data = poll(signed_in, since_of(signed_in.get("/conversation/").content.decode()))
+    assert (data["messages"], data["recent"]) == ([], [])
 
 
-def test_updates_from_an_unknown_cursor_start_from_the_beginning(signed_in, user):
+@pytest.mark.parametrize(
+    "since", ["", "%00", "2026-13-45T00:00:00+00:00", "2026-01-01T00:00:00", "x" * 5000, "9999-12-31T00:00:00+00:00"]
+)
+def test_updates_without_a_usable_since_send_the_latest_messages(signed_in, user, since):
+    # A NUL in a query reaches PostgreSQL as an error (a 500) unless the value is checked first; a time without a
+    # zone or in the future is no page's.
     message = record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="first")
-    updates = signed_in.get("/conversation/updates/?after=msg_nonsense").json()
-    assert [item["id"] for item in updates["messages"]] == [message.public_id]
-
-
-@pytest.mark.parametrize("cursor", ["%00", "msg_%00" + "a" * 20, "x" * 5000])
-def test_updates_from_a_malformed_cursor_start_from_the_beginning(signed_in, user, cursor):
-    # A NUL in a query reaches PostgreSQL as an error (a 500) unless the cursor is checked first.
-    message = record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="first")
-    response = signed_in.get(f"/conversation/updates/?after={cursor}")
-    assert response.status_code == 200
-    assert response.json() == {"messages": [response.json()["messages"][0]], "cursor": message.public_id}
-    assert response.json()["messages"][0]["id"] == message.public_id
+    data = signed_in.get(f"/conversation/updates/?since={since}").json()
+    assert [item["id"] for item in data["messages"]] == [message.public_id]
 
 
 def test_updates_need_a_login(client):
-    assert client.get("/conversation/updates/?after=0").status_code == 302
+    assert client.get("/conversation/updates/?since=0").status_code == 302
 
 
 def test_a_long_thread_shows_the_newest_hundred(signed_in, user):

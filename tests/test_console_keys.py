@@ -61,7 +61,7 @@ def test_adding_a_key_shows_its_secret_once_with_no_store_and_examples_for_this_
     page = response.content.decode()
     assert "will not be shown again" in page
     assert "http://testserver/api/v1/inbound/api-message" in page
-    assert "POKE_API=http://testserver/api/v1" in page
+    assert "base_url=&quot;http://testserver/api/v1&quot;" in page  # the Python snippet names this server itself
     assert "secrets.POKE_API_KEY" in page
 
 

@@ -9,6 +9,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit, urlunsplit
 
@@ -26,7 +27,6 @@ from tests.live_stack import (
 
 CURRENT = "/api/v1/inbound/api-message"
 MAX_REQUESTS = 600  # bounds the traffic whatever the timings
-OUTAGE_SECONDS = 2.0
 
 MAKE_KEY = """
 import json
@@ -66,28 +66,21 @@ def test_requests_get_a_json_503_while_the_database_is_away_and_succeed_again_af
             }
         )
         try:
-            sent: list[tuple[str, dict, int, dict]] = []  # (Idempotency-Key, body, status, response body)
-            stop = threading.Event()
-
-            def traffic() -> None:
-                while not stop.is_set() and len(sent) < MAX_REQUESTS:
-                    idempotency_key = uuid.uuid4().hex
-                    body = {"message": "disk almost full", "alert": idempotency_key}
-                    answer = send(web.url, CURRENT, key, body, {"Idempotency-Key": idempotency_key})
-                    sent.append((idempotency_key, body, answer.status, answer.body))
-                    if answer.status == 503:
-                        time.sleep(0.05)  # a polite client backs off a little
-
+            traffic = Traffic()
             with ThreadPoolExecutor(4) as pool:
                 for _ in range(4):
-                    pool.submit(traffic)
-                time.sleep(1.0)
-                proxy.cut()
-                time.sleep(OUTAGE_SECONDS)
-                during = len(sent)
-                proxy.restore()
-                recovered = _first_success_after(sent, during, timeout=15)
-                stop.set()
+                    pool.submit(traffic.run, web.url, key)
+                try:  # no sleeps: each step waits (bounded) for what the answers show
+                    assert traffic.wait_for(lambda sent: successes(sent) >= 5), "no traffic got through at first"
+                    proxy.cut()
+                    cut_at = len(traffic.sent)
+                    traffic.wait_for(lambda sent: refusals(sent[cut_at:]) >= 5)
+                    proxy.restore()
+                    restored_at = len(traffic.sent)
+                    recovered = traffic.wait_for(lambda sent: successes(sent[restored_at:]) >= 1)
+                finally:
+                    traffic.stop.set()
+            sent = traffic.sent
 
             statuses = Counter(status for _, _, status, _ in sent)
             assert set(statuses) <= {200, 503}, statuses
@@ -119,10 +112,39 @@ def test_requests_get_a_json_503_while_the_database_is_away_and_succeed_again_af
             proxy.close()
 
 
-def _first_success_after(sent: list, start: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(status == 200 for _, _, status, _ in sent[start:]):
-            return True
-        time.sleep(0.1)
-    return False
+Sent = list[tuple[str, dict, int, dict]]  # (Idempotency-Key, body, status, response body)
+
+
+def successes(sent: Sent) -> int:
+    return sum(status == 200 for _, _, status, _ in sent)
+
+
+def refusals(sent: Sent) -> int:
+    return sum(status == 503 for _, _, status, _ in sent)
+
+
+class Traffic:
+    """Four clients sending alerts with Idempotency-Keys until stopped (at most MAX_REQUESTS in all); the test waits
+    on what they have seen, not on the clock."""
+
+    def __init__(self) -> None:
+        self.sent: Sent = []
+        self.stop = threading.Event()
+        self._seen = threading.Condition()
+
+    def run(self, base_url: str, key: str) -> None:
+        while not self.stop.is_set() and len(self.sent) < MAX_REQUESTS:
+            idempotency_key = uuid.uuid4().hex
+            body = {"message": "disk almost full", "alert": idempotency_key}
+            answer = send(base_url, CURRENT, key, body, {"Idempotency-Key": idempotency_key})
+            with self._seen:
+                self.sent.append((idempotency_key, body, answer.status, answer.body))
+                self._seen.notify_all()
+            if answer.status == 503:
+                time.sleep(0.05)  # a polite client backs off a little (pacing, not synchronisation)
+
+    def wait_for(self, condition: Callable[[Sent], bool], timeout: float = 30) -> bool:
+        """True once the answers so far meet the condition; False when the traffic ended or the time ran out."""
+        with self._seen:
+            self._seen.wait_for(lambda: condition(self.sent) or len(self.sent) >= MAX_REQUESTS, timeout)
+            return condition(self.sent)

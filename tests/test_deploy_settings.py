@@ -116,3 +116,18 @@ def test_password_resets_are_offered_only_with_an_smtp_server(host, offered):
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-2:] == [offered, host or "localhost"]
     assert "RemovedInDjango" not in result.stderr  # MAILERS, not the EMAIL_* settings Django 6.1 deprecates
+
+
+def test_in_development_without_an_smtp_server_emails_are_printed_in_the_terminal():
+    """README "Trying password reset locally": `make run` (DEBUG) offers the reset and prints the email."""
+    script = (
+        "from django.conf import settings; from django.core import mail; "
+        "mail.EmailMessage('Reset', 'Open http://127.0.0.1:8000/reset/MQ/abc-123/', to=['ada@example.com']).send(); "
+        "print(settings.PASSWORD_RESET_BY_EMAIL)"
+    )
+    env = production_env(DEBUG="1", EMAIL_HOST=None)
+    result = manage("shell", "--no-imports", "-c", script, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert "Open http://127.0.0.1:8000/reset/MQ/abc-123/" in result.stdout
+    assert result.stdout.split()[-1] == "True"

@@ -17,10 +17,15 @@ CALLBACK = "/api/v1/mcp/callback"
 
 
 def wait_for(condition, seconds: float = 20) -> None:
+    """Poll the database between the live server's requests: on SQLite they share the test's one connection, and a
+    read while a request writes is "database table is locked" (tests/conftest.py serves one request at a time)."""
+    from tests.conftest import _OneRequestAtATime
+
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if condition():
-            return
+        with _OneRequestAtATime._serving:
+            if condition():
+                return
         time.sleep(0.05)
     raise AssertionError("the condition did not come true in time")
 
@@ -151,3 +156,11 @@ def test_an_expired_token_is_401(client, action):
     token = new_token_for(action)
     FollowUpToken.objects.update(created_at=timezone.now() - timedelta(hours=25))
     assert follow_up(client, token, {"content": "late"}).status_code == 401
+
+
+@pytest.mark.django_db
+def test_wrong_tokens_count_against_the_address_like_wrong_keys(client, action, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = "3/m"
+    for _ in range(3):
+        assert follow_up(client, "pfu_" + "x" * 43, {"content": "x"}).status_code == 401
+    assert follow_up(client, "pfu_" + "y" * 43, {"content": "x"}).status_code == 429

@@ -2,32 +2,17 @@
 
 import json
 import os
-import runpy
 import socket
 from pathlib import Path
 
 import pytest
 from gunicorn import util as gunicorn_util
 
-CONF = Path(__file__).resolve().parent.parent / "gunicorn.conf.py"
-SETTINGS = ("PORT", "BIND_HOST", "WEB_CONCURRENCY", "WEB_THREADS", "GUNICORN_TIMEOUT", "ACCESS_LOG", "REUSE_PORT")
-
 
 @pytest.fixture
-def load(monkeypatch):
-    """Reads gunicorn.conf.py under a given environment; whatever it writes to os.environ (and gunicorn's error
-    writer, which it replaces) is undone afterwards."""
-    monkeypatch.setattr(gunicorn_util, "write_error", gunicorn_util.write_error)
-    for name in (*SETTINGS, "PROMETHEUS_MULTIPROC_DIR"):
-        monkeypatch.setenv(name, "placeholder")  # remembers the real value (or its absence) for the teardown
-        monkeypatch.delenv(name)
-
-    def load(**env: str) -> dict:
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        return runpy.run_path(str(CONF))
-
-    return load
+def load(gunicorn_conf):
+    """Reads gunicorn.conf.py under a given environment (tests/conftest.py undoes what it changes)."""
+    return gunicorn_conf
 
 
 def test_the_defaults_suit_a_small_machine_behind_a_router(load):
@@ -36,7 +21,9 @@ def test_the_defaults_suit_a_small_machine_behind_a_router(load):
     assert conf["bind"] == "0.0.0.0:8000"
     assert conf["workers"] == len(os.sched_getaffinity(0)) + 1
     assert conf["threads"] == 4
-    assert conf["worker_class"] == "gthread"
+    # gthread, reading each request whole before a thread takes it (ops/slow_clients.py, tests/test_slow_clients.py)
+    assert conf["worker_class"] == "ops.slow_clients.ReadDeadlineWorker"
+    assert conf["ReadDeadlineWorker"].read_timeout == 10
     assert (conf["timeout"], conf["graceful_timeout"]) == (30, 25)  # both under the platform's 30 s SIGKILL
     assert conf["accesslog"] is None  # the app's JSON line is the access log
     assert conf["control_socket_disable"] is True

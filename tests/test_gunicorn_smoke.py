@@ -169,8 +169,17 @@ def production_env(**settings: str) -> dict[str, str]:
     return env
 
 
+@pytest.fixture
+def production(production_server: Server) -> Server:
+    """The module's server, started again when a test before this one stopped it (the journey ends with SIGTERM):
+    the tests run in random order."""
+    if production_server.process is None or production_server.process.poll() is not None:
+        production_server.start()
+    return production_server
+
+
 @pytest.fixture(scope="module")
-def production(tmp_path_factory) -> Iterator[Server]:
+def production_server(tmp_path_factory) -> Iterator[Server]:
     server_settings, redis_url = backing_stores()
     name = f"smoke_prod_{os.getpid()}_{secrets.token_hex(3)}"
     with psycopg.connect(**admin_connection(server_settings)) as admin:

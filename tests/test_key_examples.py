@@ -40,8 +40,10 @@ def test_the_python_example_sends_a_message_with_the_poke_sdk(live_server):
     _, plaintext = make_key(UserFactory(), "python")
     code = example(for_new_key(live_server.url, plaintext, Generation.V2), "python")
 
-    # The snippet's comments say which two variables to export; do exactly that.
-    output = run([sys.executable, "-c", code], POKE_API=f"{live_server.url}/api/v1", POKE_API_KEY=plaintext)
+    # The snippet's comment says which variable to export; do exactly that. POKE_API is not set (and a decoy where
+    # the SDK would find it): the snippet itself names this server, so the key goes nowhere else.
+    assert "POKE_API=" not in code and f'base_url="{live_server.url}/api/v1"' in code
+    output = run([sys.executable, "-c", code], POKE_API="http://127.0.0.1:9/api/v1", POKE_API_KEY=plaintext)
 
     assert "Message sent successfully" in output
     assert Message.objects.get(role="user").text == "Remind me to review the pull requests at 4pm"

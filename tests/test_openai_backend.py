@@ -1,5 +1,7 @@
 """ASSISTANT_BACKEND=openai against a real local HTTP server speaking the chat-completions protocol."""
 
+import threading
+
 import pytest
 
 from conversations.models import Delivery, DeliveryStatus, Role
@@ -26,7 +28,7 @@ def llm(settings, assistant_server):
     settings.OPENAI_API_KEY = API_KEY
     settings.OPENAI_MODEL = "llama3.2"
     settings.ASSISTANT_SYSTEM_PROMPT = "You are a test assistant."
-    settings.ASSISTANT_TIMEOUT_SECONDS = 0.3
+    settings.ASSISTANT_TIMEOUT_SECONDS = 2  # a slow answer is held (servers.Answer.hold), never raced
     return assistant_server
 
 
@@ -84,10 +86,14 @@ def test_server_errors_and_rate_limits_are_retried(send, llm, v2, status):
 
 
 def test_a_timeout_is_retried(send, llm, v2):
-    llm.answer(200, completion("slow"), delay=1.0)
-    send(v2[1], {"message": "hi"})
-    assert delivery().status == DeliveryStatus.QUEUED
-    assert "No response within" in delivery().last_error
+    answer_now = threading.Event()
+    llm.answer(200, completion("slow"), hold=answer_now)  # answers only when released (or after 10 s)
+    try:
+        send(v2[1], {"message": "hi"})
+        assert delivery().status == DeliveryStatus.QUEUED
+        assert delivery().last_error == "No response within 2 seconds."
+    finally:
+        answer_now.set()
 
 
 @pytest.mark.parametrize(

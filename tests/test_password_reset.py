@@ -3,8 +3,6 @@ opens the account once, for an hour, and never reaches the access log."""
 
 import logging
 import re
-import runpy
-from pathlib import Path
 
 import pytest
 from django.core import mail
@@ -102,7 +100,7 @@ def test_without_an_smtp_server_no_reset_is_offered(client, person, settings):
     assert mail.outbox == []
 
 
-def test_wherever_a_path_is_recorded_a_reset_link_is_written_as_its_route(person):
+def test_wherever_a_path_is_recorded_a_reset_link_is_written_as_its_route(person, gunicorn_conf):
     """The app's access log (above), gunicorn's access log and error reports share ops/redaction.py."""
     from datetime import timedelta
     from types import SimpleNamespace
@@ -121,7 +119,7 @@ def test_wherever_a_path_is_recorded_a_reset_link_is_written_as_its_route(person
     event = scrub_event({"request": {"url": f"https://ingest.example.com{link}"}}, None)
     assert event["request"]["url"] == "https://ingest.example.com/reset/<uidb64>/<token>/"
 
-    conf = runpy.run_path(str(Path(__file__).resolve().parent.parent / "gunicorn.conf.py"))
+    conf = gunicorn_conf()
     environ = {"REQUEST_METHOD": "GET", "RAW_URI": link, "PATH_INFO": link, "SERVER_PROTOCOL": "HTTP/1.1"}
     response = SimpleNamespace(status="302 Found", headers=[], sent=0)
     atoms = conf["logger_class"](Config()).atoms(response, [], environ, timedelta(milliseconds=3))

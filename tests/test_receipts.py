@@ -1,6 +1,8 @@
 """GET /api/v1/inbound/messages/{id}: what became of a message, for the key that sent it (who may read what:
 tests/test_receipt_access.py)."""
 
+from datetime import UTC, datetime
+
 import pytest
 
 from conversations.models import Delivery, DeliveryStatus, Message, Role
@@ -12,6 +14,12 @@ from tests.factories import UserFactory, make_key
 pytestmark = pytest.mark.django_db
 
 RECEIPTS = "/api/v1/inbound/messages/"
+
+
+def stamp(moment: datetime | None) -> str:
+    """A recorded time as the receipt writes it: ISO 8601 in UTC, to the microsecond, with the zone as Z."""
+    assert moment is not None
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def get_receipt(client, key: str | None, message_id: str):
@@ -34,14 +42,14 @@ def test_a_delivered_message_shows_its_status_and_the_reply(client, send, user):
         "id": message_id,
         "status": "delivered",
         "attempts": 1,
-        "created_at": body["created_at"],
-        "started_at": body["started_at"],
-        "finished_at": body["finished_at"],
+        "created_at": stamp(delivery.message.created_at),
+        "started_at": stamp(delivery.started_at),
+        "finished_at": stamp(delivery.finished_at),
         "next_attempt_at": None,
         "reply": {
             "id": delivery.reply.public_id,
             "text": delivery.reply.text,
-            "created_at": body["reply"]["created_at"],
+            "created_at": stamp(delivery.reply.created_at),
         },
         "actions": [],  # the local assistant calls no tools
     }

@@ -56,6 +56,7 @@ def stack():
             "TASK_BACKEND": "database",  # production's hand-off: the queued delivery commits with the message
             "INGEST_RATE_LIMIT": f"{RATE_LIMIT}/h",
             "AUTH_FAILURE_RATE_LIMIT": "1000/m",
+            "MAX_ACTIVE_KEYS_PER_ACCOUNT": str(KEYS + 3),  # one account holds every key of the test
         }
         made = run_python(SETUP % (KEYS + 3), env)
         servers = [Gunicorn(env), Gunicorn(env)]

@@ -1,30 +1,53 @@
-import re
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
 
+from accounts import phones
 from accounts.models import Channel
 from accounts.services import find_user_by_email
 from accounts.validators import validate_e164, validate_time_zone
 
-# People write numbers as "+1 (415) 555-1234"; the stored form is E.164, so separators are dropped first.
-_PHONE_SEPARATORS = re.compile(r"[\s().-]")
+
+class TelInput(forms.TextInput):
+    input_type = "tel"  # one type attribute (attrs["type"] on a TextInput would render a second one)
 
 
 class PhoneNumberField(forms.CharField):
+    """A phone number typed any way, cleaned to E.164 (accounts/phones.py). `regions` are the readings tried for a
+    number without its country code, the browser's first; the form sets them (PhoneRegionsMixin)."""
+
     default_validators = [validate_e164]
 
     def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("max_length", 24)
+        kwargs.setdefault("max_length", 32)
         kwargs.setdefault("label", "Phone number")
-        kwargs.setdefault("help_text", "International format with the country code, for example +14155551234.")
+        kwargs.setdefault("widget", TelInput(attrs={"autocomplete": "tel", "inputmode": "tel"}))
         super().__init__(**kwargs)
-        self.widget.attrs.update({"type": "tel", "autocomplete": "tel", "inputmode": "tel"})
+        self.regions: list[str] = []
+
+    def set_regions(self, regions: list[str]) -> None:
+        self.regions = list(dict.fromkeys([*regions, settings.PHONE_DEFAULT_REGION]))
+        home = self.regions[0]
+        self.help_text = f"With the country code (+44 20 7946 0958), or as dialled in {home} ({phones.example(home)})."
 
     def to_python(self, value: Any) -> str:
-        return _PHONE_SEPARATORS.sub("", super().to_python(value) or "")
+        typed = super().to_python(value) or ""
+        return phones.to_e164(typed, self.regions or [settings.PHONE_DEFAULT_REGION]) if typed else ""
+
+
+class PhoneRegionsMixin:
+    """`phone_regions=`: the regions the browser names (console.views.accounts reads its Accept-Language)."""
+
+    fields: dict[str, forms.Field]
+
+    def __init__(self, *args: Any, phone_regions: list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["phone_number"]
+        assert isinstance(field, PhoneNumberField)
+        field.set_regions(phone_regions or [])
 
 
 class ChannelField(forms.ChoiceField):
@@ -36,7 +59,7 @@ class ChannelField(forms.ChoiceField):
         super().__init__(**kwargs)
 
 
-class SignUpForm(forms.Form):
+class SignUpForm(PhoneRegionsMixin, forms.Form):
     email = forms.EmailField(
         label="Email", max_length=150, widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True})
     )
@@ -75,7 +98,7 @@ class SignUpForm(forms.Form):
         return cleaned
 
 
-class ContactForm(forms.Form):
+class ContactForm(PhoneRegionsMixin, forms.Form):
     phone_number = PhoneNumberField()
     channel = ChannelField()
     time_zone = forms.CharField(

@@ -21,3 +21,18 @@ def pretty_json(value: Any) -> str:
 @register.filter
 def actions_of(message: Message) -> list[Any]:
     return presentation.actions_of(message)
+
+
+@register.filter
+def excerpt(text: str) -> presentation.Excerpt:
+    return presentation.excerpt(text or "")
+
+
+@register.filter
+def context_excerpt(context: Any) -> presentation.Excerpt:
+    return presentation.context_excerpt(context)
+
+
+@register.filter
+def json_summary(context: Any) -> str:
+    return presentation.json_summary(context)

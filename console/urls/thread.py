@@ -8,4 +8,5 @@ urlpatterns = [
     path("conversation/", views.thread, name="thread"),
     path("conversation/messages/", views.send, name="send"),
     path("conversation/updates/", views.updates, name="updates"),
+    path("conversation/messages/<str:message_id>/", views.message_detail, name="message"),
 ]

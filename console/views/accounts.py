@@ -13,8 +13,19 @@ from django.urls import reverse_lazy
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from accounts import services
+from accounts import phones, services
 from console.forms.accounts import ContactForm, SignUpForm
+from ops import metrics
+from ops.limits import AttemptLimit
+
+# Sign-ups per client address (SIGNUP_RATE_LIMIT): the one that reaches the limit pauses sign-ups from the address
+# until the window ends, so one place cannot make accounts (and keys, and password hashes) without end.
+SIGNUPS = AttemptLimit("signups", "SIGNUP_RATE_LIMIT", blocks_when_reached=True)
+
+
+def browser_regions(request: HttpRequest) -> list[str]:
+    """The browser's hint for reading a phone number typed without its country code."""
+    return phones.regions_from_accept_language(request.headers.get("Accept-Language", ""))
 
 
 class LoginView(DjangoLoginView):
@@ -36,8 +47,18 @@ def landing(request: HttpRequest) -> HttpResponse:
 def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("keys:list")
-    form = SignUpForm(request.POST or None)
+    if request.method == "POST":
+        wait = SIGNUPS.blocked_for(request)
+        if wait > 0:
+            metrics.rate_limited("signup")
+            response = render(
+                request, "accounts/signup_limited.html", {"minutes": max(1, (wait + 59) // 60)}, status=429
+            )
+            response["Retry-After"] = str(wait)
+            return response
+    form = SignUpForm(request.POST or None, phone_regions=browser_regions(request))
     if request.method == "POST" and form.is_valid():
+        SIGNUPS.count(request)  # a valid form costs a password hash, whatever happens next
         try:
             user = services.sign_up(
                 email=form.cleaned_data["email"],
@@ -59,7 +80,7 @@ def signup(request: HttpRequest) -> HttpResponse:
 def contact_settings(request: HttpRequest) -> HttpResponse:
     profile = services.profile_of(request.user)  # type: ignore[arg-type]
     initial = {"phone_number": profile.phone_number, "channel": profile.channel, "time_zone": profile.time_zone}
-    form = ContactForm(request.POST or None, initial=initial)
+    form = ContactForm(request.POST or None, initial=initial, phone_regions=browser_regions(request))
     if request.method == "POST" and form.is_valid():
         services.update_contact(
             request.user,  # type: ignore[arg-type]

@@ -3,6 +3,7 @@
 V2 key named after the device and date, which the CLI collects once and which is listed (and revocable) on API
 Keys. Wrong codes count per client address (DEVICE_CODE_FAILURE_RATE_LIMIT): guessing a code is the attack."""
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -11,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from devices import services
 from devices.models import DeviceAuthorization
+from keys.services import has_room_for_a_key
 from ops import metrics
 from ops.limits import AttemptLimit
 
@@ -71,6 +73,12 @@ def _decide(request: HttpRequest) -> HttpResponse:
         return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=404)
     user = request.user
     assert user.is_authenticated
+    if decision == "approve" and not has_room_for_a_key(user):
+        full = (
+            f"This account already has {settings.MAX_ACTIVE_KEYS_PER_ACCOUNT} active API keys, the most it may hold: "
+            "revoke one under API Keys, then approve."
+        )
+        return render(request, "devices/confirm.html", {"authorization": found, "error": full}, status=409)
     decided = services.approve(found, user) if decision == "approve" else services.deny(found, user)
     if not decided:  # approved or denied in another tab a moment ago, or it expired just now
         return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=409)

@@ -43,18 +43,34 @@ def _list_url_of(generation: str) -> str:
     return reverse("keys:advanced") if generation == Generation.V1 else reverse("keys:list")
 
 
+def _refused_form(request: HttpRequest, form: NewKeyForm, generation: Generation, reason: str) -> HttpResponse:
+    """The form again, saying why no key was created, with a fresh one-time token (the old one is spent)."""
+    refused = NewKeyForm(
+        {**form.cleaned_data, "nonce": nonces.issue(request.user.pk)},  # type: ignore[arg-type]
+        autofocus=generation == Generation.V2,
+    )
+    refused.is_valid()
+    refused.add_error(None, reason)
+    if generation == Generation.V1:
+        return render(request, "keys/advanced.html", {"keys": _keys_of(request, Generation.V1), "form": refused})
+    return render(request, "keys/new.html", {"form": refused})
+
+
 def _create_and_show_once(request: HttpRequest, form: NewKeyForm, generation: Generation) -> HttpResponse:
     """Create the key and answer this very POST with its secret: no redirect, session or URL ever holds it."""
     back_url = _list_url_of(generation)
     if not nonces.consume(request.user.pk, form.cleaned_data["nonce"]):  # type: ignore[arg-type]
         messages.warning(request, ALREADY_CREATED)
         return redirect(back_url, permanent=False)
-    key, plaintext = services.create_key(
-        request.user,  # type: ignore[arg-type]
-        form.cleaned_data["name"],
-        generation,
-        may_read_replies=form.cleaned_data["may_read_replies"],
-    )
+    try:
+        key, plaintext = services.create_key(
+            request.user,  # type: ignore[arg-type]
+            form.cleaned_data["name"],
+            generation,
+            may_read_replies=form.cleaned_data["may_read_replies"],
+        )
+    except services.KeyLimitReached as full:
+        return _refused_form(request, form, generation, str(full))
     context = {
         "key": key,
         "plaintext": plaintext,

@@ -1,11 +1,12 @@
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q, QuerySet
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -17,9 +18,10 @@ from ops.errors import json_error
 
 PAGE_SIZE = 100
 # A message is visible to readers only once its transaction commits, which can be after a message created later
-# has committed. The poll looks back this far from the newest message the page has, and the page skips the ones it
-# already shows, so a late commit is not missed.
-POLL_LOOKBACK = timedelta(seconds=30)
+# has committed. Each poll sends in full only the messages created since the previous poll, plus the ids (ids only)
+# of those created this long before it, so that the page can ask for one that committed late.
+LATE_COMMIT_WINDOW = timedelta(seconds=30)
+MAX_IDS_ASKED = 100
 
 
 def _messages_of(conversation: Conversation) -> QuerySet[Message]:
@@ -38,6 +40,7 @@ def _wants_json(request: HttpRequest) -> bool:
 def _thread_context(request: HttpRequest, before: str = "") -> dict[str, object]:
     """The latest PAGE_SIZE messages, or with ``before`` (a message of this thread) the PAGE_SIZE before it."""
     conversation = conversation_of(request.user)  # type: ignore[arg-type]
+    since = timezone.now().isoformat()  # before reading: the first poll asks for what was created from here on
     messages = _messages_of(conversation)
     # Only a message of the user's own thread can anchor a page; anything else shows the latest messages.
     anchor = (
@@ -53,8 +56,8 @@ def _thread_context(request: HttpRequest, before: str = "") -> dict[str, object]
     page = page[-PAGE_SIZE:]
     # Not "messages": that name belongs to django.contrib.messages in every template.
     return {
+        "since": since,
         "thread_messages": page,
-        "cursor": page[-1].public_id if page else "",
         "total": None if anchor else conversation.messages.count(),  # shown on the latest page only
         "earlier_before": page[0].public_id if has_earlier else "",
         "reading_earlier": anchor is not None,
@@ -89,28 +92,76 @@ def send(request: HttpRequest) -> HttpResponse:
     return redirect(reverse("conversations:thread") + f"#{message.public_id}")
 
 
+def _rendered(request: HttpRequest, messages: list[Message]) -> list[dict[str, str]]:
+    return [
+        {"id": m.public_id, "html": render_to_string("conversations/_message.html", {"message": m}, request)}
+        for m in messages
+    ]
+
+
+def _parse_since(value: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(value) if 0 < len(value) <= 40 else None
+    except ValueError:
+        return None
+    return moment if moment is not None and moment.tzinfo is not None else None
+
+
 @login_required
 @never_cache
 @require_GET
 def updates(request: HttpRequest) -> JsonResponse:
-    """The thread's messages from the page's newest one on (and a little before it; see POLL_LOOKBACK)."""
+    """What is new since the page's previous poll, and nothing it already has.
+
+    ``since``: the ``since`` of the previous answer (or of the page). The answer holds, rendered, the messages created
+    from then on; ``recent``, the ids (only the ids) of those created in the LATE_COMMIT_WINDOW before it, so that the
+    page can ask for one it lacks (``ids=``: one that committed after an earlier poll had passed its time). With
+    ``ids=a,b``: those messages of the user's own thread, rendered, whenever they were created."""
     conversation = conversation_of(request.user)  # type: ignore[arg-type]
-    after = request.GET.get("after", "")
     messages = _messages_of(conversation)
-    # Only a message of the user's own thread can anchor the window; anything else reads as "from the start".
-    if is_message_id(after):
-        anchor = conversation.messages.filter(public_id=after).values_list("created_at", flat=True).first()
-        if anchor is not None:
-            messages = messages.filter(created_at__gte=anchor - POLL_LOOKBACK)
+    if "ids" in request.GET:
+        wanted = [value for value in request.GET["ids"].split(",")[:MAX_IDS_ASKED] if is_message_id(value)]
+        return JsonResponse({"messages": _rendered(request, list(messages.filter(public_id__in=wanted)))})
+    now = timezone.now()  # before reading, so that the next poll misses nothing created while this one reads
+    since = _parse_since(request.GET.get("since", ""))
+    if since is None or since > now:  # no page to continue from: the latest, as the page itself would show them
+        new = list(reversed(messages.reverse()[:PAGE_SIZE]))
+        recent: list[str] = []
     else:
-        after = ""  # not echoed back as the cursor either
-    newest = list(reversed(messages.reverse()[:PAGE_SIZE]))
-    return JsonResponse(
+        new = list(reversed(messages.filter(created_at__gte=since).reverse()[:PAGE_SIZE]))  # the newest, in order
+        recent = list(
+            messages.filter(created_at__gte=since - LATE_COMMIT_WINDOW, created_at__lt=since).values_list(
+                "public_id", flat=True
+            )
+        )
+    return JsonResponse({"messages": _rendered(request, new), "recent": recent, "since": now.isoformat()})
+
+
+@login_required
+@require_GET
+def message_detail(request: HttpRequest, message_id: str) -> HttpResponse:
+    """One message of the user's thread, whole (the thread shortens long ones), with what became of it: its delivery
+    to the assistant and the reply; for a reply, the message it answers. Another user's message is a 404."""
+    conversation = conversation_of(request.user)  # type: ignore[arg-type]
+    message = (
+        _messages_of(conversation).filter(public_id=message_id).select_related("delivery__reply").first()
+        if is_message_id(message_id)
+        else None
+    )
+    if message is None:
+        raise Http404("No such message in your conversation.")
+    if _wants_json(request):
+        html = render_to_string("conversations/_message.html", {"message": message, "full": True}, request)
+        return JsonResponse({"id": message.public_id, "html": html})
+    delivery = getattr(message, "delivery", None)
+    answered = getattr(message, "answered_delivery", None)
+    return render(
+        request,
+        "conversations/message.html",
         {
-            "messages": [
-                {"id": m.public_id, "html": render_to_string("conversations/_message.html", {"message": m}, request)}
-                for m in newest
-            ],
-            "cursor": newest[-1].public_id if newest else after,
-        }
+            "message": message,
+            "delivery": delivery,
+            "reply": delivery.reply if delivery is not None else None,
+            "question": answered.message if answered is not None else None,
+        },
     )

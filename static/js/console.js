@@ -7,9 +7,10 @@
     day: "numeric",
     hour: "2-digit",
     minute: "2-digit",
+    timeZoneName: "short",
   });
 
-  // The server writes times in UTC; show them in the reader's own time zone.
+  // The server writes times in UTC, saying so; show them in the reader's own time zone, saying which.
   function localizeTimes(root) {
     root.querySelectorAll("time[datetime]").forEach(function (element) {
       var moment = new Date(element.getAttribute("datetime"));

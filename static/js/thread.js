@@ -11,7 +11,7 @@
   if (!updatesUrl) {
     return; // no thread, or a page of earlier messages: nothing new arrives there
   }
-  var cursor = thread.getAttribute("data-cursor") || "";
+  var since = thread.getAttribute("data-since") || ""; // the server's time of the previous poll (or of the page)
   var status = document.querySelector("[data-live-status]");
   var timer = null;
   var inFlight = false;
@@ -36,7 +36,7 @@
     var added = 0;
     items.forEach(function (item) {
       if (document.getElementById(item.id)) {
-        return; // already on the page (the poll looks back a little; see the view)
+        return; // already on the page (a message asked for by id, or one created as the previous poll read)
       }
       var holder = document.createElement("template");
       holder.innerHTML = item.html.trim(); // rendered and escaped by the server's own template
@@ -59,6 +59,20 @@
     }
   }
 
+  function fetchJson(url) {
+    return fetch(url, {
+      headers: { Accept: "application/json" },
+      credentials: "same-origin",
+      cache: "no-store",
+    }).then(function (response) {
+      var type = response.headers.get("Content-Type") || "";
+      if (!response.ok || type.indexOf("application/json") === -1) {
+        throw new Error("signed out or unavailable");
+      }
+      return response.json();
+    });
+  }
+
   function schedule(delay) {
     window.clearTimeout(timer);
     timer = window.setTimeout(poll, delay);
@@ -69,21 +83,21 @@
       return;
     }
     inFlight = true;
-    fetch(updatesUrl + "?after=" + encodeURIComponent(cursor), {
-      headers: { Accept: "application/json" },
-      credentials: "same-origin",
-      cache: "no-store",
-    })
-      .then(function (response) {
-        var type = response.headers.get("Content-Type") || "";
-        if (!response.ok || type.indexOf("application/json") === -1) {
-          throw new Error("signed out or unavailable");
-        }
-        return response.json();
-      })
+    fetchJson(updatesUrl + "?since=" + encodeURIComponent(since))
       .then(function (data) {
         append(data.messages);
-        cursor = String(data.cursor);
+        since = String(data.since);
+        // Ids only, of the messages created just before the previous poll: one missing here committed late.
+        var missing = (data.recent || []).filter(function (id) {
+          return !document.getElementById(id);
+        });
+        if (missing.length) {
+          return fetchJson(updatesUrl + "?ids=" + encodeURIComponent(missing.join(","))).then(function (late) {
+            append(late.messages);
+          });
+        }
+      })
+      .then(function () {
         setStatus("Live", true);
       })
       .catch(function () {
@@ -94,6 +108,31 @@
         schedule(document.hidden ? POLL_EVERY_HIDDEN_MS : POLL_EVERY_MS);
       });
   }
+
+  // "Show all" on a shortened message: the whole of it in place (the link itself opens the message's own page).
+  thread.addEventListener("click", function (event) {
+    var link = event.target.closest("[data-expand]");
+    if (!link) {
+      return;
+    }
+    event.preventDefault();
+    fetchJson(link.href)
+      .then(function (data) {
+        var holder = document.createElement("template");
+        holder.innerHTML = data.html.trim(); // rendered and escaped by the server's own template
+        var whole = holder.content.firstElementChild;
+        var shown = document.getElementById(data.id);
+        if (shown && whole) {
+          shown.replaceWith(whole);
+          if (window.consoleUi) {
+            window.consoleUi.localizeTimes(whole);
+          }
+        }
+      })
+      .catch(function () {
+        window.location.assign(link.href);
+      });
+  });
 
   document.addEventListener("visibilitychange", function () {
     if (!document.hidden) {

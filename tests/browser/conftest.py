@@ -68,9 +68,11 @@ def browser(django_db_setup, live_server) -> Iterator:
             launched.close()
 
 
-def new_context(browser, live_server, viewport: dict[str, int]):
-    """A browser context that records every script error and console error (a CSP violation is one) of its pages."""
-    context = browser.new_context(base_url=live_server.url, viewport=viewport, timezone_id="UTC", locale="en-US")
+def new_context(browser, live_server, viewport: dict[str, int], **options):
+    """A browser context that records every script error and console error (a CSP violation is one) of its pages.
+    `options` go to Playwright's new_context (has_touch=True, is_mobile=True: a phone's touch screen)."""
+    options = {"timezone_id": "UTC", "locale": "en-US", **options}
+    context = browser.new_context(base_url=live_server.url, viewport=viewport, **options)
     context.set_default_timeout(10_000)
     context.problems = []
 

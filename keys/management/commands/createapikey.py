@@ -8,7 +8,7 @@ from django.db import transaction
 from accounts.models import Channel
 from accounts.services import get_or_create_user, update_contact
 from keys.models import Generation
-from keys.services import create_key, key_name_field
+from keys.services import KeyLimitReached, create_key, key_name_field
 
 
 class Command(BaseCommand):
@@ -46,9 +46,12 @@ class Command(BaseCommand):
                     update_contact(user, phone_number=options["phone"], channel=options["channel"])
                 except ValidationError as error:
                     raise CommandError("; ".join(error.messages)) from None
-            key, plaintext = create_key(
-                user, name, Generation(options["generation"]), may_read_replies=options["may_read_replies"]
-            )
+            try:
+                key, plaintext = create_key(
+                    user, name, Generation(options["generation"]), may_read_replies=options["may_read_replies"]
+                )
+            except KeyLimitReached as full:
+                raise CommandError(str(full)) from None
         self.stdout.write(f"{'Created' if created else 'Found'} user {email}.")
         self.stdout.write(
             f"Created {key.generation.upper()} key {key.name!r} ({key.hint}). Store it now; it is not shown again:"

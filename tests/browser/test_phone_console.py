@@ -1,0 +1,156 @@
+"""The console on a phone (390 px wide, a touch screen, no keyboard), in a real Chromium: what issue 18 found
+unreadable or wrong there. CONSOLE_SHOTS=<folder> saves a screenshot of each page checked, to look at."""
+
+import itertools
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from accounts.services import sign_up
+from conversations.models import Endpoint
+from ingestion.hotpath.recording import record_user_message
+from keys.services import create_key
+from tests.browser.conftest import DESKTOP, PHONE, new_context
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+EMAIL = "grace@example.com"
+PASSWORD = "a long and uncommon passphrase"
+SHOTS = os.environ.get("CONSOLE_SHOTS")
+LONG = "The quarterly report, line by line. " * 200  # 7 KB: shortened in the thread
+NO_TEXT = {"event": "deploy", "service": "shop-api", "status": "ok", "url": "https://ci.example.com/runs/" + "8" * 60}
+
+
+def shoot(page, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+
+
+def signed_in(browser, live_server, viewport, **options):
+    context = new_context(browser, live_server, viewport, **options)
+    page = context.new_page()
+    page.goto("/login/")
+    page.get_by_label("Email").fill(EMAIL)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/keys/")
+    return context, page
+
+
+def on_a_phone(browser, live_server):
+    return signed_in(browser, live_server, PHONE, has_touch=True, is_mobile=True)
+
+
+def nothing_hidden_sideways(page) -> list[str]:
+    """Code blocks whose lines run past their box (a sideways scroll inside it, or clipped)."""
+    return page.evaluate(
+        """[...document.querySelectorAll('pre')]
+             .filter(pre => pre.getClientRects().length && pre.scrollWidth > pre.clientWidth + 1)
+             .map(pre => pre.textContent.slice(0, 40))"""
+    )
+
+
+@pytest.fixture
+def seeded(db):
+    user = sign_up(email=EMAIL, password=PASSWORD, phone_number="+14155551234", channel="sms")
+    key, _ = create_key(user, "GitHub deploys")
+    record_user_message(
+        user=user, endpoint=Endpoint.CURRENT, text="Deployed shop-api v2.14.0",
+        context={"message": "Deployed shop-api v2.14.0", "sha": "4f2c9e1"}, api_key=key,
+    )  # fmt: skip
+    record_user_message(user=user, endpoint=Endpoint.CURRENT, text="", context=NO_TEXT, api_key=key)
+    long = record_user_message(user=user, endpoint=Endpoint.CONSOLE, text=LONG)
+    return key, long
+
+
+def test_the_thread_on_a_phone(browser, live_server, seeded):
+    _, long = seeded
+    context, page = on_a_phone(browser, live_server)
+    page.goto("/conversation/")
+    page.get_by_text("Live").wait_for()
+    for details in page.locator("details.disclosure summary").all():
+        details.click()  # every Context JSON open
+    shoot(page, "conversation-phone")
+
+    # No keyboard, so no keyboard shortcut offered; the error line beside it stays.
+    assert not page.locator(".composer__keys").is_visible()
+    # A body without a `message` member: a summary of its JSON, not an empty bubble.
+    summary = page.locator(".msg__text--summary")
+    assert summary.is_visible() and '"event": "deploy"' in summary.inner_text()
+    # Times say their zone (the browser's, here UTC).
+    assert all(re.search(r"\b(UTC|GMT)\b", text) for text in page.locator(".msg time").all_inner_texts())
+    # Code (the context JSON) wraps inside its box instead of running past it.
+    assert nothing_hidden_sideways(page) == []
+
+    # A long message is shortened; "Show all" puts the whole of it in place.
+    bubble = page.locator(f"#{long.public_id} .msg__text")
+    assert len(bubble.inner_text()) < 2_000
+    page.locator(f"#{long.public_id} [data-expand]").click()
+    page.locator(f"#{long.public_id} [data-expand]").wait_for(state="detached")
+    assert len(page.locator(f"#{long.public_id} .msg__text").inner_text()) > 7000
+    assert page.url.endswith("/conversation/")  # in place, not another page
+
+    problems = context.problems
+    context.close()
+    assert problems == []
+
+
+def test_the_ctrl_enter_hint_stays_where_there_is_a_keyboard(browser, live_server, seeded):
+    context, page = signed_in(browser, live_server, DESKTOP)
+    page.goto("/conversation/")
+    assert page.locator(".composer__keys").is_visible()
+    context.close()
+
+
+def test_a_key_s_page_on_a_phone(browser, live_server, seeded):
+    key, _ = seeded
+    context, page = on_a_phone(browser, live_server)
+    page.goto(f"/keys/{key.pk}/")
+    shoot(page, "key-detail-phone")
+
+    # The chart's labels keep a readable size (they were 10 px scaled down to under 5 px) and never overlap.
+    labels = page.evaluate(
+        """[...document.querySelectorAll('.chart text')].filter(t => t.getClientRects().length)
+             .map(t => { const r = t.getBoundingClientRect(); return {text: t.textContent, left: r.left,
+                         right: r.right, height: r.height, day: t.classList.contains('day')}; })"""
+    )
+    days = sorted((label for label in labels if label["day"]), key=lambda label: label["left"])
+    assert len(days) >= 3
+    assert all(label["height"] >= 11 for label in labels), labels
+    assert all(left["right"] < right["left"] for left, right in itertools.pairwise(days)), days
+    chart = page.locator(".chart").bounding_box()
+    assert all(chart["x"] <= label["left"] and label["right"] <= chart["x"] + chart["width"] for label in labels)
+
+    # Every delivery links to its message, what became of it and the reply; none is a blank cell.
+    cells = page.locator('td[data-label="Message"]')
+    assert all(text.strip() for text in cells.all_inner_texts())
+    cells.filter(has_text='"event": "deploy"').get_by_role("link").click()
+    page.get_by_text("What became of it").wait_for()
+    shoot(page, "message-phone")
+    assert nothing_hidden_sideways(page) == []
+
+    problems = context.problems
+    context.close()
+    assert problems == []
+
+
+def test_a_new_key_s_examples_and_the_api_docs_on_a_phone(browser, live_server, seeded):
+    context, page = on_a_phone(browser, live_server)
+    page.goto("/keys/new/")
+    page.get_by_label("Name").fill("phone")
+    page.get_by_role("button", name="Create key").click()
+    page.get_by_text("It will not be shown again").wait_for()
+    shoot(page, "key-created-phone")
+    assert nothing_hidden_sideways(page) == []  # the curl, Python and GitHub Actions examples wrap
+
+    page.goto("/api/docs/")
+    page.locator(".swagger-ui .opblock").first.wait_for()
+    shoot(page, "api-docs-phone")
+    back = page.get_by_role("link", name="← Back to Assistant Inbox")
+    assert back.is_visible()
+    back.click()
+    page.wait_for_url("**/keys/")
+    context.close()
