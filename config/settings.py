@@ -4,6 +4,7 @@ Defaults are the embedded single-process setup (`make run`, `make test`): SQLite
 local-memory cache. Production sets DATABASE_URL, REDIS_URL, SECRET_KEY and ALLOWED_HOSTS (see README).
 """
 
+import ipaddress
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "ops.middleware.OperatorEndpointsMiddleware",  # /healthz, /readyz, metrics: before host checks and redirects
+    "ops.middleware.ApiPathSlashesMiddleware",  # /api/v1//inbound/… (a base URL ending in /) is /api/v1/inbound/…
     "ops.request_id.RequestIdMiddleware",
     "ops.middleware.RequestTelemetryMiddleware",  # after the request id, which its log line carries
     "ops.limits.RateLimitHeadersMiddleware",
@@ -293,6 +295,17 @@ LOGIN_FAILURE_RATE_LIMIT = env_rate("LOGIN_FAILURE_RATE_LIMIT", "10/15m")
 # How many proxies in front of the app append the peer's address to X-Forwarded-For (1 behind a PaaS router).
 # 0 uses the connection's address; the client-written start of X-Forwarded-For is never trusted.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+# Which connections may be proxies whose X-Forwarded-For counts: "private" (the default: the private, shared and
+# loopback ranges a PaaS router connects from), comma-separated networks, or "*" for any (ops/client_ip.py).
+TRUSTED_PROXY_NETWORKS = env_str("TRUSTED_PROXY_NETWORKS", "private")
+if TRUSTED_PROXY_NETWORKS.strip().lower() not in ("", "private", "*"):
+    for _network in TRUSTED_PROXY_NETWORKS.split(","):
+        try:
+            ipaddress.ip_network(_network.strip(), strict=False)
+        except ValueError as _error:
+            raise ImproperlyConfigured(
+                f"TRUSTED_PROXY_NETWORKS: {_error} (give networks such as 10.0.0.0/8, or private, or *)"
+            ) from None
 # How long an Idempotency-Key and the first response to it are kept (`manage.py pruneidempotencykeys` removes older).
 IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 60 * 60)
 

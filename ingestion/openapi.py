@@ -32,6 +32,11 @@ class ErrorSerializer(serializers.Serializer):
         choices=[(code, _plain(ERROR_CODES[code].when)) for code in sorted(ERROR_CODES)],
         help_text="Stable snake_case code, one of the list below (ops/errors.py).",
     )
+    retryAfterMs = serializers.IntegerField(  # the name the official clients read
+        required=False,
+        min_value=0,
+        help_text="429 only: how long to wait before retrying, in milliseconds (Retry-After says it in seconds).",
+    )
 
 
 class SentSerializer(serializers.Serializer):
