@@ -65,7 +65,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "ops.middleware.OperatorEndpointsMiddleware",  # /healthz, /readyz, metrics: before host checks and redirects
-    "ops.middleware.ApiPathSlashesMiddleware",  # /api/v1//inbound/… (a base URL ending in /) is /api/v1/inbound/…
+    "ops.middleware.ApiPathsMiddleware",  # /api/v1//inbound/… is /api/v1/inbound/…; HTTPS redirects in JSON
     "ops.request_id.RequestIdMiddleware",
     "ops.middleware.RequestTelemetryMiddleware",  # after the request id, which its log line carries
     "ops.limits.RateLimitHeadersMiddleware",
@@ -267,6 +267,8 @@ SIGNUP_RATE_LIMIT = env_rate("SIGNUP_RATE_LIMIT", "5/h")
 # Active (unrevoked) API keys one account may hold: each key has its own rate limit, so keys without number would
 # multiply an account's sending rate. Revoking a key makes room for another.
 MAX_ACTIVE_KEYS_PER_ACCOUNT = env_int("MAX_ACTIVE_KEYS_PER_ACCOUNT", 20)
+# Active webhook triggers one account may hold (triggers.services.create_trigger refuses more).
+MAX_ACTIVE_TRIGGERS_PER_ACCOUNT = env_int("MAX_ACTIVE_TRIGGERS_PER_ACCOUNT", 100)
 # A phone number typed without its country code (console sign-up and settings) is read as a number of the browser's
 # region (Accept-Language) or, failing that, of this one (ISO 3166 code: US, GB, DE, ...; accounts/phones.py).
 PHONE_DEFAULT_REGION = env_str("PHONE_DEFAULT_REGION", "US").upper()
@@ -280,6 +282,8 @@ if PHONE_DEFAULT_REGION not in phonenumbers.SUPPORTED_REGIONS:
 # Counters live in the Django cache, so they hold across processes only with REDIS_URL set.
 # Requests per API key (fixed window); over it, 429 rate_limited with Retry-After.
 INGEST_RATE_LIMIT = env_rate("INGEST_RATE_LIMIT", "60/m")
+# Receipt reads per API key, counted apart from sending (a script polling a receipt must not use up its sends).
+RECEIPT_RATE_LIMIT = env_rate("RECEIPT_RATE_LIMIT", "300/m")
 # Failed authentications per client address (IPv4 address, IPv6 /64); over it, the address is refused with 429 for
 # the rest of the window before any database query, whatever key it sends.
 AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")

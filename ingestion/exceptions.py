@@ -247,6 +247,10 @@ class InvalidWebhookToken(Unauthorized):
     )
 
 
+class TriggerLimitReached(ApiError):
+    default_code = "trigger_limit_reached"
+
+
 class RevokedWebhookTrigger(Unauthorized):
     default_code = "revoked_webhook_trigger"
     default_detail = "This webhook trigger has been revoked. Create a new one in the console under Webhooks."

@@ -36,6 +36,7 @@ from ingestion.exceptions import (
     MissingAuthorization,
     PayloadTooLarge,
     RevokedWebhookTrigger,
+    TriggerLimitReached,
     Unauthorized,
 )
 from ingestion.hotpath.recording import record_user_message
@@ -82,6 +83,8 @@ class CreateTriggerView(APIView):
             )
         except services.InvalidTrigger as error:
             raise InvalidBody(str(error)) from None
+        except services.TriggerLimitReached as error:
+            raise TriggerLimitReached(str(error)) from None
         answer = {
             "success": True,
             "triggerId": trigger.public_id,

@@ -231,3 +231,19 @@ def test_at_most_eight_calls_run_in_one_round(send, llm, v2):
     assert len(answers) == 10
     assert answers[8].startswith("Error: at most 8 tool calls")
     assert Action.objects.count() == 8
+
+
+def test_at_most_128_tools_are_offered_built_in_ones_first(send, llm, v2, mcp_tools_galore):
+    llm.answer(200, completion("Hello."))
+    send(v2[1], {"message": "hi"})
+    offered = [tool["function"]["name"] for tool in llm.received[0].json()["tools"]]
+    assert len(offered) == 128
+    assert offered[:4] == ["schedule_reminder", "list_reminders", "cancel_reminder", "list_webhook_triggers"]
+
+
+@pytest.fixture
+def mcp_tools_galore(v2):
+    from connections.models import Connection, Tool
+
+    connection = Connection.objects.create(owner=v2[0].owner, name="Big", server_url="http://127.0.0.1:9/mcp")
+    Tool.objects.bulk_create(Tool(connection=connection, name=f"tool_{n:03d}") for n in range(200))

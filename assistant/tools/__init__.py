@@ -20,7 +20,6 @@ from conversations.models import Delivery
 logger = logging.getLogger(__name__)
 
 MAX_RESULT_CHARACTERS = 8000
-MAX_TOOLS_OFFERED = 128  # OpenAI's limit per request; built-in tools come first, then the connections' in order
 MAX_ARGUMENT_CHARACTERS = 20_000
 _NAME = re.compile(r"[^a-zA-Z0-9_-]+")
 
@@ -147,15 +146,3 @@ def _finish(action: Action, result: str, is_error: bool) -> str:
     action.finished_at = timezone.now()
     action.save(update_fields=["result", "is_error", "finished_at"])
     return text
-
-
-def toolbox_for(user: User, delivery: Delivery, attempt: int) -> Toolbox:
-    from assistant.tools import builtin, mcp
-
-    box = Toolbox(user=user, delivery=delivery, attempt=attempt)
-    offered = [*builtin.tools(), *mcp.tools_of(user)]
-    if len(offered) > MAX_TOOLS_OFFERED:
-        logger.info("user %s has %s tools; the first %s are offered", user.pk, len(offered), MAX_TOOLS_OFFERED)
-    for tool in offered[:MAX_TOOLS_OFFERED]:
-        box.add(tool)
-    return box
