@@ -4,6 +4,7 @@ Defaults are the embedded single-process setup (`make run`, `make test`): SQLite
 local-memory cache. Production sets DATABASE_URL, REDIS_URL, SECRET_KEY and ALLOWED_HOSTS (see README).
 """
 
+import ipaddress
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "ops.middleware.OperatorEndpointsMiddleware",  # /healthz, /readyz, metrics: before host checks and redirects
+    "ops.middleware.ApiPathsMiddleware",  # /api/v1//inbound/… is /api/v1/inbound/…; HTTPS redirects in JSON
     "ops.request_id.RequestIdMiddleware",
     "ops.middleware.RequestTelemetryMiddleware",  # after the request id, which its log line carries
     "ops.limits.RateLimitHeadersMiddleware",
@@ -265,6 +267,8 @@ SIGNUP_RATE_LIMIT = env_rate("SIGNUP_RATE_LIMIT", "5/h")
 # Active (unrevoked) API keys one account may hold: each key has its own rate limit, so keys without number would
 # multiply an account's sending rate. Revoking a key makes room for another.
 MAX_ACTIVE_KEYS_PER_ACCOUNT = env_int("MAX_ACTIVE_KEYS_PER_ACCOUNT", 20)
+# Active webhook triggers one account may hold (triggers.services.create_trigger refuses more).
+MAX_ACTIVE_TRIGGERS_PER_ACCOUNT = env_int("MAX_ACTIVE_TRIGGERS_PER_ACCOUNT", 100)
 # A phone number typed without its country code (console sign-up and settings) is read as a number of the browser's
 # region (Accept-Language) or, failing that, of this one (ISO 3166 code: US, GB, DE, ...; accounts/phones.py).
 PHONE_DEFAULT_REGION = env_str("PHONE_DEFAULT_REGION", "US").upper()
@@ -278,6 +282,8 @@ if PHONE_DEFAULT_REGION not in phonenumbers.SUPPORTED_REGIONS:
 # Counters live in the Django cache, so they hold across processes only with REDIS_URL set.
 # Requests per API key (fixed window); over it, 429 rate_limited with Retry-After.
 INGEST_RATE_LIMIT = env_rate("INGEST_RATE_LIMIT", "60/m")
+# Receipt reads per API key, counted apart from sending (a script polling a receipt must not use up its sends).
+RECEIPT_RATE_LIMIT = env_rate("RECEIPT_RATE_LIMIT", "300/m")
 # Failed authentications per client address (IPv4 address, IPv6 /64); over it, the address is refused with 429 for
 # the rest of the window before any database query, whatever key it sends.
 AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")
@@ -293,6 +299,17 @@ LOGIN_FAILURE_RATE_LIMIT = env_rate("LOGIN_FAILURE_RATE_LIMIT", "10/15m")
 # How many proxies in front of the app append the peer's address to X-Forwarded-For (1 behind a PaaS router).
 # 0 uses the connection's address; the client-written start of X-Forwarded-For is never trusted.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+# Which connections may be proxies whose X-Forwarded-For counts: "private" (the default: the private, shared and
+# loopback ranges a PaaS router connects from), comma-separated networks, or "*" for any (ops/client_ip.py).
+TRUSTED_PROXY_NETWORKS = env_str("TRUSTED_PROXY_NETWORKS", "private")
+if TRUSTED_PROXY_NETWORKS.strip().lower() not in ("", "private", "*"):
+    for _network in TRUSTED_PROXY_NETWORKS.split(","):
+        try:
+            ipaddress.ip_network(_network.strip(), strict=False)
+        except ValueError as _error:
+            raise ImproperlyConfigured(
+                f"TRUSTED_PROXY_NETWORKS: {_error} (give networks such as 10.0.0.0/8, or private, or *)"
+            ) from None
 # How long an Idempotency-Key and the first response to it are kept (`manage.py pruneidempotencykeys` removes older).
 IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 60 * 60)
 

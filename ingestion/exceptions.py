@@ -205,7 +205,12 @@ def _from_drf(exc: exceptions.APIException, view: Any) -> tuple[str, str]:
 
 
 def error_response(status_code: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
-    response = Response(error_body(code, message), status=status_code, headers=headers)
+    body = error_body(code, message)
+    retry_after = (headers or {}).get("Retry-After")
+    if status_code == status.HTTP_429_TOO_MANY_REQUESTS and retry_after is not None:
+        # The wait in the body too, in milliseconds: the official poke.mcp helper reads retryAfterMs, not the header.
+        body["retryAfterMs"] = int(retry_after) * 1000
+    response = Response(body, status=status_code, headers=headers)
     if status_code == status.HTTP_401_UNAUTHORIZED:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
     return response
@@ -240,6 +245,10 @@ class InvalidWebhookToken(Unauthorized):
         "Invalid webhook token. Send the trigger's webhookToken (pwh_…) as 'Authorization: Bearer <token>'; "
         "an API key does not fire webhooks."
     )
+
+
+class TriggerLimitReached(ApiError):
+    default_code = "trigger_limit_reached"
 
 
 class RevokedWebhookTrigger(Unauthorized):

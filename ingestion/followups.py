@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 from assistant.models import Action, FollowUpToken
 from assistant.tools.mcp import TOKEN_PREFIX, digest_of, new_token_for
 from conversations.models import Endpoint
+from ingestion import throttling
 from ingestion.authentication import bearer_token
 from ingestion.exceptions import InvalidBody, InvalidJson, Unauthorized
 from ingestion.hotpath.recording import record_user_message
@@ -48,6 +49,15 @@ class FollowUpView(APIView):
     content_negotiation_class = JsonOnly
 
     def post(self, request: Request) -> Response:
+        try:
+            return self.follow_up(request)
+        except Unauthorized:
+            # Like a wrong API key: counted against the address, which is refused (429) once over the limit.
+            throttling.refuse_if_blocked(request)
+            throttling.count_failed_authentication(request)
+            raise
+
+    def follow_up(self, request: Request) -> Response:
         token = bearer_token(request.META.get("HTTP_AUTHORIZATION"))
         if not token.startswith(TOKEN_PREFIX) or len(token) > 100:
             raise InvalidFollowUpToken()

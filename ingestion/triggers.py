@@ -27,6 +27,7 @@ from ingestion import body as body_rules
 from ingestion import openapi, throttling
 from ingestion.authentication import AnyKeyAuthentication, V2KeyAuthentication, bearer_token, is_unconfirmed
 from ingestion.exceptions import (
+    AccountDisabled,
     InvalidBody,
     InvalidJson,
     InvalidWebhookSignature,
@@ -35,6 +36,7 @@ from ingestion.exceptions import (
     MissingAuthorization,
     PayloadTooLarge,
     RevokedWebhookTrigger,
+    TriggerLimitReached,
     Unauthorized,
 )
 from ingestion.hotpath.recording import record_user_message
@@ -81,6 +83,8 @@ class CreateTriggerView(APIView):
             )
         except services.InvalidTrigger as error:
             raise InvalidBody(str(error)) from None
+        except services.TriggerLimitReached as error:
+            raise TriggerLimitReached(str(error)) from None
         answer = {
             "success": True,
             "triggerId": trigger.public_id,
@@ -144,6 +148,8 @@ class WebhookTriggerAuthentication(BaseAuthentication):
                 raise InvalidWebhookToken()
         if trigger.is_revoked:
             raise RevokedWebhookTrigger()
+        if not trigger.owner.is_active:
+            raise AccountDisabled("The account this webhook trigger belongs to is deactivated.")
         return trigger.owner, trigger
 
     def authenticate_header(self, request: Request) -> str:

@@ -141,3 +141,12 @@ def test_the_settings_page_sets_the_time_zone(client, user):
     assert user.profile.time_zone == "America/New_York"
     refused = client.post("/settings/", {"phone_number": "+14155551234", "channel": "sms", "time_zone": "Mars/Base"})
     assert "not a time zone name" in refused.content.decode()
+
+
+def test_reminder_times_are_shown_in_the_persons_time_zone(client, user):
+    user.profile.time_zone = "Asia/Tokyo"
+    user.profile.save()
+    reminders.schedule_reminder(user, "Call home", "2099-03-01T21:15")
+    client.force_login(user)
+    page = client.get("/reminders/").content.decode()
+    assert "Sun Mar 1, 21:15" in page  # 12:15 UTC, shown as the person asked for it

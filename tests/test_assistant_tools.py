@@ -185,3 +185,19 @@ def test_without_tool_calls_the_reply_is_plain_text(send, llm, v2):
     send(v2[1], {"message": "hi"})
     assert delivery().reply.text == "Hello."
     assert not Action.objects.exists()
+
+
+def test_the_model_lists_the_persons_webhook_triggers_without_their_secrets(send, llm, v2):
+    from triggers.services import create_trigger
+
+    trigger, token = create_trigger(v2[0].owner, "a deploy to production finishes", "Tell me how it went")[:2]
+    llm.answer(200, completion(tool_calls=[call("list_webhook_triggers", {})]))
+    llm.answer(200, completion("You have one trigger."))
+
+    send(v2[1], {"message": "Which webhooks do I have?"})
+
+    listed = json.loads(tool_messages(llm.received[1])[0]["content"])["triggers"]
+    assert [(t["id"], t["condition"], t["action"]) for t in listed] == [
+        (trigger.public_id, "a deploy to production finishes", "Tell me how it went")
+    ]
+    assert token not in tool_messages(llm.received[1])[0]["content"]

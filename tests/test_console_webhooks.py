@@ -117,3 +117,22 @@ def test_a_firing_in_the_thread_names_its_webhook_and_the_assistant_says_where_i
     assert "Webhook “A deploy fails”" in page.content.decode()
     reply = Message.objects.get(role=Role.ASSISTANT)
     assert reply.text.startswith("Received through one of your webhook triggers.")
+
+
+def test_a_full_account_is_told_on_the_form(signed_in, settings):
+    settings.MAX_ACTIVE_TRIGGERS_PER_ACCOUNT = 1
+    add(signed_in)
+    refused = add(signed_in, condition="Another")
+    assert refused.status_code == 302
+    assert "the most it may hold" in signed_in.get(refused["Location"]).content.decode()
+    assert WebhookTrigger.objects.count() == 1
+
+
+def test_the_webhook_token_never_reaches_the_logs(client, user, caplog, django_capture_on_commit_callbacks):
+    import logging
+
+    _, token, _ = services.create_trigger(user, "A", "B")
+    with caplog.at_level(logging.DEBUG), django_capture_on_commit_callbacks(execute=True):
+        post(Client(), "/api/v1/inbound/webhook", token, {"a": 1})
+        post(Client(), "/api/v1/inbound/webhook", token + "x", {"a": 1})
+    assert caplog.records and token not in caplog.text

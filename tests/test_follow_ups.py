@@ -156,3 +156,11 @@ def test_an_expired_token_is_401(client, action):
     token = new_token_for(action)
     FollowUpToken.objects.update(created_at=timezone.now() - timedelta(hours=25))
     assert follow_up(client, token, {"content": "late"}).status_code == 401
+
+
+@pytest.mark.django_db
+def test_wrong_tokens_count_against_the_address_like_wrong_keys(client, action, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = "3/m"
+    for _ in range(3):
+        assert follow_up(client, "pfu_" + "x" * 43, {"content": "x"}).status_code == 401
+    assert follow_up(client, "pfu_" + "y" * 43, {"content": "x"}).status_code == 429

@@ -13,9 +13,9 @@ from conversations.models import Message, Role, Source
 from reminders import services
 from reminders.firing import fire_reminder
 from reminders.models import Reminder, ReminderStatus
-from tests.test_task_backends import DATABASE_BACKEND, run_worker
+from tests.test_task_backends import DATABASE_BACKEND
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)  # the worker closes old connections between tasks
 
 UTC = ZoneInfo("UTC")
 
@@ -32,6 +32,20 @@ def local(days: int, hour: int, minute: int = 0) -> str:
     """A local time in Paris, days from now, as the model would send it."""
     day = timezone.now().astimezone(ZoneInfo("Europe/Paris")).date() + timedelta(days=days)
     return f"{day.isoformat()}T{hour:02d}:{minute:02d}"
+
+
+def run_worker(max_tasks: int) -> None:
+    """The Procfile's worker, bounded, running the tasks (reminders) only: no message waits for delivery here."""
+    call_command(
+        "db_worker",
+        batch=True,
+        max_tasks=max_tasks,
+        startup_delay=False,
+        reload=False,
+        interval=0,
+        verbosity=0,
+        deliveries=False,
+    )
 
 
 def reminder_tasks():

@@ -158,6 +158,14 @@ def test_a_revoked_trigger_is_401(fire, trigger):
     assert not Message.objects.exists()
 
 
+def test_a_deactivated_accounts_triggers_are_refused(fire, trigger, user):
+    user.is_active = False
+    user.save()
+    response = fire(trigger[1], {"a": 1})
+    assert (response.status_code, response.json()["code"]) == (401, "account_disabled")
+    assert not Message.objects.exists()
+
+
 def test_a_trigger_outlives_the_key_that_made_it(client, fire, v2):
     key, plaintext = v2
     token = post(client, CREATE, plaintext, ORDER).json()["webhookToken"]
@@ -401,3 +409,13 @@ def test_triggers_of_lists_the_active_ones(user, trigger):
 def test_deliveries_of_firings_carry_no_key(fire, trigger):
     fire(trigger[1], {"a": 1})
     assert Delivery.objects.get().api_key is None
+
+
+def test_an_account_holds_at_most_max_active_triggers(client, v2, settings):
+    settings.MAX_ACTIVE_TRIGGERS_PER_ACCOUNT = 2
+    assert [post(client, CREATE, v2[1], ORDER).status_code for _ in range(3)] == [201, 201, 409]
+    refused = post(client, CREATE, v2[1], ORDER).json()
+    assert refused["code"] == "trigger_limit_reached" and "Revoke one" in refused["message"]
+    assert WebhookTrigger.objects.count() == 2
+    services.revoke_trigger(WebhookTrigger.objects.first())
+    assert post(client, CREATE, v2[1], ORDER).status_code == 201  # a revoked one makes room

@@ -6,7 +6,9 @@ import hmac
 import secrets
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
@@ -26,6 +28,17 @@ _SIGNING_SALT = "triggers.WebhookTrigger.signing_secret"
 
 class InvalidTrigger(ValueError):
     """A condition or action that cannot make a trigger; the message says which and why."""
+
+
+class TriggerLimitReached(Exception):
+    """The account already holds MAX_ACTIVE_TRIGGERS_PER_ACCOUNT active triggers: none was made."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"This account already has {limit} active webhook triggers, the most it may hold. Revoke one you no "
+            "longer use (console, Webhooks), then make the new one."
+        )
+        self.limit = limit
 
 
 def _clean(value: object, name: str, limit: int, example: str) -> str:
@@ -65,17 +78,25 @@ def create_trigger(
     owner: User, condition: object, action: object, *, created_with: ApiKey | None = None, signed: bool = False
 ) -> tuple[WebhookTrigger, str, str | None]:
     """Create a trigger; returns it with its token and, when ``signed``, its signing secret. Neither exists anywhere
-    else afterwards, and neither can be recovered."""
+    else afterwards, and neither can be recovered. Raises InvalidTrigger for a bad condition or action, and
+    TriggerLimitReached when the owner already holds MAX_ACTIVE_TRIGGERS_PER_ACCOUNT active triggers."""
+    condition, action = clean_condition(condition), clean_action(action)
     plaintext = tokens.generate_checked(TOKEN_PREFIX)
-    trigger = WebhookTrigger.objects.create(
-        owner=owner,
-        condition=clean_condition(condition),
-        action=clean_action(action),
-        digest=token_digest(plaintext),
-        hint=f"{TOKEN_PREFIX}…{plaintext[-4:]}",
-        signing_salt=secrets.token_hex(16) if signed else "",
-        created_with=created_with,
-    )
+    limit = settings.MAX_ACTIVE_TRIGGERS_PER_ACCOUNT
+    with transaction.atomic():
+        # The owner's row, locked, orders two creations for one account (as keys.services.create_key does).
+        get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk", flat=True).first()
+        if WebhookTrigger.objects.active().filter(owner=owner).count() >= limit:
+            raise TriggerLimitReached(limit)
+        trigger = WebhookTrigger.objects.create(
+            owner=owner,
+            condition=condition,
+            action=action,
+            digest=token_digest(plaintext),
+            hint=f"{TOKEN_PREFIX}…{plaintext[-4:]}",
+            signing_salt=secrets.token_hex(16) if signed else "",
+            created_with=created_with,
+        )
     return trigger, plaintext, signing_secret(trigger) if signed else None
 
 

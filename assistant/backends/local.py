@@ -30,6 +30,8 @@ def _arrival(request: AssistantRequest) -> str:
         return f"Received through your API key “{request.key.name}” ({request.key.hint})."
     if request.source == Source.WEBHOOK_TRIGGER:
         return "Received through one of your webhook triggers."
+    if request.source == Source.TOOL_FOLLOW_UP:
+        return "Received a follow-up from a tool."
     return "Received from the app."
 
 

@@ -1,4 +1,4 @@
-"""Tools that need no integration: reminders (and the person's webhook triggers, once that app is installed)."""
+"""Tools that need no integration: reminders, and the person's webhook triggers."""
 
 import json
 from typing import Any
@@ -9,6 +9,7 @@ from assistant.models import ToolKind
 from assistant.tools import Call, Tool, ToolError
 from reminders import services as reminders
 from reminders.models import Reminder
+from triggers import services as triggers
 
 
 def _describe(reminder: Reminder) -> dict[str, Any]:
@@ -47,6 +48,21 @@ def cancel_reminder(arguments: dict[str, Any], call: Call) -> str:
     except reminders.ReminderRefused as refused:
         raise ToolError(str(refused)) from None
     return f"Cancelled reminder {reminder.public_id}: “{reminder.text}”."
+
+
+def list_webhook_triggers(arguments: dict[str, Any], call: Call) -> str:
+    found = [
+        {
+            "id": trigger.public_id,
+            "condition": trigger.condition,
+            "action": trigger.action,
+            "createdAt": trigger.created_at.isoformat(timespec="minutes"),
+            "lastFiredAt": trigger.last_fired_at.isoformat(timespec="minutes") if trigger.last_fired_at else None,
+            "fireCount": trigger.fire_count,
+        }
+        for trigger in triggers.triggers_of(call.user)
+    ]  # never the token, its hint or the signing secret
+    return json.dumps({"triggers": found}, ensure_ascii=False) if found else "The person has no webhook triggers."
 
 
 def tools() -> list[Tool]:
@@ -88,5 +104,15 @@ def tools() -> list[Tool]:
             },
             kind=ToolKind.BUILT_IN,
             run=cancel_reminder,
+        ),
+        Tool(
+            name="list_webhook_triggers",
+            description=(
+                "List the person's active webhook triggers: when something happens elsewhere (the condition), a "
+                "sender posts to the trigger and its action comes into this conversation."
+            ),
+            parameters={"type": "object", "properties": {}},
+            kind=ToolKind.BUILT_IN,
+            run=list_webhook_triggers,
         ),
     ]

@@ -48,12 +48,16 @@ def _create_and_show_once(request: HttpRequest, form: NewTriggerForm) -> HttpRes
     if not nonces.consume(request.user.pk, form.cleaned_data["nonce"]):  # type: ignore[arg-type]
         messages.warning(request, ALREADY_CREATED)
         return redirect("triggers:list")
-    trigger, token, secret = services.create_trigger(
-        request.user,  # type: ignore[arg-type]
-        form.cleaned_data["condition"],
-        form.cleaned_data["action"],
-        signed=form.cleaned_data["signed"],
-    )
+    try:
+        trigger, token, secret = services.create_trigger(
+            request.user,  # type: ignore[arg-type]
+            form.cleaned_data["condition"],
+            form.cleaned_data["action"],
+            signed=form.cleaned_data["signed"],
+        )
+    except services.TriggerLimitReached as error:
+        messages.warning(request, str(error))
+        return redirect("triggers:list")
     url = request.build_absolute_uri(reverse("webhook-trigger", args=[trigger.public_id]))
     context = {
         "trigger": trigger,

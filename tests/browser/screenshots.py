@@ -166,3 +166,61 @@ def test_screenshots(context, browser, live_server, settings):
     page.locator('td[data-label="Message"] a').first.click()
     page.get_by_text("What became of it").wait_for()
     _shoot(page, "message")
+
+    _shoot_what_the_assistant_does(page, deploys.owner)
+
+
+def _shoot_what_the_assistant_does(page, user) -> None:
+    """Connections (a real FastMCP server, shown under a public-looking address), Reminders, and the actions under a
+    reply in the thread."""
+    from assistant.models import Action, ToolKind
+    from connections.models import Connection
+    from connections.services import add_connection
+    from reminders.services import schedule_reminder
+    from tests.mcp_server import running_mcp_server
+
+    with running_mcp_server() as server:
+        tracker = add_connection(user, "Issue tracker", server.url, "tracker-key")
+    Connection.objects.filter(pk=tracker.pk).update(server_url="https://mcp.tracker.example/mcp")
+    user.profile.time_zone = "Europe/London"
+    user.profile.save()
+    tomorrow = (timezone.now() + timedelta(days=1)).date().isoformat()
+    schedule_reminder(user, "Check the db-01 backup ticket", f"{tomorrow}T09:00")
+    schedule_reminder(user, "Stand-up", f"{tomorrow}T09:30", "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR")
+    page.goto("/connections/")
+    page.get_by_text("5 tools").click()
+    _shoot(page, "connections")
+    page.goto("/reminders/")
+    _shoot(page, "reminders")
+
+    alert = Message.objects.get(text__startswith="The nightly backup of db-01")
+    reply = Message.objects.get(text__startswith="Ticket OPS-482")
+    Delivery.objects.filter(message=alert).update(reply=reply, status="delivered")
+    delivery = Delivery.objects.get(message=alert)
+    started = reply.created_at - timedelta(seconds=4)
+    Action.objects.create(
+        delivery=delivery,
+        kind=ToolKind.MCP,
+        tool="create_issue",
+        connection=tracker,
+        connection_name="Issue tracker",
+        arguments={"title": "db-01 nightly backup failed twice", "body": "Backup check critical on db-01."},
+        result="Opened issue OPS-482: db-01 nightly backup failed twice",
+        started_at=started,
+        finished_at=started + timedelta(milliseconds=840),
+    )
+    Action.objects.create(
+        delivery=delivery,
+        kind=ToolKind.BUILT_IN,
+        tool="schedule_reminder",
+        round=2,
+        arguments={"text": "Check the db-01 backup ticket", "when": f"{tomorrow}T09:00"},
+        result=f"Scheduled reminder rem_4kQ2: “Check the db-01 backup ticket” at {tomorrow}T09:00 (UTC).",
+        started_at=started + timedelta(seconds=2),
+        finished_at=started + timedelta(seconds=2, milliseconds=35),
+    )
+    page.set_viewport_size({"width": 1280, "height": 1040})
+    page.goto("/conversation/")
+    page.get_by_text("What the assistant did").click()
+    page.get_by_text("What the assistant did").scroll_into_view_if_needed()
+    _shoot(page, "conversation-actions", full_page=False)

@@ -1,0 +1,49 @@
+"""429 answers carry the wait in the body as retryAfterMs besides the Retry-After header (issue 18 item 7): the
+official poke.mcp helper reads the body's value, not the header."""
+
+import pytest
+from poke.mcp import _send_callback_sync
+
+from tests.conftest import CURRENT, post
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_per_key_limit_says_it_in_both(client, v2, settings):
+    settings.INGEST_RATE_LIMIT = "1/m"
+    post(client, CURRENT, v2[1], {"message": "one"})
+
+    limited = post(client, CURRENT, v2[1], {"message": "two"})
+
+    assert limited.status_code == 429
+    assert limited.json()["retryAfterMs"] == int(limited["Retry-After"]) * 1000 > 0
+
+
+def test_the_failed_authentication_limit_says_it_in_both(client, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = "1/m"
+    post(client, CURRENT, "psk_wrong", {"message": "x"})
+
+    limited = post(client, CURRENT, "psk_wrong", {"message": "x"})
+
+    assert limited.status_code == 429
+    assert limited.json()["retryAfterMs"] == int(limited["Retry-After"]) * 1000 > 0
+
+
+def test_other_errors_do_not_carry_it(client, v2):
+    assert "retryAfterMs" not in post(client, CURRENT, v2[1], {"message": 1}).json()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_official_helper_reads_our_wait(live_server, settings):
+    from tests.factories import make_key
+
+    settings.INGEST_RATE_LIMIT = "1/h"
+    _, key = make_key()
+    url = live_server.url + CURRENT
+    assert "nextToken" not in _send_callback_sync(url=url, token=key, content="first", has_more=False)
+
+    limited = _send_callback_sync(url=url, token=key, content="second", has_more=False)
+
+    # Its fallback is 60 000 ms; ours is the rest of the hour's window.
+    assert limited["_retry"] is True
+    assert 60_000 < limited["retryAfterMs"] <= 3_600_000
