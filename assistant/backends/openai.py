@@ -24,7 +24,8 @@ from accounts.services import profile_of
 from assistant import http
 from assistant.conversation import AssistantRequest, ThreadEntry
 from assistant.outcomes import DeliveryFailure, PermanentFailure, Reply, storable_reply
-from assistant.tools import Toolbox, toolbox_for
+from assistant.tools import Toolbox
+from assistant.tools.toolbox import toolbox_for
 from conversations.models import Delivery, Role, Source
 
 SERVICE = "The chat-completions API"
