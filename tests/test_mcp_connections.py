@@ -247,3 +247,15 @@ def socket_that_refuses():
     port = sock.getsockname()[1]
     sock.close()
     yield port
+
+
+def test_a_person_has_at_most_twenty_connections(client, v2, mcp_server):
+    from connections.services import MAX_CONNECTIONS
+
+    Connection.objects.bulk_create(
+        Connection(owner=v2[0].owner, name=f"C{n}", server_url=mcp_server.url) for n in range(MAX_CONNECTIONS)
+    )
+    response = post(client, ADD, v2[1], {"name": "One more", "serverUrl": mcp_server.url})
+    assert response.status_code == 400
+    assert "remove one first" in response.json()["message"]
+    assert Connection.objects.count() == MAX_CONNECTIONS
