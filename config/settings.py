@@ -65,7 +65,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "ops.middleware.OperatorEndpointsMiddleware",  # /healthz, /readyz, metrics: before host checks and redirects
-    "ops.middleware.ApiPathSlashesMiddleware",  # /api/v1//inbound/… (a base URL ending in /) is /api/v1/inbound/…
+    "ops.middleware.ApiPathsMiddleware",  # /api/v1//inbound/… is /api/v1/inbound/…; HTTPS redirects in JSON
     "ops.request_id.RequestIdMiddleware",
     "ops.middleware.RequestTelemetryMiddleware",  # after the request id, which its log line carries
     "ops.limits.RateLimitHeadersMiddleware",
@@ -282,6 +282,8 @@ if PHONE_DEFAULT_REGION not in phonenumbers.SUPPORTED_REGIONS:
 # Counters live in the Django cache, so they hold across processes only with REDIS_URL set.
 # Requests per API key (fixed window); over it, 429 rate_limited with Retry-After.
 INGEST_RATE_LIMIT = env_rate("INGEST_RATE_LIMIT", "60/m")
+# Receipt reads per API key, counted apart from sending (a script polling a receipt must not use up its sends).
+RECEIPT_RATE_LIMIT = env_rate("RECEIPT_RATE_LIMIT", "300/m")
 # Failed authentications per client address (IPv4 address, IPv6 /64); over it, the address is refused with 429 for
 # the rest of the window before any database query, whatever key it sends.
 AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")

@@ -12,7 +12,8 @@ _EXAMPLE = 'for example {"message": "Remind me to call Sam at 5pm"}'
 
 
 def _kind(value: Any) -> str:
-    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
 
 
 def _check_storable(value: Any, depth: int, max_depth: int, path: Callable[[], str]) -> None:

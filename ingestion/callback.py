@@ -14,6 +14,7 @@ from assistant import signing
 from conversations.models import Message, Role
 from delivery import handoff
 from ingestion import body as body_rules
+from ingestion import openapi
 from ingestion.exceptions import (
     InvalidBody,
     InvalidSignature,
@@ -36,6 +37,7 @@ class AssistantReplyView(APIView):
     http_method_names = ["post", "options"]
     content_negotiation_class = JsonOnly
 
+    @openapi.callback_endpoint
     def post(self, request: Request) -> Response:
         if not settings.ASSISTANT_WEBHOOK_KEY:
             raise NotFound("There is no assistant callback on this server (no ASSISTANT_WEBHOOK_SECRET is set).")

@@ -44,6 +44,13 @@ def idempotency_key_of(request: Request) -> str | None:
         return None
     if not value or len(value) > MAX_LENGTH or any(not " " <= ch <= "~" for ch in value):
         raise InvalidIdempotencyKey()
+    if "," in value:
+        # Two Idempotency-Key headers reach the application joined by a comma (RFC 9110, 5.3): one key with a
+        # comma cannot be told from two keys, so neither is taken.
+        raise InvalidIdempotencyKey(
+            "Send one Idempotency-Key header, without commas (two headers arrive joined by a comma), for example a "
+            "UUID."
+        )
     return value
 
 

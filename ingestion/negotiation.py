@@ -2,8 +2,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
+
+from ingestion.exceptions import UnsupportedMediaType
 
 
 class JsonOnly(DefaultContentNegotiation):
@@ -16,3 +19,16 @@ class JsonOnly(DefaultContentNegotiation):
     ) -> tuple[BaseRenderer, Any]:
         renderer = next(iter(renderers))
         return renderer, renderer.media_type
+
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser | None:
+        """JSON only when the body says it is JSON: application/json itself, not a wildcard such as */* (which DRF
+        lets match), and not compressed (a gzip body would otherwise be read as malformed JSON)."""
+        coding = request.META.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+        if coding not in ("", "identity"):
+            raise UnsupportedMediaType(
+                f"Content-Encoding {coding[:40]!r} is not supported. Send the JSON body uncompressed, without a "
+                "Content-Encoding header."
+            )
+        if request.content_type.split(";")[0].strip().lower() != "application/json":
+            return None  # DRF answers 415 unsupported_media_type
+        return super().select_parser(request, parsers)

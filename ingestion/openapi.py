@@ -428,10 +428,15 @@ class WebhookTokenScheme(_KeyScheme):
     )
 
 
-# What API-key callers (and the official clients) use. The assistant runtime's signed callback
-# (/api/v1/assistant/replies) is a private integration between two servers, described in the README, not part of
-# this public document.
-PUBLIC_PATH_PREFIXES = ("/api/v1/inbound", "/api/v1/api-keys/", "/api/v1/cli-auth/", "/api/v1/user/")
+# What API-key callers (and the official clients) use, and the assistant runtime's signed callback
+# (/api/v1/assistant/replies), so that schemathesis fuzzes it like the rest.
+PUBLIC_PATH_PREFIXES = (
+    "/api/v1/inbound",
+    "/api/v1/api-keys/",
+    "/api/v1/cli-auth/",
+    "/api/v1/user/",
+    "/api/v1/assistant/replies",
+)
 
 
 def only_public_endpoints(endpoints: list[tuple[str, Any, Any, Any]], **kwargs: Any) -> list[tuple[str, Any, Any, Any]]:
@@ -448,3 +453,48 @@ def tidy_paths_and_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, An
             if isinstance(operation, dict) and "requestBody" in operation:
                 operation["requestBody"]["required"] = True
     return result
+
+
+class ReplyRecordedSerializer(serializers.Serializer):
+    success = serializers.BooleanField(help_text="True: the reply is in the person's conversation.")
+    message = serializers.CharField(help_text="Reply recorded, or: this reply was already recorded.")
+    id = serializers.RegexField(r"^msg_[0-9A-Za-z]{24}$", help_text="The reply's id in the thread.")
+
+
+def _webhook_header(name: str, description: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        name, {"type": "string", "minLength": 1}, location=OpenApiParameter.HEADER, required=True,
+        description=description,
+    )  # fmt: skip
+
+
+callback_endpoint = extend_schema(
+    operation_id="record_assistant_reply",
+    summary="The assistant runtime's reply to a message it accepted with 202 (signed)",
+    description=(
+        "For the assistant runtime, not for API-key callers: signed per Standard Webhooks with the shared "
+        "`whsec_` secret (ASSISTANT_WEBHOOK_SECRET), the signature checked before the body is read. A message takes "
+        "one reply; the same callback again changes nothing; a different reply is 409. Without a configured secret "
+        "the endpoint is 404."
+    ),
+    auth=[],
+    request={
+        "application/json": {
+            "type": "object",
+            "required": ["message_id", "reply"],
+            "properties": {
+                "message_id": {"type": "string", "description": "The id of the message answered (msg_…)."},
+                "reply": {"type": "string", "minLength": 1, "description": "The reply, not blank."},
+            },
+            "additionalProperties": True,
+        }
+    },
+    parameters=[
+        _webhook_header("webhook-id", "This callback's own id; the same id again is a retry and changes nothing."),
+        _webhook_header("webhook-timestamp", "Unix seconds; within ASSISTANT_CALLBACK_TOLERANCE_SECONDS (300)."),
+        _webhook_header("webhook-signature", "v1,<base64 HMAC-SHA256 of '{id}.{timestamp}.{body}'>, space-separated."),
+        _header("X-Request-ID", "The caller's X-Request-ID when it is plain and short, else a new id."),
+    ],
+    responses=responses(400, 401, 404, 409, 413, 415, 503, success=ReplyRecordedSerializer),
+    tags=["assistant runtime"],
+)

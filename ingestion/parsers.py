@@ -1,5 +1,6 @@
 import json
 import math
+import sys
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -80,13 +81,18 @@ class StrictJSONParser(BaseParser):
                 object_pairs_hook=_object_without_duplicates,
             )
         except json.JSONDecodeError as error:
+            # Some of Python's messages end in "at" already ("Unterminated string starting at").
+            where = "" if error.msg.endswith(" at") else " at"
             raise InvalidJson(
-                f"The body is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."
+                f"The body is not valid JSON: {error.msg}{where} line {error.lineno}, column {error.colno}."
             ) from None
         except RecursionError:
             raise InvalidBody("The body is nested too deeply.") from None
-        except ValueError as error:  # for example an integer with more digits than Python will convert
-            raise InvalidJson(f"The body is not valid JSON: {error}.") from None
+        except ValueError:  # an integer with more digits than Python converts (its text names an interpreter knob)
+            raise InvalidBody(
+                f"The body has a number longer than {sys.get_int_max_str_digits()} digits. Send long numbers as "
+                "strings."
+            ) from None
 
 
 def _declared_charset(media_type: str) -> str:

@@ -35,17 +35,20 @@ AUTH_FAILURES = "auth-failures"
 _EXPIRY_MARGIN = 5  # seconds a counter outlives its window, so clocks a little apart still find it
 
 
-def count_key_request(key: ApiKey) -> tuple[Usage, bool] | None:
-    """Count one request for ``key`` in its current window; None when rate limiting is switched off."""
+def count_key_request(
+    key: ApiKey | WebhookTrigger, policy: str = PER_KEY, rate: str | None = None
+) -> tuple[Usage, bool] | None:
+    """Count one request for ``key`` in its current window of ``policy`` (the sending limit unless told otherwise);
+    None when rate limiting is switched off."""
     if not getattr(settings, "RATELIMIT_ENABLE", True):
         return None
-    rate = settings.INGEST_RATE_LIMIT
+    rate = rate or settings.INGEST_RATE_LIMIT
     limit, window = parse_rate(rate)
     now = int(time.time())
     # Fixed windows, each key's offset by its id so that not every key's window turns over at the same second.
     ends = now + window - (now - key.pk) % window
-    count = count_in_window(f"rl:{PER_KEY}:{key.pk}:{limit}/{window}s:{ends}", window + _EXPIRY_MARGIN)
-    return Usage(PER_KEY, limit, window, max(0, limit - count), ends - now), count > limit
+    count = count_in_window(f"rl:{policy}:{key.pk}:{limit}/{window}s:{ends}", window + _EXPIRY_MARGIN)
+    return Usage(policy, limit, window, max(0, limit - count), ends - now), count > limit
 
 
 class ApiKeyRateThrottle(BaseThrottle):
@@ -67,6 +70,35 @@ class ApiKeyRateThrottle(BaseThrottle):
                 f"Rate limit exceeded: this API key may make {describe_rate(settings.INGEST_RATE_LIMIT)}. "
                 f"Retry in {wait} seconds; to send more, combine several messages into one, or use a separate "
                 "key for each automation.",
+                wait,
+            )
+        return True
+
+
+PER_KEY_READS = "per-key-reads"
+PER_TRIGGER_READS = "per-trigger-reads"
+
+
+class ReceiptReadThrottle(BaseThrottle):
+    """Receipt reads have a limit of their own per key (RECEIPT_RATE_LIMIT): a script that polls for what became of
+    its messages must not use up what it may send."""
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        reader = request.auth  # a key, or a webhook trigger's token (the receipts of its own firings)
+        if not isinstance(reader, ApiKey | WebhookTrigger):
+            return True
+        policy = PER_KEY_READS if isinstance(reader, ApiKey) else PER_TRIGGER_READS
+        counted = count_key_request(reader, policy, settings.RECEIPT_RATE_LIMIT)
+        if counted is None:
+            return True
+        usage, over = counted
+        remember_usage(request, usage)
+        if over:
+            wait = max(1, usage.reset)
+            metrics.rate_limited("key")
+            raise RateLimited(
+                f"Rate limit exceeded: receipts may be read {describe_rate(settings.RECEIPT_RATE_LIMIT)} with "
+                f"one key or webhook token. Retry in {wait} seconds.",
                 wait,
             )
         return True

@@ -29,6 +29,7 @@ from ingestion.hotpath.recording import record_user_message
 from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
 from ingestion.receipts import receipt
+from ingestion.throttling import ReceiptReadThrottle
 from ingestion.triggers import KeyOrWebhookTokenAuthentication
 from keys.models import ApiKey
 from ops.errors import json_error
@@ -150,6 +151,7 @@ class MessageReceiptView(APIView):
 
     # A webhook trigger's token reads the receipts of its own firings (ingestion/triggers.py), never their replies.
     authentication_classes = [KeyOrWebhookTokenAuthentication]
+    throttle_classes = [ReceiptReadThrottle]  # reads have their own limit, apart from what may be sent
     http_method_names = ["get"]
     content_negotiation_class = JsonOnly
 

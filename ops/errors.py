@@ -29,6 +29,13 @@ class ErrorCode:
 
 
 _LIST = (
+    # 301
+    ErrorCode(
+        "https_required",
+        301,
+        "plain HTTP to the API with production settings: redirected to the same URL over HTTPS (`Location`); send "
+        "it there, your key included, only over HTTPS",
+    ),
     # 400
     ErrorCode(
         "invalid_json", 400, "the body is empty or not JSON (the message says where), or names a member twice", True
@@ -72,6 +79,7 @@ _LIST = (
         401,
         "the assistant callback: a missing or wrong Standard Webhooks signature "
         "(see [The callback endpoint](#the-callback-endpoint)); a webhook trigger: a wrong `X-Hub-Signature-256`",
+        True,
     ),
     ErrorCode(
         "invalid_webhook_token",
@@ -81,7 +89,10 @@ _LIST = (
     ),
     ErrorCode("revoked_webhook_trigger", 401, "a revoked webhook trigger"),
     ErrorCode(
-        "timestamp_out_of_tolerance", 401, "the assistant callback only: a `webhook-timestamp` too far from our clock"
+        "timestamp_out_of_tolerance",
+        401,
+        "the assistant callback only: a `webhook-timestamp` too far from our clock",
+        True,
     ),
     ErrorCode(
         "invalid_follow_up_token",
@@ -125,7 +136,9 @@ _LIST = (
         409,
         "`poke login` only: the account already holds `MAX_ACTIVE_KEYS_PER_ACCOUNT` active keys, so no key was issued",
     ),
-    ErrorCode("reply_already_recorded", 409, "the assistant callback only: the message already has a different reply"),
+    ErrorCode(
+        "reply_already_recorded", 409, "the assistant callback only: the message already has a different reply", True
+    ),
     ErrorCode(
         "request_timeout",
         408,
@@ -157,7 +170,12 @@ _LIST = (
         "internal_error", 500, "a bug on our side; the log has its traceback under the response's `X-Request-ID`"
     ),
     ErrorCode("not_implemented", 501, "refused by gunicorn: a transfer coding other than chunked"),
-    ErrorCode("service_unavailable", 503, "the database or cache cannot be reached; nothing was recorded", True),
+    ErrorCode(
+        "service_unavailable",
+        503,
+        "the database or cache cannot be reached; nothing was recorded (`Retry-After: 5`)",
+        True,
+    ),
 )
 
 ERROR_CODES: dict[str, ErrorCode] = {entry.code: entry for entry in _LIST}

@@ -90,11 +90,15 @@ class OperatorEndpointsMiddleware:
 _REPEATED_SLASHES = re.compile(r"/{2,}")
 
 
-class ApiPathSlashesMiddleware:
-    """An API path with repeated slashes is the path with single ones: /api/v1//inbound/api-message is
-    /api/v1/inbound/api-message. The npm SDK joins its base URL and the path without trimming a trailing slash, so
-    POKE_API=https://host/api/v1/ sends the former. Rewritten in place, not redirected (a client need not repeat a POST
-    after a redirect), and only under /api/: the console's paths stay exact."""
+class ApiPathsMiddleware:
+    """Two things about API paths, before Django's own middleware sees them:
+
+    - An API path with repeated slashes is the path with single ones: /api/v1//inbound/api-message is
+      /api/v1/inbound/api-message. The npm SDK joins its base URL and the path without trimming a trailing slash, so
+      POKE_API=https://host/api/v1/ sends the former. Rewritten in place, not redirected (a client need not repeat a
+      POST after a redirect), and only under /api/: the console's paths stay exact.
+    - Plain HTTP to the API is redirected to HTTPS (SecurityMiddleware) with a JSON body that says so, like every
+      other answer of the API, rather than an empty one labelled text/html."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -106,7 +110,12 @@ class ApiPathSlashesMiddleware:
             if collapsed.startswith("/api/"):
                 request.path = request.path[: len(request.path) - len(path)] + collapsed
                 request.path_info = collapsed
-        return self.get_response(request)
+        response = self.get_response(request)
+        if response.status_code == 301 and request.path_info.startswith("/api/") and not request.is_secure():
+            location = response.get("Location", "")
+            if location.startswith("https://"):
+                response = _json(301, error_body("https_required", f"Use HTTPS: {location}"), {"Location": location})
+        return response
 
 
 class RequestTelemetryMiddleware:

@@ -50,7 +50,10 @@ def test_the_models_checked_here_are_the_ones_a_message_writes(user, database_ta
     monkeypatch.setattr(recording, "insert_together", watched)
     recording.record_user_message(user=user, endpoint=Endpoint.CURRENT, text="hi")
 
-    assert written == HOT_PATH_MODELS, "a new row on the request path: add its model to HOT_PATH_MODELS"
+    assert written == HOT_PATH_MODELS, (
+        f"an accepted message now writes {[model.__name__ for model in written]}: list exactly these in "
+        "HOT_PATH_MODELS (tests/test_hotpath.py), so that each is checked below"
+    )
 
 
 @pytest.mark.parametrize("model", HOT_PATH_MODELS, ids=lambda model: model.__name__)

@@ -1,7 +1,9 @@
 """The OpenAPI document (/api/schema/), its docs page (/api/docs/), and schemathesis against a live server: no 5xx,
 and every response conforms to the document."""
 
+import json
 import re
+import time
 import uuid
 
 import pytest
@@ -17,9 +19,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from assistant import signing
+from assistant.signing import secret_bytes
+from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
 from keys.models import Generation
 from tests.conftest import CURRENT, LEGACY
 from tests.factories import UserFactory, make_key
+from tests.test_webhook_backend import SECRET as WEBHOOK_SECRET
 from triggers.services import create_trigger
 
 RECEIPT = "/api/v1/inbound/messages/{message_id}"
@@ -28,7 +34,8 @@ FIRE_TRIGGER = "/api/v1/inbound/webhook/{trigger_id}"
 DEVICE_CODE = "/api/v1/cli-auth/code"
 DEVICE_POLL = "/api/v1/cli-auth/poll/{device_code}"
 PROFILE = "/api/v1/user/profile"
-PUBLIC_PATHS = {CURRENT, LEGACY, RECEIPT, CREATE_TRIGGER, FIRE_TRIGGER, DEVICE_CODE, DEVICE_POLL, PROFILE}
+CALLBACK = "/api/v1/assistant/replies"
+PUBLIC_PATHS = {CURRENT, LEGACY, RECEIPT, CREATE_TRIGGER, FIRE_TRIGGER, DEVICE_CODE, DEVICE_POLL, PROFILE, CALLBACK}
 
 # Kept small so the suite stays fast; raise it locally for a deeper run.
 EXAMPLES_PER_OPERATION_AND_MODE = 25
@@ -124,6 +131,7 @@ def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, se
     settings.INGEST_RATE_LIMIT = "1000000/m"  # thousands of generated requests come from one key and one address
     settings.AUTH_FAILURE_RATE_LIMIT = "1000000/m"
     settings.CLI_AUTH_CODE_RATE_LIMIT = settings.CLI_AUTH_POLL_RATE_LIMIT = "1000000/m"
+    settings.ASSISTANT_WEBHOOK_KEY = secret_bytes(WEBHOOK_SECRET)  # the callback answers (else it is a 404)
     owner = UserFactory()
     current, legacy = make_key(owner, "fuzz", Generation.V2)[1], make_key(owner, "fuzz v1", Generation.V1)[1]
     trigger, webhook_token, _ = create_trigger(owner, "When fuzzed", "Say so")
@@ -163,6 +171,14 @@ def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, se
         body={"condition": "When X", "action": "Do Y", "signed": True}, headers={"Authorization": f"Bearer {current}"}
     )
     assert made.call_and_validate(base_url=live_server.url, checks=CHECKS).status_code == 201
+
+    # Random signatures only find 401s: a correctly signed reply to a message awaiting one conforms too.
+    awaiting = Message.objects.create(conversation=owner.conversation, role=Role.USER, source=Source.API, text="hi")
+    Delivery.objects.create(message=awaiting, endpoint=Endpoint.CURRENT, status=DeliveryStatus.DELIVERED)
+    reply = json.dumps({"message_id": awaiting.public_id, "reply": "Done."}).encode()
+    signed = signing.sign(secret_bytes(WEBHOOK_SECRET), "evt_fuzz", int(time.time()), reply)
+    answered = schema[CALLBACK]["POST"].Case(body={"message_id": awaiting.public_id, "reply": "Done."}, headers=signed)
+    assert answered.call_and_validate(base_url=live_server.url, checks=CHECKS).status_code == 200
 
 
 def fuzz(operation, mode, key: str, base_url: str) -> None:
