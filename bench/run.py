@@ -224,6 +224,7 @@ def main() -> None:
     log = Path(os.environ.get("BENCH_LOG", "/tmp/bench-gunicorn.log"))
     server = Server(env, args.gunicorn_arg, log)
     runs: list[dict[str, Any]] = []
+    every_round: list[dict[str, Any]] = []  # every run, not only each cell's median (bench/ab.py reads them)
     try:
         server.wait_ready("/api/")
         for scenario in chosen:
@@ -242,6 +243,7 @@ def main() -> None:
                 for order, scenario in enumerate(chosen):
                     run = run_wrk(server.url, scenario, BODY_FILE, connections, args.seconds)
                     rounds[scenario.name].append({**run.as_dict(), "order": order})
+                    every_round.append(rounds[scenario.name][-1])
                     print(
                         f"{scenario.name:24} c={connections:<3} {run.rps:8.0f} req/s  p50 {run.p50_ms:6.2f}  "
                         f"p95 {run.p95_ms:6.2f}  p99 {run.p99_ms:7.2f} ms  non-2xx {run.non_2xx}  "
@@ -271,6 +273,7 @@ def main() -> None:
             "peak_rss_mib_per_worker": [kib / 1024 for kib in server.peak_rss_kib.values()],
         },
         "runs": runs,
+        "every_round": every_round,
         "queries": queries,
         "key_check": key_check,
     }

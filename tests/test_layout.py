@@ -82,3 +82,56 @@ def test_identity_and_the_thread_hold_no_pages_and_no_request_path():
                         )
                 if isinstance(node, ast.Attribute) and node.attr in ("cursor", "raw"):
                     raise AssertionError(f"{relative}:{node.lineno}: hand-written SQL belongs to ingestion/hotpath/")
+
+
+def test_no_module_imports_itself_round_a_circle():
+    """The acyclic_siblings contract sees circles between an app's modules; this one also those through a package's
+    __init__ (a package that imports its own modules while they import it)."""
+    import grimp
+
+    graph = grimp.build_graph(*_contracts()[0], include_external_packages=False)
+    imports = {module: graph.find_modules_directly_imported_by(module) for module in graph.modules}
+    circles = [sorted(component) for component in _strongly_connected(imports) if len(component) > 1]
+    assert not circles, f"modules that import each other, directly or round a circle: {circles}"
+
+
+def _strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's algorithm, iteratively: the sets of modules that reach each other."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                found.append(component)
+    return found

@@ -146,14 +146,3 @@ def _finish(action: Action, result: str, is_error: bool) -> str:
     action.finished_at = timezone.now()
     action.save(update_fields=["result", "is_error", "finished_at"])
     return text
-
-
-def toolbox_for(user: User, delivery: Delivery, attempt: int) -> Toolbox:
-    from assistant.tools import builtin, mcp
-
-    box = Toolbox(user=user, delivery=delivery, attempt=attempt)
-    for tool in builtin.tools():
-        box.add(tool)
-    for tool in mcp.tools_of(user):
-        box.add(tool)
-    return box
