@@ -27,7 +27,13 @@ def confirmation(settings):
 def sign_up(client: Client, email: str):
     return client.post(
         "/signup/",
-        {"email": email, "password1": PASSWORD, "password2": PASSWORD, "phone_number": "+14155550100", "channel": "sms"},
+        {
+            "email": email,
+            "password1": PASSWORD,
+            "password2": PASSWORD,
+            "phone_number": "+14155550100",
+            "channel": "sms",
+        },
     )
 
 
