@@ -264,6 +264,9 @@ PASSWORD_RESET_RATE_LIMIT = env_rate("PASSWORD_RESET_RATE_LIMIT", "5/h")
 # Sign-ups per client address (each one costs a password hash, some 0.5 s of a core); the last one pauses sign-ups
 # from the address until the window ends.
 SIGNUP_RATE_LIMIT = env_rate("SIGNUP_RATE_LIMIT", "5/h")
+# Sign-ups confirmed by a link by email, so that the sign-up page does not tell whether an address has an account
+# (console/signup_confirmation.py). On where an SMTP server is configured; off in development and tests.
+SIGNUP_EMAIL_CONFIRMATION = env_bool("SIGNUP_EMAIL_CONFIRMATION", bool(_EMAIL_HOST))
 # Active (unrevoked) API keys one account may hold: each key has its own rate limit, so keys without number would
 # multiply an account's sending rate. Revoking a key makes room for another.
 MAX_ACTIVE_KEYS_PER_ACCOUNT = env_int("MAX_ACTIVE_KEYS_PER_ACCOUNT", 20)
