@@ -6,11 +6,12 @@ Three kinds of thread, each with its own job:
   LOCKED, each thread's messages one at a time and in order) whenever attempt slots are free;
 - DELIVERY_CONCURRENCY attempt threads hand messages to the assistant. They never touch the database: the claim
   brought everything the attempt needs. Each keeps its keep-alive connection to the runtime (assistant/http.py);
-- the recorder (one database connection) writes each outcome in one statement, and wakes the claimer: a finished
-  attempt frees a slot, and may make the thread's next message claimable.
+- DELIVERY_RECORDERS recorders (a database connection each) write each outcome in one statement, and wake the
+  claimer: a finished attempt frees a slot, and may make the thread's next message claimable. One recorder was the
+  limit of a process at about 120 outcomes per second on the loaded reference machine (docs/benchmarks.md).
 
-So the process holds two database connections whatever DELIVERY_CONCURRENCY is (plus one for ordinary django.tasks
-tasks when it runs inside ``manage.py db_worker``).
+So the process holds 1 + DELIVERY_RECORDERS database connections whatever DELIVERY_CONCURRENCY is (plus one for
+ordinary django.tasks tasks when it runs inside ``manage.py db_worker``).
 
 Stopping (``stop``, on SIGTERM): claim nothing more; give the attempts in flight until the grace period ends
 (DELIVERY_GRACE_SECONDS, below the 30 s platforms wait before SIGKILL); record what finished; put the rest back,
@@ -56,6 +57,7 @@ class Engine:
     def __init__(self, concurrency: int | None = None, batch: int | None = None) -> None:
         self.concurrency = concurrency or settings.DELIVERY_CONCURRENCY
         self.batch = batch or settings.DELIVERY_CLAIM_BATCH
+        self.recorders = max(settings.DELIVERY_RECORDERS, 1)
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="delivery-attempt")
         self._finished: queues.SimpleQueue[Finished | None] = queues.SimpleQueue()
         self._in_flight: dict[int, Claim] = {}  # by delivery id; claimed and not yet recorded
@@ -68,7 +70,9 @@ class Engine:
     # --- life cycle -----------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        for target, name in ((self._claim_loop, "delivery-claimer"), (self._record_loop, "delivery-recorder")):
+        loops = [(self._claim_loop, "delivery-claimer")]
+        loops += [(self._record_loop, f"delivery-recorder-{n}") for n in range(self.recorders)]
+        for target, name in loops:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -104,7 +108,8 @@ class Engine:
         if self._stopped.is_set():
             return
         self._stopped.set()
-        self._finished.put(None)  # the recorder records what has finished, then ends
+        for _ in range(self.recorders):
+            self._finished.put(None)  # each recorder records what has finished, then ends
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=5)
