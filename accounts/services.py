@@ -51,15 +51,21 @@ def find_user_by_email(email: str) -> User | None:
 
 
 @transaction.atomic
-def sign_up(*, email: str, password: str, phone_number: str, channel: str) -> User:
-    """A new account with a usable password and its contact details."""
+def sign_up(*, email: str, password: str, phone_number: str, channel: str, password_is_hashed: bool = False) -> User:
+    """A new account with a usable password (or its hash, made earlier: a sign-up confirmed by email) and its
+    contact details."""
     email = _normalized(email)
     if find_user_by_email(email) is not None:
         raise EmailTaken(email)
     try:
         # A savepoint, so that losing a race for the same email leaves the outer transaction usable.
         with transaction.atomic():
-            user = get_user_model().objects.create_user(username=_username_for(email), email=email, password=password)
+            user = get_user_model().objects.create_user(
+                username=_username_for(email), email=email, password=None if password_is_hashed else password
+            )
+            if password_is_hashed:
+                user.password = password
+                user.save(update_fields=["password"])
     except IntegrityError:
         raise EmailTaken(email) from None
     update_contact(user, phone_number=phone_number, channel=channel)

@@ -50,11 +50,17 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--runtime-ms", type=float, default=200, help="the runtime's answer time (default 200)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--concurrency", type=int, default=64, help="DELIVERY_CONCURRENCY (default 64)")
+    parser.add_argument("--recorders", type=int, default=3, help="DELIVERY_RECORDERS (default 3)")
     parser.add_argument("--users", type=int, default=1000, help="users, one key each (default 1000)")
     parser.add_argument("--web-processes", type=int, default=2, help="gunicorn workers (default 2)")
     parser.add_argument("--no-worker", action="store_true", help="accept only (the ingest-only figure)")
     parser.add_argument("--backend", default="webhook", help="ASSISTANT_BACKEND (webhook; local: no runtime)")
     parser.add_argument("--drain-seconds", type=float, default=30, help="wait this long at most for the backlog")
+    parser.add_argument(
+        "--broker",
+        metavar="URL",
+        help="deliver through Dramatiq on this broker (amqp://… or redis://…) instead of the database queue",
+    )
     parser.add_argument("--json", metavar="PATH", help="append the result as one JSON line to PATH")
     return parser.parse_args()
 
@@ -160,9 +166,13 @@ def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -
             "ASSISTANT_WEBHOOK_URL": runtime_url,
             "ASSISTANT_WEBHOOK_SECRET": "whsec_" + "YmVuY2htYXJrLXJ1bnRpbWUtc2hhcmVkLXNlY3JldC0zMmI=",
             "DELIVERY_CONCURRENCY": str(args.concurrency),
+            "DELIVERY_RECORDERS": str(args.recorders),
             "WEB_CONCURRENCY": str(args.web_processes),
         }
     )
+    if args.broker:
+        env["DELIVERY_BROKER_URL"] = args.broker
+        env["DELIVERY_BROKER_QUEUE"] = f"bench-{secrets.token_hex(4)}"
     return env
 
 
@@ -238,10 +248,23 @@ def main() -> None:
             processes.append(web)
             workers = []
             if not args.no_worker:
+                command = (
+                    [
+                        "-m",
+                        "dramatiq",
+                        "delivery.dramatiq_worker",
+                        "--processes",
+                        "1",
+                        "--threads",
+                        str(args.concurrency),
+                    ]
+                    if args.broker
+                    else ["manage.py", "db_worker", "--no-reload", "--no-startup-delay"]
+                )
                 for _ in range(args.workers):
                     workers.append(
                         subprocess.Popen(
-                            [sys.executable, "manage.py", "db_worker", "--no-reload", "--no-startup-delay"],
+                            [sys.executable, *command],
                             cwd=ROOT,
                             env=env,
                             stdout=subprocess.DEVNULL,
@@ -264,8 +287,9 @@ def main() -> None:
                 wait_drained(db, 30)
                 db.execute("DELETE FROM conversations_delivery; DELETE FROM conversations_message;")
                 web_pids = tree(web.pid)
-                idle_rss = [rss_mb(w.pid) for w in workers]
-                web_cpu, worker_cpu = cpu_seconds(web_pids), cpu_seconds([w.pid for w in workers])
+                worker_pids = [pid for w in workers for pid in tree(w.pid)]
+                idle_rss = [sum(rss_mb(pid) for pid in tree(w.pid)) for w in workers]
+                web_cpu, worker_cpu = cpu_seconds(web_pids), cpu_seconds(worker_pids)
                 peak_in_flight = [0]
                 stop = threading.Event()
                 watcher = threading.Thread(target=watch_in_flight, args=(database_url, peak_in_flight, stop))
@@ -274,10 +298,10 @@ def main() -> None:
                 accepted, refused, took = offer(port, keys, args.rate, args.seconds)
                 t1 = db.execute("SELECT now()").fetchone()[0]
                 web_cpu = cpu_seconds(web_pids) - web_cpu
-                worker_cpu_window = cpu_seconds([w.pid for w in workers]) - worker_cpu
+                worker_cpu_window = cpu_seconds(worker_pids) - worker_cpu
                 stop.set()
                 watcher.join()
-                loaded_rss = [rss_mb(w.pid) for w in workers]
+                loaded_rss = [sum(rss_mb(pid) for pid in tree(w.pid)) for w in workers]
                 backlog = db.execute(
                     "SELECT count(*) FROM conversations_delivery WHERE status IN ('queued', 'processing')"
                 ).fetchone()[0]
@@ -292,14 +316,26 @@ def main() -> None:
                     "FROM conversations_delivery WHERE status = 'delivered' AND created_at BETWEEN %s AND %s) x",
                     [t0, t1],
                 ).fetchone()
+                # Where the time goes: waiting to be claimed (accepted → claimed) and the attempt itself (claimed →
+                # recorded: the runtime's answer, the network, the worker's threads and the recorder).
+                wait50, attempt50, attempt99 = db.execute(
+                    "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY w), percentile_cont(0.5) WITHIN GROUP "
+                    "(ORDER BY a), percentile_cont(0.99) WITHIN GROUP (ORDER BY a) FROM (SELECT "
+                    "extract(epoch FROM started_at - created_at) * 1000 AS w, "
+                    "extract(epoch FROM finished_at - started_at) * 1000 AS a "
+                    "FROM conversations_delivery WHERE status = 'delivered' AND created_at BETWEEN %s AND %s) x",
+                    [t0, t1],
+                ).fetchone()
                 window = (t1 - t0).total_seconds()
             result = {
                 "rate": args.rate,
                 "seconds": args.seconds,
                 "runtime_ms": args.runtime_ms,
                 "backend": args.backend,
+                "queue": "dramatiq" if args.broker else "database",
                 "workers": 0 if args.no_worker else args.workers,
                 "concurrency": args.concurrency,
+                "recorders": args.recorders,
                 "users": args.users,
                 "accepted_per_s": round(accepted / window, 1),
                 "refused": refused,
@@ -308,6 +344,9 @@ def main() -> None:
                 "drained_after": drained,
                 "latency_p50_ms": None if p50 is None else round(p50),
                 "latency_p99_ms": None if p99 is None else round(p99),
+                "wait_p50_ms": None if wait50 is None else round(wait50),
+                "attempt_p50_ms": None if attempt50 is None else round(attempt50),
+                "attempt_p99_ms": None if attempt99 is None else round(attempt99),
                 "web_cpu_ms_per_accepted": round(web_cpu * 1000 / max(accepted, 1), 2),
                 "worker_cpu_ms_per_delivered": round(worker_cpu_window * 1000 / max(delivered_in_window, 1), 2)
                 if workers

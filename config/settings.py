@@ -135,8 +135,8 @@ if "postgresql" in DATABASES["default"]["ENGINE"]:
     # Persistent connections (CONN_MAX_AGE, health-checked before reuse), not Django's psycopg pool: connections
     # are per thread, and a gunicorn thread serves one request at a time, so each thread keeping its own connection
     # already is a pool of exactly the right size, with no checkout per request and no pool thread per worker.
-    # Connections in use = WEB_CONCURRENCY x WEB_THREADS per web process (+3 per worker process: its task loop, the
-    # delivery engine's claimer and recorder; +1 for release);
+    # Connections in use = WEB_CONCURRENCY x WEB_THREADS per web process (+5 per worker process: its task loop, the
+    # delivery engine's claimer and its DELIVERY_RECORDERS recorders; +1 for release);
     # keep that under the plan's connection limit (see README, Deployment). A server that does not answer fails
     # the request (503) and /readyz within DATABASE_CONNECT_TIMEOUT seconds instead of hanging the thread.
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
@@ -264,6 +264,9 @@ PASSWORD_RESET_RATE_LIMIT = env_rate("PASSWORD_RESET_RATE_LIMIT", "5/h")
 # Sign-ups per client address (each one costs a password hash, some 0.5 s of a core); the last one pauses sign-ups
 # from the address until the window ends.
 SIGNUP_RATE_LIMIT = env_rate("SIGNUP_RATE_LIMIT", "5/h")
+# Sign-ups confirmed by a link by email, so that the sign-up page does not tell whether an address has an account
+# (console/signup_confirmation.py). On where an SMTP server is configured; off in development and tests.
+SIGNUP_EMAIL_CONFIRMATION = env_bool("SIGNUP_EMAIL_CONFIRMATION", bool(_EMAIL_HOST))
 # Active (unrevoked) API keys one account may hold: each key has its own rate limit, so keys without number would
 # multiply an account's sending rate. Revoking a key makes room for another.
 MAX_ACTIVE_KEYS_PER_ACCOUNT = env_int("MAX_ACTIVE_KEYS_PER_ACCOUNT", 20)
@@ -366,8 +369,10 @@ DELIVERY_BROKER_QUEUE = env_str("DELIVERY_BROKER_QUEUE", "deliveries")
 DELIVERY_SWEEP_SECONDS = env_float("DELIVERY_SWEEP_SECONDS", 30)
 # The delivery engine (`manage.py db_worker` with TASK_BACKEND=database; README, "The delivery engine").
 # Attempts in flight per worker process: threads waiting on the assistant, each with a keep-alive connection to it.
-# The process's database connections stay at two whatever this is.
+# The process's database connections stay at 1 + DELIVERY_RECORDERS whatever this is.
 DELIVERY_CONCURRENCY = env_int("DELIVERY_CONCURRENCY", 32)
+# Threads recording outcomes (one statement each), each with its own database connection.
+DELIVERY_RECORDERS = env_int("DELIVERY_RECORDERS", 3)
 # At most this many deliveries claimed by one statement.
 DELIVERY_CLAIM_BATCH = env_int("DELIVERY_CLAIM_BATCH", 64)
 # On SIGTERM: how long attempts in flight may still finish before they are put back (platforms SIGKILL after 30 s).

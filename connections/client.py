@@ -19,10 +19,12 @@ from django.conf import settings
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ProtocolError
+from mcp.types import PaginatedRequestParams
 
 from connections.addresses import GuardedBackend
 
 MAX_RESULT_CHARACTERS = 20_000
+MAX_PAGES = 50  # of tools/list: a server that pages forever is cut off there
 
 
 class McpError(Exception):
@@ -195,9 +197,7 @@ def list_tools(url: str, api_key: str = "", timeout: float | None = None) -> Ser
     async def work(mcp: ClientSession) -> ServerInfo:
         tools: list[ToolInfo] = []
         cursor: str | None = None
-        for _page in range(50):
-            from mcp.types import PaginatedRequestParams
-
+        for _page in range(MAX_PAGES):
             page = await mcp.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
             tools.extend(
                 ToolInfo(

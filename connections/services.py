@@ -17,6 +17,7 @@ logger = logging.getLogger(__name__)
 MAX_NAME_LENGTH = 100
 MAX_API_KEY_LENGTH = 4096
 MAX_TOOLS = 200
+MAX_CONNECTIONS = 20  # per person
 
 
 class ConnectionRefused(Exception):
@@ -68,9 +69,15 @@ def _read_server(url: str, api_key: str) -> client.ServerInfo:
     return info
 
 
+def check_room(owner: User) -> None:
+    if Connection.objects.filter(owner=owner).count() >= MAX_CONNECTIONS:
+        raise ConnectionRefused(f"You have {MAX_CONNECTIONS} MCP connections, the most allowed; remove one first.")
+
+
 def add_connection(owner: User, name: object, server_url: object, api_key: object = None) -> Connection:
     """Check the URL, connect (initialize + tools/list), then store the connection, its key encrypted, and its tools.
     Nothing is stored when the server cannot be used."""
+    check_room(owner)
     new = validate(name, server_url, api_key)
     info = _read_server(new.server_url, new.api_key)
     with transaction.atomic():

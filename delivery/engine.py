@@ -6,11 +6,13 @@ Three kinds of thread, each with its own job:
   LOCKED, each thread's messages one at a time and in order) whenever attempt slots are free;
 - DELIVERY_CONCURRENCY attempt threads hand messages to the assistant. They never touch the database: the claim
   brought everything the attempt needs. Each keeps its keep-alive connection to the runtime (assistant/http.py);
-- the recorder (one database connection) writes each outcome in one statement, and wakes the claimer: a finished
-  attempt frees a slot, and may make the thread's next message claimable.
+- DELIVERY_RECORDERS recorders (a database connection each) write the outcomes, the replies that finished together
+  in one statement and any other outcome in one of its own, and wake the claimer: a finished attempt frees a slot,
+  and may make the thread's next message claimable. Waiting on PostgreSQL for one statement per outcome was what
+  limited a process (docs/benchmarks.md, "Delivery").
 
-So the process holds two database connections whatever DELIVERY_CONCURRENCY is (plus one for ordinary django.tasks
-tasks when it runs inside ``manage.py db_worker``).
+So the process holds 1 + DELIVERY_RECORDERS database connections whatever DELIVERY_CONCURRENCY is (plus one for
+ordinary django.tasks tasks when it runs inside ``manage.py db_worker``).
 
 Stopping (``stop``, on SIGTERM): claim nothing more; give the attempts in flight until the grace period ends
 (DELIVERY_GRACE_SECONDS, below the 30 s platforms wait before SIGKILL); record what finished; put the rest back,
@@ -56,6 +58,7 @@ class Engine:
     def __init__(self, concurrency: int | None = None, batch: int | None = None) -> None:
         self.concurrency = concurrency or settings.DELIVERY_CONCURRENCY
         self.batch = batch or settings.DELIVERY_CLAIM_BATCH
+        self.recorders = max(settings.DELIVERY_RECORDERS, 1)
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="delivery-attempt")
         self._finished: queues.SimpleQueue[Finished | None] = queues.SimpleQueue()
         self._in_flight: dict[int, Claim] = {}  # by delivery id; claimed and not yet recorded
@@ -68,7 +71,9 @@ class Engine:
     # --- life cycle -----------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        for target, name in ((self._claim_loop, "delivery-claimer"), (self._record_loop, "delivery-recorder")):
+        loops = [(self._claim_loop, "delivery-claimer")]
+        loops += [(self._record_loop, f"delivery-recorder-{n}") for n in range(self.recorders)]
+        for target, name in loops:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -104,7 +109,8 @@ class Engine:
         if self._stopped.is_set():
             return
         self._stopped.set()
-        self._finished.put(None)  # the recorder records what has finished, then ends
+        for _ in range(self.recorders):
+            self._finished.put(None)  # each recorder records what has finished, then ends
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=5)
@@ -183,18 +189,43 @@ class Engine:
 
     def _record_loop(self) -> None:
         while True:
-            finished = self._finished.get()
-            if finished is None:
-                break
+            batch = [self._finished.get()]
+            while batch[-1] is not None and len(batch) < self.batch:  # whatever else has finished meanwhile
+                try:
+                    batch.append(self._finished.get_nowait())
+                except queues.Empty:
+                    break
+            finished = [f for f in batch if f is not None]
             with self._lock:
-                ours = self._in_flight.get(finished.claim.delivery_id) is finished.claim
-            if ours:
-                self._record_until_done(finished)
+                ours = [f for f in finished if self._in_flight.get(f.claim.delivery_id) is f.claim]
+            self._record_all(ours)
             with self._lock:
-                if self._in_flight.get(finished.claim.delivery_id) is finished.claim:
-                    del self._in_flight[finished.claim.delivery_id]
+                for f in finished:
+                    if self._in_flight.get(f.claim.delivery_id) is f.claim:
+                        del self._in_flight[f.claim.delivery_id]
             self._wake.set()
+            if batch[-1] is None:
+                break
         connection.close()
+
+    def _record_all(self, finished: list[Finished]) -> None:
+        """Replies together in one statement on PostgreSQL (the common outcome), the rest one statement each."""
+        replies = [f for f in finished if isinstance(f.outcome, Reply)]
+        if len(replies) > 1 and connection.vendor == "postgresql":
+            try:
+                recorded = queue.record_replies([(f.claim, f.outcome.text) for f in replies])  # type: ignore[union-attr]
+            except Exception as error:
+                logger.warning(
+                    "delivery engine: recording %s replies failed (%s); one by one", len(replies), type(error).__name__
+                )
+                connection.close()
+            else:
+                for f in replies:
+                    if f.claim.delivery_id in recorded:
+                        _log_delivered(f.claim, f.seconds)
+                finished = [f for f in finished if not isinstance(f.outcome, Reply)]
+        for f in finished:
+            self._record_until_done(f)
 
     def _record_until_done(self, finished: Finished) -> None:
         failures = 0
@@ -219,18 +250,10 @@ class Engine:
 
 def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
     """Record how an attempt ended (one statement) and log it (one line); returns the delivery's status after."""
-    milliseconds = seconds * 1000
     if not isinstance(outcome, Exception):  # a reply, or accepted (the reply comes through the callback)
         reply = outcome.text if isinstance(outcome, Reply) else None
         if queue.record_delivered(claim, reply):
-            metrics.delivery_attempt_finished("delivered")
-            logger.info(
-                "delivery %s delivered on attempt %s (%s, %.0f ms)",
-                claim.delivery_id,
-                claim.attempt,
-                claim.backend,
-                milliseconds,
-            )
+            _log_delivered(claim, seconds)
             return "delivered"
         return "skipped"
     if isinstance(outcome, PermanentFailure):
@@ -257,6 +280,17 @@ def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
         )
         return "queued"
     return "skipped"
+
+
+def _log_delivered(claim: Claim, seconds: float) -> None:
+    metrics.delivery_attempt_finished("delivered")
+    logger.info(
+        "delivery %s delivered on attempt %s (%s, %.0f ms)",
+        claim.delivery_id,
+        claim.attempt,
+        claim.backend,
+        seconds * 1000,
+    )
 
 
 def _failed(claim: Claim, error: str) -> str:

@@ -249,6 +249,50 @@ def record_delivered(claim: Claim, reply_text: str | None) -> bool:
         return True
 
 
+_DELIVERED_WITH_REPLIES = """
+    WITH input AS (
+        SELECT * FROM unnest(%(ids)s::bigint[], %(attempts)s::integer[], %(public_ids)s::text[], %(texts)s::text[])
+            AS i(id, attempt, public_id, text)
+    ),
+    held AS (
+        SELECT d.id, i.public_id, i.text, m.conversation_id
+        FROM input AS i
+        JOIN {delivery} AS d ON d.id = i.id AND d.status = 'processing' AND d.attempts = i.attempt
+                             AND d.reply_id IS NULL
+        JOIN {message} AS m ON m.id = d.message_id
+        FOR UPDATE OF d
+    ),
+    reply AS (
+        INSERT INTO {message} (public_id, conversation_id, role, source, text, context, api_key_id, created_at)
+        SELECT held.public_id, held.conversation_id, 'assistant', 'assistant', held.text, NULL, NULL, %(now)s
+        FROM held
+        RETURNING id, public_id
+    )
+    UPDATE {delivery} AS d SET status = 'delivered', reply_id = reply.id, next_attempt_at = NULL,
+        finished_at = %(now)s, lease_expires_at = NULL, updated_at = %(now)s
+    FROM held JOIN reply ON reply.public_id = held.public_id
+    WHERE d.id = held.id
+    RETURNING d.id
+"""
+
+
+def record_replies(replies: Sequence[tuple[Claim, str]]) -> set[int]:
+    """PostgreSQL: several attempts that brought a reply, recorded by one statement (each reply into its thread and
+    its delivery delivered, for the attempts that still hold their delivery). Returns the deliveries recorded."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _DELIVERED_WITH_REPLIES.format(**_tables()),
+            {
+                "ids": [claim.delivery_id for claim, _ in replies],
+                "attempts": [claim.attempt for claim, _ in replies],
+                "public_ids": [new_message_id() for _ in replies],
+                "texts": [text for _, text in replies],
+                "now": timezone.now(),
+            },
+        )
+        return {int(row[0]) for row in cursor.fetchall()}
+
+
 def record_retry(claim: Claim, error: str, next_attempt_at: datetime) -> bool:
     """A transient failure: back to queued, due again at ``next_attempt_at``. One statement."""
     now = timezone.now()

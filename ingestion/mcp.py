@@ -111,6 +111,7 @@ class AddConnectionView(_McpView):
         key = request.auth
         assert isinstance(key, ApiKey)
         try:
+            services.check_room(key.owner)
             new = services.validate(body.get("name"), body.get("serverUrl"), body.get("apiKey"))
         except services.ConnectionRefused as refused:
             raise _refused(refused, checked_form=False) from None

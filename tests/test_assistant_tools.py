@@ -201,3 +201,49 @@ def test_the_model_lists_the_persons_webhook_triggers_without_their_secrets(send
         (trigger.public_id, "a deploy to production finishes", "Tell me how it went")
     ]
     assert token not in tool_messages(llm.received[1])[0]["content"]
+
+
+def test_malformed_tool_calls_are_answered_and_the_conversation_stays_valid(send, llm, v2):
+    llm.answer(
+        200, completion(tool_calls=[{"id": "call_x"}, {"type": "function", "function": {"name": "list_reminders"}}])
+    )
+    llm.answer(200, completion("Done."))
+
+    send(v2[1], {"message": "hi"})
+
+    turn = llm.received[1].json()["messages"][-3]
+    ids = [c["id"] for c in turn["tool_calls"]]
+    assert ids[0] == "call_x" and ids[1].startswith("call_")  # an id made up where the model sent none
+    answers = {m["tool_call_id"]: m["content"] for m in tool_messages(llm.received[1])}
+    assert set(answers) == set(ids)  # every call has its answer
+    assert answers["call_x"].startswith("Error: there is no tool named ''")
+    assert answers[ids[1]] == "No reminders are scheduled."
+    assert delivery().reply.text == "Done."
+
+
+def test_at_most_eight_calls_run_in_one_round(send, llm, v2):
+    llm.answer(200, completion(tool_calls=[call("list_reminders", {}, f"call_{n}") for n in range(10)]))
+    llm.answer(200, completion("Done."))
+
+    send(v2[1], {"message": "hi"})
+
+    answers = [m["content"] for m in tool_messages(llm.received[1])]
+    assert len(answers) == 10
+    assert answers[8].startswith("Error: at most 8 tool calls")
+    assert Action.objects.count() == 8
+
+
+def test_at_most_128_tools_are_offered_built_in_ones_first(send, llm, v2, mcp_tools_galore):
+    llm.answer(200, completion("Hello."))
+    send(v2[1], {"message": "hi"})
+    offered = [tool["function"]["name"] for tool in llm.received[0].json()["tools"]]
+    assert len(offered) == 128
+    assert offered[:4] == ["schedule_reminder", "list_reminders", "cancel_reminder", "list_webhook_triggers"]
+
+
+@pytest.fixture
+def mcp_tools_galore(v2):
+    from connections.models import Connection, Tool
+
+    connection = Connection.objects.create(owner=v2[0].owner, name="Big", server_url="http://127.0.0.1:9/mcp")
+    Tool.objects.bulk_create(Tool(connection=connection, name=f"tool_{n:03d}") for n in range(200))

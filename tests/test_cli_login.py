@@ -272,3 +272,28 @@ def test_prunedevicelogins_deletes_long_expired_requests_and_keeps_their_keys(cl
     call_command("prunedevicelogins", stdout=open("/dev/null", "w"))  # noqa: SIM115
     assert list(DeviceAuthorization.objects.values_list("user_code", flat=True)) == [fresh["userCode"].replace("-", "")]
     assert ApiKey.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simultaneous_polls_after_approval_hand_out_one_token(user):
+    """The token goes to exactly one poll, however many arrive at once (PostgreSQL: real concurrent transactions)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection, connections
+
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent transactions need PostgreSQL (CI's second pass)")
+    authorization, device_code = services.start("node", "127.0.0.1")
+    assert services.approve(authorization, user)
+
+    def one_poll(_: int) -> str:
+        try:
+            return services.poll(device_code).status
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(one_poll, range(8)))
+    assert statuses.count("authenticated") == 1
+    assert set(statuses) == {"authenticated", "used"}
+    assert ApiKey.objects.count() == 1

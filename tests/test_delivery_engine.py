@@ -89,10 +89,12 @@ def test_each_thread_in_order_one_at_a_time_threads_in_parallel(stack):
 
 def test_two_workers_share_the_queue_without_running_an_attempt_twice(stack):
     keys = stack.take_keys(20)
-    with runtime_server(delay=0.02) as runtime:
+    with runtime_server(delay=0.1) as runtime:
         env = stack.worker_env(runtime, DELIVERY_CONCURRENCY="8", DELIVERY_CLAIM_BATCH="4")
         workers = [Worker(env, "race-a"), Worker(env, "race-b")]
         try:
+            for worker in workers:  # both claiming before the first message arrives
+                wait_until(lambda w=worker: "delivery engine started" in w.output(), 60, "the worker started")
             sent = accept_threads(stack, keys, per_key=5)
             every = [m for ids in sent.values() for m in ids]
             wait_until(lambda: all_delivered(stack, every), 60, "every message delivered")

@@ -16,7 +16,7 @@ from tests.conftest import CURRENT, post
 pytestmark = pytest.mark.django_db
 
 # Every model an accepted message writes through ingestion/hotpath/inserts.py.
-HOT_PATH_MODELS = [Message, Delivery]
+HOT_PATH_MODELS = [Message, Delivery]  # the delivery row is the queue's entry: no task row (delivery/queue.py)
 
 postgresql_only = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the statement path (ingestion/hotpath/postgresql) is PostgreSQL's"

@@ -247,3 +247,29 @@ def socket_that_refuses():
     port = sock.getsockname()[1]
     sock.close()
     yield port
+
+
+def test_a_person_has_at_most_twenty_connections(client, v2, mcp_server):
+    from connections.services import MAX_CONNECTIONS
+
+    Connection.objects.bulk_create(
+        Connection(owner=v2[0].owner, name=f"C{n}", server_url=mcp_server.url) for n in range(MAX_CONNECTIONS)
+    )
+    response = post(client, ADD, v2[1], {"name": "One more", "serverUrl": mcp_server.url})
+    assert response.status_code == 400
+    assert "remove one first" in response.json()["message"]
+    assert Connection.objects.count() == MAX_CONNECTIONS
+
+
+def test_staff_see_connections_and_tools_in_the_admin_never_the_key(client, v2, keyed_mcp_server):
+    from tests.factories import UserFactory
+
+    post(client, ADD, v2[1], {"name": "Tracker", "serverUrl": keyed_mcp_server.url, "apiKey": SERVER_KEY})
+    stored = Connection.objects.get()
+    client.force_login(UserFactory(email="staff@example.com", is_staff=True, is_superuser=True))
+
+    page = client.get(f"/admin/connections/connection/{stored.pk}/change/").content.decode()
+
+    assert "Tracker" in page and "create_issue" in page
+    assert SERVER_KEY not in page and stored.api_key_encrypted not in page
+    assert client.get("/admin/connections/connection/?api_key_encrypted__startswith=g").status_code in (302, 400)

@@ -15,6 +15,7 @@ import json
 import time
 import uuid
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -67,15 +68,9 @@ def deliver(request: AssistantRequest) -> Reply:
     messages = chat_messages(request)
     if toolbox is not None and toolbox.tools:
         zone = profile_of(toolbox.user).time_zone
-        now = timezone.now().astimezone(timezone.get_default_timezone() if zone == "UTC" else _zone(zone))
-        messages[0]["content"] += "\n\n" + TOOLS_PROMPT.format(zone=zone, now=now.strftime("%Y-%m-%d %H:%M (%A)"))
+        now = timezone.now().astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M (%A)")
+        messages[0]["content"] += "\n\n" + TOOLS_PROMPT.format(zone=zone, now=now)
     return _converse(messages, toolbox)
-
-
-def _zone(name: str) -> Any:
-    from zoneinfo import ZoneInfo
-
-    return ZoneInfo(name)
 
 
 def _toolbox(request: AssistantRequest) -> Toolbox | None:
@@ -111,43 +106,40 @@ def _converse(messages: list[dict[str, Any]], toolbox: Toolbox | None) -> Reply:
             text = storable_reply(answer.get("content"))
             return Reply(text or _unfinished(done, f"it stopped after {rounds} rounds of tool calls"))
         messages.append(_assistant_turn(answer, calls))
-        for call in messages[-1]["tool_calls"]:
-            outcome = _run(call, toolbox, round_number, deadline, len(done))
+        for index, call in enumerate(messages[-1]["tool_calls"]):
+            outcome = _run(call, toolbox, round_number, deadline, index)
             done.append(f"{call['function']['name']}: {outcome[:200]}")
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": outcome})
     raise PermanentFailure(f"{SERVICE} kept asking for tools.")  # not reached: the last round offers none
 
 
 def _assistant_turn(answer: dict[str, Any], calls: Any) -> dict[str, Any]:
-    """The model's turn as it goes back into the conversation: every call with an id and a name, so that each gets
-    its `role: tool` answer (the API refuses a conversation with an unanswered call)."""
+    """The model's turn as it goes back into the conversation: every call with an id, a name and its arguments as
+    a string, so that each gets its `role: tool` answer (the API refuses a conversation with an unanswered call).
+    What the model actually sent as arguments rides along under `_raw_arguments` until the call runs."""
     kept = []
-    for call in calls if isinstance(calls, list) else []:
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            function = {}
-        name = function.get("name")
+    for item in calls if isinstance(calls, list) else []:
+        call: dict[str, Any] = item if isinstance(item, dict) else {}
+        function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else {}
+        name, raw = function.get("name"), function.get("arguments")
         kept.append(
             {
-                "id": str(call.get("id") or f"call_{uuid.uuid4().hex[:12]}") if isinstance(call, dict) else "",
+                "id": str(call.get("id") or f"call_{uuid.uuid4().hex[:12]}"),
                 "type": "function",
                 "function": {
                     "name": name if isinstance(name, str) else "",
-                    "arguments": function.get("arguments") if isinstance(function.get("arguments"), str) else "{}",
+                    "arguments": raw if isinstance(raw, str) else "{}",
                 },
-                "_raw_arguments": function.get("arguments"),
+                "_raw_arguments": raw,
             }
         )
-    for call in kept:
-        if not call["id"]:
-            call["id"] = f"call_{uuid.uuid4().hex[:12]}"
     return {"role": "assistant", "content": answer.get("content") or None, "tool_calls": kept}
 
 
-def _run(call: dict[str, Any], toolbox: Toolbox, round_number: int, deadline: float, calls_so_far: int) -> str:
+def _run(call: dict[str, Any], toolbox: Toolbox, round_number: int, deadline: float, index: int) -> str:
     raw = call.pop("_raw_arguments", None)
-    if calls_so_far >= MAX_CALLS_PER_ROUND * settings.ASSISTANT_TOOL_ROUNDS:
-        return "Error: too many tool calls for one message; answer with what you have."
+    if index >= MAX_CALLS_PER_ROUND:
+        return f"Error: at most {MAX_CALLS_PER_ROUND} tool calls are run per round; ask for the rest in the next one."
     if time.monotonic() >= deadline:
         return "Error: no time is left for tool calls in this turn; answer with what you have."
     return toolbox.call(call["id"], call["function"]["name"], raw, round_number, deadline)

@@ -58,11 +58,13 @@ def tools_of(user: User) -> list[Tool]:
         for tool in connection.tools.all():
             description = tool.description or tool.title or tool.name
             schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+            if schema.get("type") != "object":  # function parameters must be an object schema
+                schema = {"type": "object", "properties": {}}
             found.append(
                 Tool(
                     name=f"{prefix}__{tool_name(tool.name)}",
                     description=f"[{connection.name}] {description}"[:1024],
-                    parameters=schema or {"type": "object", "properties": {}},
+                    parameters=schema,
                     kind=ToolKind.MCP,
                     run=_runner(connection, tool.name),
                     original_name=tool.name,

@@ -1,16 +1,23 @@
 """A delivery's toolbox: the built-in tools and the person's MCP tools. Apart from assistant/tools/__init__.py, which
 the tools themselves import (Tool, Call, ToolError), so that the package and its tools import one way."""
 
+import logging
+
 from django.contrib.auth.models import User
 
 from assistant.tools import Toolbox, builtin, mcp
 from conversations.models import Delivery
 
+logger = logging.getLogger(__name__)
+
+MAX_TOOLS_OFFERED = 128  # OpenAI's limit per request; built-in tools come first, then the connections' in order
+
 
 def toolbox_for(user: User, delivery: Delivery, attempt: int) -> Toolbox:
     box = Toolbox(user=user, delivery=delivery, attempt=attempt)
-    for tool in builtin.tools():
-        box.add(tool)
-    for tool in mcp.tools_of(user):
+    offered = [*builtin.tools(), *mcp.tools_of(user)]
+    if len(offered) > MAX_TOOLS_OFFERED:
+        logger.info("user %s has %s tools; the first %s are offered", user.pk, len(offered), MAX_TOOLS_OFFERED)
+    for tool in offered[:MAX_TOOLS_OFFERED]:
         box.add(tool)
     return box

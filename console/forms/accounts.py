@@ -79,7 +79,9 @@ class SignUpForm(PhoneRegionsMixin, forms.Form):
 
     def clean_email(self) -> str:
         email: str = self.cleaned_data["email"]
-        if find_user_by_email(email) is not None:
+        # With sign-ups confirmed by email, the page must not tell whether an address has an account: the email
+        # says it (console/signup_confirmation.py).
+        if not settings.SIGNUP_EMAIL_CONFIRMATION and find_user_by_email(email) is not None:
             raise forms.ValidationError("An account with this email already exists. Log in instead.", code="taken")
         return email
 

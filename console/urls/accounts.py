@@ -9,6 +9,9 @@ app_name = "accounts"
 
 urlpatterns = [
     path("signup/", views.signup, name="signup"),
+    path("signup/sent/", views.signup_sent, name="signup_sent"),
+    # The token is in the query string, which no log keeps (console/signup_confirmation.py).
+    path("signup/confirm/", views.signup_confirm, name="signup_confirm"),
     path(
         "login/",
         views.LoginView.as_view(

@@ -14,6 +14,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from accounts import phones, services
+from console import signup_confirmation
 from console.forms.accounts import ContactForm, SignUpForm
 from ops import metrics
 from ops.limits import AttemptLimit
@@ -59,6 +60,16 @@ def signup(request: HttpRequest) -> HttpResponse:
     form = SignUpForm(request.POST or None, phone_regions=browser_regions(request))
     if request.method == "POST" and form.is_valid():
         SIGNUPS.count(request)  # a valid form costs a password hash, whatever happens next
+        if settings.SIGNUP_EMAIL_CONFIRMATION:
+            signup_confirmation.start(
+                email=form.cleaned_data["email"],
+                password=form.cleaned_data["password1"],
+                phone_number=form.cleaned_data["phone_number"],
+                channel=form.cleaned_data["channel"],
+                domain=request.get_host(),
+                use_https=request.is_secure(),
+            )
+            return redirect("accounts:signup_sent")
         try:
             user = services.sign_up(
                 email=form.cleaned_data["email"],
@@ -100,3 +111,27 @@ class ConsolePasswordChangeView(PasswordChangeView):
     def form_valid(self, form: PasswordChangeForm) -> HttpResponse:
         messages.success(self.request, "Your password was changed.")
         return super().form_valid(form)
+
+
+def signup_sent(request: HttpRequest) -> HttpResponse:
+    return render(request, "accounts/signup_sent.html")
+
+
+@require_http_methods(["GET", "POST"])
+def signup_confirm(request: HttpRequest) -> HttpResponse:
+    """The email's link: GET asks (a mail scanner fetching the link creates nothing), POST creates the account."""
+    if request.method == "GET":
+        token = request.GET.get("token", "")
+        context = {"pending": signup_confirmation.pending_of(token), "token": token}
+        return render(request, "accounts/signup_confirm.html", context)
+    pending = signup_confirmation.consume(request.POST.get("token", ""))
+    if pending is None:
+        return render(request, "accounts/signup_confirm.html", {"pending": None}, status=410)
+    try:
+        user = services.sign_up(**pending, password_is_hashed=True)
+    except services.EmailTaken:
+        reason = "This address has an account already."
+        return render(request, "accounts/signup_confirm.html", {"pending": None, "reason": reason}, status=409)
+    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    messages.success(request, "Welcome! Create your first API key to start sending messages.")
+    return redirect("keys:list")
