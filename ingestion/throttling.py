@@ -51,84 +51,89 @@ def count_key_request(
     return Usage(policy, limit, window, max(0, limit - count), ends - now), count > limit
 
 
-class ApiKeyRateThrottle(BaseThrottle):
-    """The per-key limit. Raises our own 429 (with the limit in the text) rather than DRF's generic one."""
+class _WindowThrottle(BaseThrottle):
+    """One request counted for its subject (``request.auth``: a key or a webhook trigger) in the subject's fixed
+    window, and our own 429 past the rate (with the limit in the text) rather than DRF's generic one. Each limit says
+    which subjects it counts, under which policy, at which rate setting, and words its refusal."""
+
+    rate_setting = "INGEST_RATE_LIMIT"
+    metric = "key"  # the label of ingest_rate_limited_total
+
+    def policy(self, subject: Any) -> str | None:
+        """The policy ``subject`` is counted under, or None when this limit does not count it."""
+        raise NotImplementedError
+
+    def refusal(self, rate: str, wait: int) -> str:
+        raise NotImplementedError
 
     def allow_request(self, request: Any, view: Any) -> bool:
-        key = request.auth
-        if not isinstance(key, ApiKey):
+        subject = request.auth
+        policy = self.policy(subject)
+        if policy is None:
             return True
-        counted = count_key_request(key)
+        rate = getattr(settings, self.rate_setting)
+        counted = count_key_request(subject, policy, rate)
         if counted is None:
             return True
         usage, over = counted
         remember_usage(request, usage)
         if over:
             wait = max(1, usage.reset)
-            metrics.rate_limited("key")
-            raise RateLimited(
-                f"Rate limit exceeded: this API key may make {describe_rate(settings.INGEST_RATE_LIMIT)}. "
-                f"Retry in {wait} seconds; to send more, combine several messages into one, or use a separate "
-                "key for each automation.",
-                wait,
-            )
+            metrics.rate_limited(self.metric)
+            raise RateLimited(self.refusal(describe_rate(rate), wait), wait)
         return True
+
+
+class ApiKeyRateThrottle(_WindowThrottle):
+    """The per-key sending limit (INGEST_RATE_LIMIT)."""
+
+    def policy(self, subject: Any) -> str | None:
+        return PER_KEY if isinstance(subject, ApiKey) else None
+
+    def refusal(self, rate: str, wait: int) -> str:
+        return (
+            f"Rate limit exceeded: this API key may make {rate}. Retry in {wait} seconds; to send more, combine "
+            "several messages into one, or use a separate key for each automation."
+        )
 
 
 PER_KEY_READS = "per-key-reads"
 PER_TRIGGER_READS = "per-trigger-reads"
 
 
-class ReceiptReadThrottle(BaseThrottle):
+class ReceiptReadThrottle(_WindowThrottle):
     """Receipt reads have a limit of their own per key (RECEIPT_RATE_LIMIT): a script that polls for what became of
-    its messages must not use up what it may send."""
+    its messages must not use up what it may send. A webhook trigger's token reads the receipts of its own firings."""
 
-    def allow_request(self, request: Any, view: Any) -> bool:
-        reader = request.auth  # a key, or a webhook trigger's token (the receipts of its own firings)
-        if not isinstance(reader, ApiKey | WebhookTrigger):
-            return True
-        policy = PER_KEY_READS if isinstance(reader, ApiKey) else PER_TRIGGER_READS
-        counted = count_key_request(reader, policy, settings.RECEIPT_RATE_LIMIT)
-        if counted is None:
-            return True
-        usage, over = counted
-        remember_usage(request, usage)
-        if over:
-            wait = max(1, usage.reset)
-            metrics.rate_limited("key")
-            raise RateLimited(
-                f"Rate limit exceeded: receipts may be read {describe_rate(settings.RECEIPT_RATE_LIMIT)} with "
-                f"one key or webhook token. Retry in {wait} seconds.",
-                wait,
-            )
-        return True
+    rate_setting = "RECEIPT_RATE_LIMIT"
+
+    def policy(self, subject: Any) -> str | None:
+        if isinstance(subject, ApiKey):
+            return PER_KEY_READS
+        return PER_TRIGGER_READS if isinstance(subject, WebhookTrigger) else None
+
+    def refusal(self, rate: str, wait: int) -> str:
+        return (
+            f"Rate limit exceeded: receipts may be read {rate} with one key or webhook token. Retry in {wait} seconds."
+        )
 
 
 PER_TRIGGER = "per-trigger"
 
 
-class WebhookTriggerRateThrottle(BaseThrottle):
+class WebhookTriggerRateThrottle(_WindowThrottle):
     """A webhook trigger's own limit, INGEST_RATE_LIMIT per trigger, counted like a key's."""
 
-    def allow_request(self, request: Any, view: Any) -> bool:
-        trigger = request.auth
-        if not isinstance(trigger, WebhookTrigger) or not getattr(settings, "RATELIMIT_ENABLE", True):
-            return True
-        limit, window = parse_rate(settings.INGEST_RATE_LIMIT)
-        now = int(time.time())
-        ends = now + window - (now - trigger.pk) % window
-        count = count_in_window(f"rl:{PER_TRIGGER}:{trigger.pk}:{limit}/{window}s:{ends}", window + _EXPIRY_MARGIN)
-        usage = Usage(PER_TRIGGER, limit, window, max(0, limit - count), ends - now)
-        remember_usage(request, usage)
-        if count > limit:
-            wait = max(1, usage.reset)
-            metrics.rate_limited("trigger")
-            raise RateLimited(
-                f"Rate limit exceeded: this webhook trigger may fire {describe_rate(settings.INGEST_RATE_LIMIT)}. "
-                f"Retry in {wait} seconds, or send several events in one request.",
-                wait,
-            )
-        return True
+    metric = "trigger"
+
+    def policy(self, subject: Any) -> str | None:
+        return PER_TRIGGER if isinstance(subject, WebhookTrigger) else None
+
+    def refusal(self, rate: str, wait: int) -> str:
+        return (
+            f"Rate limit exceeded: this webhook trigger may fire {rate}. "
+            f"Retry in {wait} seconds, or send several events in one request."
+        )
 
 
 _FAILED_AUTHENTICATIONS = AttemptLimit(AUTH_FAILURES, "AUTH_FAILURE_RATE_LIMIT")
