@@ -45,7 +45,10 @@ def on_a_phone(browser, live_server):
 
 
 def nothing_hidden_sideways(page) -> list[str]:
-    """Code blocks whose lines run past their box (a sideways scroll inside it, or clipped)."""
+    """Code blocks whose lines run past their box (a sideways scroll inside it, or clipped). Measured once the page
+    has loaded: a click's navigation resolves when the new page commits, and a block measured before the stylesheet
+    applies has no wrapping yet (seen once in CI, on a busy machine)."""
+    page.wait_for_load_state("load")
     return page.evaluate(
         """[...document.querySelectorAll('pre')]
              .filter(pre => pre.getClientRects().length && pre.scrollWidth > pre.clientWidth + 1)
