@@ -75,3 +75,10 @@ def sign_up(*, email: str, password: str, phone_number: str, channel: str, passw
 def profile_of(user: User) -> Profile:
     profile, _ = Profile.objects.get_or_create(user=user)
     return profile
+
+
+def lock_account(owner: User) -> None:
+    """Inside a transaction, lock the owner's row until it ends: it orders two creations for one account
+    (PostgreSQL), so that both cannot count the same rows and pass a per-account cap together (keys, webhook
+    triggers). SQLite runs one writing transaction at a time anyway."""
+    get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk", flat=True).first()

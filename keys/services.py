@@ -6,11 +6,11 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from accounts.services import lock_account
 from keys import tokens
 from keys.models import ApiKey, Generation
 
@@ -54,9 +54,7 @@ def create_key(
     plaintext = tokens.generate(generation)
     limit = settings.MAX_ACTIVE_KEYS_PER_ACCOUNT
     with transaction.atomic():
-        # The owner's row, locked, orders two creations for one account (PostgreSQL), so that both cannot count
-        # the same keys and pass the cap together. SQLite runs one writing transaction at a time anyway.
-        get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk", flat=True).first()
+        lock_account(owner)
         if ApiKey.objects.active().filter(owner=owner).count() >= limit:
             raise KeyLimitReached(limit)
         key = ApiKey.objects.create(

@@ -6,13 +6,13 @@ import hmac
 import secrets
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from accounts.services import lock_account
 from keys import tokens
 from keys.models import ApiKey
 from triggers.models import ACTION_MAX_LENGTH, CONDITION_MAX_LENGTH, WebhookTrigger
@@ -84,8 +84,7 @@ def create_trigger(
     plaintext = tokens.generate_checked(TOKEN_PREFIX)
     limit = settings.MAX_ACTIVE_TRIGGERS_PER_ACCOUNT
     with transaction.atomic():
-        # The owner's row, locked, orders two creations for one account (as keys.services.create_key does).
-        get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk", flat=True).first()
+        lock_account(owner)
         if WebhookTrigger.objects.active().filter(owner=owner).count() >= limit:
             raise TriggerLimitReached(limit)
         trigger = WebhookTrigger.objects.create(
