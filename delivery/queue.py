@@ -295,26 +295,21 @@ def record_replies(replies: Sequence[tuple[Claim, str]]) -> set[int]:
 
 def record_retry(claim: Claim, error: str, next_attempt_at: datetime) -> bool:
     """A transient failure: back to queued, due again at ``next_attempt_at``. One statement."""
-    now = timezone.now()
-    return bool(
-        _holding(claim).update(
-            status=DeliveryStatus.QUEUED,
-            next_attempt_at=next_attempt_at,
-            finished_at=now,
-            last_error=error,
-            lease_expires_at=None,
-            updated_at=now,
-        )
-    )
+    return _record_unanswered(claim, DeliveryStatus.QUEUED, error, next_attempt_at)
 
 
 def record_failed(claim: Claim, error: str) -> bool:
     """A permanent failure, or the last attempt failed: failed. One statement."""
+    return _record_unanswered(claim, DeliveryStatus.FAILED, error, None)
+
+
+def _record_unanswered(claim: Claim, status: str, error: str, next_attempt_at: datetime | None) -> bool:
+    """An attempt that ended without a reply, written only while it still holds the delivery."""
     now = timezone.now()
     return bool(
         _holding(claim).update(
-            status=DeliveryStatus.FAILED,
-            next_attempt_at=None,
+            status=status,
+            next_attempt_at=next_attempt_at,
             finished_at=now,
             last_error=error,
             lease_expires_at=None,
