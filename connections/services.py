@@ -8,6 +8,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.services import lock_account
+
 from connections import client, crypto
 from connections.addresses import RefusedUrl, check_resolved, check_url
 from connections.models import Connection, Tool
@@ -70,6 +72,8 @@ def _read_server(url: str, api_key: str) -> client.ServerInfo:
 
 
 def check_room(owner: User) -> None:
+    """Refuse when the owner holds MAX_CONNECTIONS already. Early, before connecting, as a courtesy; add_connection
+    checks again with the owner's row locked, where it counts."""
     if Connection.objects.filter(owner=owner).count() >= MAX_CONNECTIONS:
         raise ConnectionRefused(f"You have {MAX_CONNECTIONS} MCP connections, the most allowed; remove one first.")
 
@@ -81,6 +85,10 @@ def add_connection(owner: User, name: object, server_url: object, api_key: objec
     new = validate(name, server_url, api_key)
     info = _read_server(new.server_url, new.api_key)
     with transaction.atomic():
+        # The server was read meanwhile (seconds): other adds for the owner may have been stored since the first
+        # check. Locked, two adds cannot both count 19 and store the twentieth and twenty-first.
+        lock_account(owner)
+        check_room(owner)
         connection = Connection.objects.create(
             owner=owner,
             name=new.name,

@@ -277,3 +277,36 @@ def test_staff_see_connections_and_tools_in_the_admin_never_the_key(client, v2, 
     assert "Tracker" in page and "create_issue" in page
     assert SERVER_KEY not in page and stored.api_key_encrypted not in page
     assert client.get("/admin/connections/connection/?api_key_encrypted__startswith=g").status_code in (302, 400)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_adds_do_not_pass_the_cap_together(v2, mcp_server):
+    """Each add reads the server between its first count and its insert: without the owner's row locked around the
+    second count and the insert, several adds counted the same rows (40 at once left 24 against a cap of 20)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection, connections
+
+    from connections.services import MAX_CONNECTIONS, ConnectionRefused, add_connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent transactions need PostgreSQL (CI's second pass)")
+    owner = v2[0].owner
+    Connection.objects.bulk_create(
+        Connection(owner=owner, name=f"C{n}", server_url=mcp_server.url) for n in range(MAX_CONNECTIONS - 1)
+    )
+
+    def add(n: int) -> str:
+        try:
+            add_connection(owner, f"Racer {n}", mcp_server.url)
+            return "added"
+        except ConnectionRefused:
+            return "refused"
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outcomes = list(pool.map(add, range(6)))
+
+    assert Connection.objects.filter(owner=owner).count() == MAX_CONNECTIONS
+    assert outcomes.count("added") == 1
