@@ -8,7 +8,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from accounts import phones
 from accounts.models import Channel
 from accounts.services import find_user_by_email
-from accounts.validators import validate_e164, validate_time_zone
+from accounts.validators import canonical_time_zone, validate_e164, validate_time_zone
 
 
 class TelInput(forms.TextInput):
@@ -100,16 +100,32 @@ class SignUpForm(PhoneRegionsMixin, forms.Form):
         return cleaned
 
 
+TIME_ZONE_LIST = "time-zone-names"
+
+
+class TimeZoneField(forms.CharField):
+    """An IANA time zone name typed in any case, cleaned to the name itself (europe/paris: Europe/Paris)."""
+
+    default_validators = [validate_time_zone]
+
+    def to_python(self, value: Any) -> str:
+        typed: str = super().to_python(value)
+        return canonical_time_zone(typed) if typed else typed
+
+
 class ContactForm(PhoneRegionsMixin, forms.Form):
     phone_number = PhoneNumberField()
     channel = ChannelField()
-    time_zone = forms.CharField(
+    time_zone = TimeZoneField(
         label="Time zone",
         max_length=64,
         required=False,
-        validators=[validate_time_zone],
-        help_text="Where you are, for reminders: a name such as Europe/Paris or America/New_York.",
-        widget=forms.TextInput(attrs={"autocomplete": "off", "placeholder": "UTC"}),
+        help_text="Where you are, for reminders and the times on these pages: a name such as Europe/Paris or "
+        "America/New_York, in any case.",
+        # The page lists every name in the datalist TIME_ZONE_LIST; console.js offers the browser's own zone.
+        widget=forms.TextInput(
+            attrs={"autocomplete": "off", "placeholder": "UTC", "list": TIME_ZONE_LIST, "data-browser-time-zone": ""}
+        ),
     )
 
 
