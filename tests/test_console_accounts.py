@@ -211,7 +211,9 @@ def test_the_time_zone_is_taken_in_any_case_and_stored_as_its_iana_name(client, 
 
 def test_an_unknown_time_zone_is_refused_next_to_the_field(client, user):
     client.force_login(user)
-    response = client.post("/settings/", {"phone_number": "+14155551234", "channel": "sms", "time_zone": "Mars/Olympus"})
+    response = client.post(
+        "/settings/", {"phone_number": "+14155551234", "channel": "sms", "time_zone": "Mars/Olympus"}
+    )
 
     assert response.status_code == 200
     assert "Mars/Olympus is not a time zone name" in response.context["form"].errors["time_zone"][0]
