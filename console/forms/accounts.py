@@ -82,7 +82,11 @@ class SignUpForm(PhoneRegionsMixin, forms.Form):
         # With sign-ups confirmed by email, the page must not tell whether an address has an account: the email
         # says it (console/signup_confirmation.py).
         if not settings.SIGNUP_EMAIL_CONFIRMATION and find_user_by_email(email) is not None:
-            raise forms.ValidationError("An account with this email already exists. Log in instead.", code="taken")
+            raise forms.ValidationError(
+                "An account with this email already exists. Log in instead (one made with createapikey has no "
+                "password until you open the link that command printed, or use “Forgot your password?”).",
+                code="taken",
+            )
         return email
 
     def clean(self) -> dict[str, Any]:
