@@ -113,8 +113,8 @@ class TimeZoneField(forms.CharField):
     default_validators = [validate_time_zone]
 
     def to_python(self, value: Any) -> str:
-        typed: str = super().to_python(value)
-        return canonical_time_zone(typed) if typed else typed
+        typed = super().to_python(value)
+        return canonical_time_zone(typed) if typed else ""
 
 
 class ContactForm(PhoneRegionsMixin, forms.Form):
