@@ -94,10 +94,8 @@ def _event_line(item: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
 
 def mail(result: str) -> str:
     found = parsed(result, "messages")
-    if found is None:
-        return result
     if not found:
-        return "No unread mail."
+        return "No unread mail." if found is not None or result.startswith("No message") else result
     lines = [f"- {item.get('from', '')}: {item.get('subject') or '(no subject)'}" for item in found[:LISTED]]
     noun = "message" if len(found) == 1 else "messages"
     return "\n".join([f"{len(found)} unread {noun}:", *lines])
