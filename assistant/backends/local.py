@@ -141,6 +141,8 @@ def _arrival(request: AssistantRequest) -> str:
         return "Received through one of your webhook triggers."
     if request.source == Source.TOOL_FOLLOW_UP:
         return "Received a follow-up from a tool."
+    if request.source in (Source.SMS, Source.WHATSAPP, Source.IMESSAGE, Source.TELEGRAM):
+        return f"Received by {Source(request.source).label}."
     return "Received from the app."
 
 
