@@ -405,6 +405,14 @@ ASSISTANT_SYSTEM_PROMPT = env_str(
 # --- MCP connections and tools (README, "MCP connections" and "An assistant that acts") -------------------------
 # How long one MCP exchange (initialize + tools/list, or a tool call) may take.
 MCP_TIMEOUT_SECONDS = env_float("MCP_TIMEOUT_SECONDS", 15)
+# Checks of a server while a person waits (adding or syncing a connection): a shorter deadline, and at most this
+# many at once per web process (well below its WEB_THREADS) and per account; beyond, 503 or 429 at once
+# (connections/checks.py).
+MCP_CHECK_TIMEOUT_SECONDS = env_float("MCP_CHECK_TIMEOUT_SECONDS", 5)
+MCP_CHECKS_PER_PROCESS = env_int("MCP_CHECKS_PER_PROCESS", max(1, env_int("WEB_THREADS", 4) // 2))
+MCP_CHECKS_PER_ACCOUNT = env_int("MCP_CHECKS_PER_ACCOUNT", 1)
+# The most one MCP exchange may read from the server, all its answers together (counted while reading).
+MCP_MAX_ANSWER_BYTES = env_int("MCP_MAX_ANSWER_BYTES", 4_000_000)
 # Whether MCP server URLs may point inside our network (loopback, private, link-local). On in development and
 # tests (local servers); off in production, where it would let a user make this server reach internal services.
 MCP_ALLOW_PRIVATE_ADDRESSES = env_bool("MCP_ALLOW_PRIVATE_ADDRESSES", DEBUG or TESTING)
