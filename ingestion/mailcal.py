@@ -16,9 +16,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from connections import mailcal
+from connections.checks import ChecksBusy
 from connections.models import CalendarAccount, MailAccount
 from ingestion.exceptions import ApiError, InvalidBody, NotFound
-from ingestion.mcp import _McpView
+from ingestion.mcp import _busy, _McpView
 from keys.models import ApiKey
 
 
@@ -92,6 +93,8 @@ class CalendarView(_McpView):
             account = mailcal.add_calendar(key.owner, body.get("serverUrl"), body.get("username"), body.get("password"))
         except mailcal.AccountRefused as refused:
             raise _refused(refused) from None
+        except ChecksBusy as busy:
+            raise _busy(busy) from None
         return Response(
             {"success": True, "message": f"Connected the calendar {account.calendar_name}.", **calendar_json(account)},
             status=status.HTTP_201_CREATED,
@@ -124,6 +127,8 @@ class MailboxView(_McpView):
             account = mailcal.add_mailbox(key.owner, body)
         except mailcal.AccountRefused as refused:
             raise _refused(refused) from None
+        except ChecksBusy as busy:
+            raise _busy(busy) from None
         return Response(
             {"success": True, "message": f"Connected the mailbox {account.address}.", **mailbox_json(account)},
             status=status.HTTP_201_CREATED,

@@ -82,7 +82,7 @@ def test_a_calendar_that_cannot_be_used_is_refused_and_nothing_stored(
 
 
 def test_unreachable_hanging_plaintext_and_private_calendar_servers_are_refused(client, v2, settings):
-    settings.MAIL_CALENDAR_TIMEOUT_SECONDS = 1
+    settings.MCP_CHECK_TIMEOUT_SECONDS = 1
     down = api(
         client,
         "post",
@@ -166,7 +166,7 @@ def test_a_mailbox_without_tls_or_at_a_private_address_is_refused_unless_allowed
 
 
 def test_a_mailbox_server_that_hangs_is_refused_in_time(client, v2, smtp_server, settings):
-    settings.MAIL_CALENDAR_TIMEOUT_SECONDS = 1
+    settings.MCP_CHECK_TIMEOUT_SECONDS = 1
     with silent_server() as port:
         response = api(client, "post", MAILBOX, v2[1], mailbox_fields(type("D", (), {"port": port}), smtp_server, "x"))
     assert response.status_code == 422 and "did not answer in time" in response.json()["message"]
