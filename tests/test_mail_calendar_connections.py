@@ -210,3 +210,18 @@ def test_rotatemcpkeys_reencrypts_calendar_and_mailbox_passwords(settings, user)
     mailbox.refresh_from_db()
     assert crypto.decrypt(calendar.password_encrypted) == "cal-pw"
     assert crypto.decrypt(mailbox.password_encrypted) == "mail-pw"
+
+
+def test_staff_see_the_accounts_in_the_admin_without_their_passwords(client, v2, radicale_server):
+    from tests.factories import UserFactory
+
+    api(client, "post", CALENDAR, v2[1], {"serverUrl": radicale_server.url, "username": "ann", "password": PASSWORD})
+    account = CalendarAccount.objects.get()
+    client.force_login(UserFactory(email="staff@example.com", is_staff=True, is_superuser=True))
+
+    page = client.get(f"/admin/connections/calendaraccount/{account.pk}/change/").content.decode()
+    assert radicale_server.url in page and "Personal" in page
+    assert PASSWORD not in page and account.password_encrypted not in page
+    assert client.get("/admin/connections/mailaccount/").status_code == 200
+    refused = client.get("/admin/connections/calendaraccount/?password_encrypted__startswith=g")
+    assert refused.status_code in (302, 400)
