@@ -1,6 +1,7 @@
 import factory
 from django.contrib.auth import get_user_model
 
+from conversations.models import Delivery
 from keys.models import Generation
 from keys.services import create_key
 
@@ -18,3 +19,11 @@ class UserFactory(factory.django.DjangoModelFactory):
 def make_key(owner=None, name: str = "ci job", generation: Generation = Generation.V2, *, may_read_replies=False):
     """A key and its plaintext, created the way the product creates them."""
     return create_key(owner or UserFactory(), name, generation, may_read_replies=may_read_replies)
+
+
+def attempt_when_due(delivery_id: int) -> str:
+    """The delivery's next attempt, as if its retry's time had come (the tests do not wait for the backoff)."""
+    from delivery.handoff import attempt_delivery
+
+    Delivery.objects.filter(pk=delivery_id).update(next_attempt_at=None)
+    return attempt_delivery(delivery_id)

@@ -83,6 +83,7 @@ def service_env(**overrides: str) -> dict[str, str]:
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "LOG_LEVEL": "WARNING",
             "REDIS_URL": "",
+            "TASK_BACKEND": "immediate",  # the hand-off inside the request unless a test says otherwise
         }
     )
     env.update(overrides)
