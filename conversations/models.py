@@ -120,7 +120,7 @@ class Delivery(models.Model):
 
     queued → processing → delivered, or back to queued (with next_attempt_at) after a transient failure, or failed
     once the attempts or takeovers are used up or the assistant refuses the message for good. Every change of its
-    state goes through conversations/lifecycle.py (its docstring has the whole diagram).
+    state goes through delivery/lifecycle.py (its docstring has the whole diagram).
     """
 
     message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="delivery")
@@ -153,7 +153,7 @@ class Delivery(models.Model):
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.QUEUED)
     attempts = models.PositiveIntegerField(default=0)
     # How many claims found it processing under an expired lease (its worker died or was cut off); after
-    # DELIVERY_MAX_TAKEOVERS the delivery fails (conversations/lifecycle.py).
+    # DELIVERY_MAX_TAKEOVERS the delivery fails (delivery/lifecycle.py).
     takeovers = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
     request_id = models.CharField(max_length=128, blank=True)

@@ -31,9 +31,8 @@ from django.db import connection
 from django.utils import timezone
 from dramatiq.middleware import Middleware
 
-from conversations import lifecycle
 from conversations.models import Delivery, DeliveryStatus
-from delivery import queue
+from delivery import lifecycle, queue
 from delivery.engine import Engine, record
 from delivery.queue import next_in_thread
 

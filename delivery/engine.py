@@ -40,8 +40,7 @@ from django.utils import timezone
 
 from assistant.backends import backend_named
 from assistant.outcomes import Outcome, PermanentFailure, Reply, TransientFailure
-from conversations import lifecycle
-from delivery import queue
+from delivery import lifecycle, queue
 from delivery.queue import Claim
 from ops import database_work, metrics
 
@@ -270,7 +269,7 @@ def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
         if lifecycle.delivered(claim.held, reply):
             _log_delivered(claim, seconds)
             return "delivered"
-        return "skipped"
+        return _refused(claim)
     if isinstance(outcome, PermanentFailure):
         return _failed(claim, str(outcome))
     if isinstance(outcome, TransientFailure):
@@ -295,6 +294,17 @@ def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
             next_attempt_at.isoformat(),
         )
         return "queued"
+    return _refused(claim)
+
+
+def _refused(claim: Claim) -> str:
+    """The attempt no longer held its delivery (taken over after its lease expired, put back, or answered by a
+    callback meanwhile): its outcome is not written."""
+    logger.warning(
+        "delivery %s: attempt %s no longer holds it (taken over, put back or answered); its outcome is dropped",
+        claim.delivery_id,
+        claim.attempt,
+    )
     return "skipped"
 
 
@@ -311,7 +321,7 @@ def _log_delivered(claim: Claim, seconds: float) -> None:
 
 def _failed(claim: Claim, error: str) -> str:
     if not lifecycle.failed(claim.held, error):
-        return "skipped"
+        return _refused(claim)
     metrics.delivery_attempt_finished("failed")
     logger.warning("delivery %s failed after %s attempt(s): %s", claim.delivery_id, claim.attempt, error)
     return "failed"

@@ -12,9 +12,8 @@ from django.utils import timezone
 
 from assistant.backends import backend_named
 from assistant.outcomes import Outcome
-from conversations import lifecycle
 from conversations.models import Delivery, DeliveryStatus
-from delivery import queue
+from delivery import lifecycle, queue
 from delivery.engine import record
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ messages reach the assistant one at a time, in the order they were accepted, and
 A retry waiting for its backoff keeps its place: the thread's later messages wait behind it until it is delivered
 or fails for good (as FIFO queues with message groups do). The assistant never sees a conversation out of order.
 
-The claim is conversations/lifecycle.py's (one statement on PostgreSQL: ``FOR UPDATE SKIP LOCKED`` picks up to N
+The claim is delivery/lifecycle.py's (one statement on PostgreSQL: ``FOR UPDATE SKIP LOCKED`` picks up to N
 claimable rows, marks them processing with a lease, counts the attempt, and returns the message, its key and the
 recent thread); this module turns its rows into the assistant's requests. Elsewhere (SQLite) the same claim runs
 without SKIP LOCKED (SQLite has one writer at a time anyway) and the requests are read by the ORM.
@@ -23,9 +23,9 @@ from typing import Any
 from django.db import connection, transaction
 
 from assistant.conversation import AssistantRequest, KeyInfo, ThreadEntry, build_request
-from conversations import lifecycle
-from conversations.lifecycle import Held
 from conversations.models import Delivery, Message
+from delivery import lifecycle
+from delivery.lifecycle import Held
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,8 @@ from django.db import transaction
 from django.tasks import task
 from django_tasks_db import DatabaseBackend
 
-from conversations import lifecycle
 from conversations.models import Delivery, DeliveryStatus
+from delivery import lifecycle
 
 logger = logging.getLogger("delivery.handoff")
 

@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from assistant import signing
-from conversations import lifecycle
 from conversations.models import Message, Role
+from delivery import lifecycle
 from ingestion import body as body_rules
 from ingestion import openapi
 from ingestion.exceptions import (

@@ -12,9 +12,8 @@ from django.tasks import task
 from django.utils import timezone
 from django_tasks_db import DatabaseBackend
 
-from conversations import lifecycle
 from conversations.models import Source
-from conversations.services import conversation_of
+from conversations.services import assistant_message, conversation_of
 from reminders import channel
 from reminders.models import Reminder, ReminderStatus
 from reminders.schedules import next_occurrence, schedule_of
@@ -52,8 +51,8 @@ def fire(reminder_id: int, due_at: datetime) -> str:
         if reminder is None or reminder.status != ReminderStatus.SCHEDULED or reminder.next_due_at != due_at:
             return "skipped"  # cancelled, already fired, or rescheduled: another task owns the next occurrence
         now = timezone.now()
-        lifecycle.assistant_message(
-            conversation_of(reminder.owner),
+        assistant_message(
+            conversation_of(reminder.owner).pk,
             f"Reminder: {reminder.text}",
             source=Source.REMINDER,
             context={"reminder": reminder.public_id, "due_at": due_at.isoformat()},

@@ -204,7 +204,7 @@ def test_a_reply_that_arrives_before_our_attempt_ends_is_kept(client, v2, runtim
     Delivery.objects.update(status=DeliveryStatus.PROCESSING, attempts=1)
 
     assert call_back(client, {"message_id": message_id, "reply": "quick"}).status_code == 200
-    from conversations.lifecycle import Held, delivered
+    from delivery.lifecycle import Held, delivered
 
     assert not delivered(Held(delivery().pk, 1), None)  # the attempt no longer holds it: nothing written
     assert (delivery().status, delivery().reply.text) == (DeliveryStatus.DELIVERED, "quick")

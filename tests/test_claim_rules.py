@@ -1,6 +1,6 @@
 """The claim's rules on the default database (SQLite under `make test`, PostgreSQL in CI's second pass), fast: the
 order per thread, leases, takeovers and their limit, renewals, and that an attempt that lost its claim writes
-nothing. Each assertion pins one rule of conversations/lifecycle.py and conversations/leases.py, so that changing
+nothing. Each assertion pins one rule of delivery/lifecycle.py and delivery/leases.py, so that changing
 one line of either (a comparison, a status, a counter) fails here, not only in the PostgreSQL engine tests."""
 
 from datetime import timedelta
@@ -8,11 +8,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversations import lifecycle
-from conversations.lifecycle import Held
 from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
 from conversations.services import conversation_of
-from delivery import queue
+from delivery import lifecycle, queue
+from delivery.lifecycle import Held
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,8 @@ import pytest
 from django.utils import timezone
 
 from assistant.signing import secret_bytes
-from conversations.lifecycle import policy
 from conversations.models import Delivery, DeliveryStatus, Message, Role
+from delivery.lifecycle import policy
 from tests.conftest import fixture_body
 from tests.factories import attempt_when_due
 

@@ -1,7 +1,9 @@
-"""The life cycle of a delivery, and every write of an assistant's message into a thread: the one module that writes
-a delivery's state (status, attempts, takeovers, lease, times, last error, reply) and that creates messages of role
-``assistant``. The engine, the broker's actor, the in-process task, the callback endpoint, staff retries and
-reminders all come here; nothing else writes those columns.
+"""The life cycle of a delivery, and every write of an assistant's reply: the one module that writes a delivery's
+state (status, attempts, takeovers, lease, times, last error, reply) and its reply into the thread. The engine, the
+broker's actor, the in-process task, the callback endpoint and staff retries all come here; nothing else writes
+those columns. (An assistant message that answers no delivery, a reminder firing, is written by
+``conversations.services.assistant_message``, the function this module's ORM path uses too: reminders sit below
+delivery in the layers.)
 
 ::
 
@@ -27,7 +29,7 @@ A reply by callback marks the delivery delivered from any state (a reply proves 
 the claim's token. Every outcome is written only while that attempt still holds the delivery (same attempt number,
 still processing), so a worker that comes back after a takeover (a lost machine that reconnects) writes nothing.
 
-The policy (lease, renewal, backoff, takeover limit) is conversations/leases.py's, built here from the DELIVERY_*
+The policy (lease, renewal, backoff, takeover limit) is delivery/leases.py's, built here from the DELIVERY_*
 and ASSISTANT_RETRY_* settings (``policy()``); see that module to reuse it for another queue.
 
 The claim's SQL is here; delivery/queue.py turns what it returns into the assistant's request.
@@ -44,8 +46,9 @@ from django.db import connection, transaction
 from django.db.models import Case, F, PositiveIntegerField, Q, Value, When
 from django.utils import timezone
 
-from conversations import leases
-from conversations.models import Conversation, Delivery, DeliveryStatus, Message, Role, Source, new_message_id
+from conversations.models import Conversation, Delivery, DeliveryStatus, Message, Source, new_message_id
+from conversations.services import assistant_message
+from delivery import leases
 from keys.models import ApiKey
 
 logger = logging.getLogger(__name__)
@@ -440,18 +443,5 @@ def queue_again(delivery_id: int) -> bool:
     )
 
 
-# --- assistant messages that answer no delivery -----------------------------------------------------------------
-
-
-def assistant_message(conversation: Conversation, text: str, *, source: str, context: Any = None) -> Message:
-    """A message from the assistant that is not a delivery's reply (a reminder firing): the thread's other way in
-    for role ``assistant``."""
-    return Message.objects.create(
-        conversation=conversation, role=Role.ASSISTANT, source=source, text=text, context=context
-    )
-
-
 def _assistant_message(conversation_id: int, text: str, now: datetime) -> Message:
-    return Message.objects.create(
-        conversation_id=conversation_id, role=Role.ASSISTANT, source=Source.ASSISTANT, text=text, created_at=now
-    )
+    return assistant_message(conversation_id, text, source=Source.ASSISTANT, created_at=now)

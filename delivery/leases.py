@@ -1,5 +1,5 @@
 """Leases, renewals, retries with backoff and counted takeovers: the policy of a work queue kept in a table, written
-once for any queue (the assistant deliveries, conversations/lifecycle.py, are the first; a second queue, such as an
+once for any queue (the assistant deliveries, delivery/lifecycle.py, are the first; a second queue, such as an
 outbox of channel sends, reuses it as it is).
 
 A row of such a queue has these columns (any model will do; the names are fixed):
