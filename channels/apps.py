@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ChannelsConfig(AppConfig):
+    name = "channels"
+    verbose_name = "Channels"
