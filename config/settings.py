@@ -80,6 +80,7 @@ MIDDLEWARE = [
     # Django's login and flash-message middleware, passed through by /api/v1/ (see the module).
     "console.middleware.AuthenticationMiddleware",
     "console.middleware.MessageMiddleware",
+    "console.middleware.PersonTimeZoneMiddleware",  # pages show times in the person's zone (Settings)
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
