@@ -53,7 +53,7 @@ def check_task_backend_for_production(app_configs: Any = None, **kwargs: Any) ->
 @checks.register(checks.Tags.compatibility, deploy=True)
 def check_public_base_url(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """Tools are told to post their follow-ups to PUBLIC_BASE_URL: in production nothing else can say where we are."""
-    if str(settings.PUBLIC_BASE_URL).startswith(("http://", "https://")):
+    if settings.PUBLIC_BASE_URL_FROM_ENV and str(settings.PUBLIC_BASE_URL).startswith(("http://", "https://")):
         return []
     return [
         checks.Error(

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "assistant",
     "delivery",
     "ingestion",
+    "channels",
     "console",
     # After "delivery", whose db_worker command (the Procfile's worker: django-tasks-db's, with the delivery engine
     # running beside it) takes precedence over the one of the same name here.
@@ -79,6 +80,7 @@ MIDDLEWARE = [
     # Django's login and flash-message middleware, passed through by /api/v1/ (see the module).
     "console.middleware.AuthenticationMiddleware",
     "console.middleware.MessageMiddleware",
+    "console.middleware.PersonTimeZoneMiddleware",  # pages show times in the person's zone (Settings)
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "ops.public_url.RememberRequestHostMiddleware",  # DEBUG without PUBLIC_BASE_URL only (see the module)
 ]
@@ -202,7 +204,8 @@ STORAGES = {
 # --- The API --------------------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
-    "DEFAULT_PERMISSION_CLASSES": [],
+    # Every key-authenticated method declares the scope it needs (ingestion/scopes.py).
+    "DEFAULT_PERMISSION_CLASSES": ["ingestion.scopes.KeyScopes"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["ingestion.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "ingestion.exceptions.api_exception_handler",
@@ -415,11 +418,25 @@ ASSISTANT_SYSTEM_PROMPT = env_str(
 # --- MCP connections and tools (README, "MCP connections" and "An assistant that acts") -------------------------
 # How long one MCP exchange (initialize + tools/list, or a tool call) may take.
 MCP_TIMEOUT_SECONDS = env_float("MCP_TIMEOUT_SECONDS", 15)
+# Checks of a server while a person waits (adding or syncing a connection): a shorter deadline, and at most this
+# many at once per web process (well below its WEB_THREADS) and per account; beyond, 503 or 429 at once
+# (connections/checks.py).
+MCP_CHECK_TIMEOUT_SECONDS = env_float("MCP_CHECK_TIMEOUT_SECONDS", 5)
+MCP_CHECKS_PER_PROCESS = env_int("MCP_CHECKS_PER_PROCESS", max(1, env_int("WEB_THREADS", 4) // 2))
+MCP_CHECKS_PER_ACCOUNT = env_int("MCP_CHECKS_PER_ACCOUNT", 1)
+# The most one MCP exchange may read from the server, all its answers together (counted while reading).
+MCP_MAX_ANSWER_BYTES = env_int("MCP_MAX_ANSWER_BYTES", 4_000_000)
 # Whether MCP server URLs may point inside our network (loopback, private, link-local). On in development and
 # tests (local servers); off in production, where it would let a user make this server reach internal services.
 MCP_ALLOW_PRIVATE_ADDRESSES = env_bool("MCP_ALLOW_PRIVATE_ADDRESSES", DEBUG or TESTING)
 # Fernet keys for the servers' API keys at rest, newest first (connections/crypto.py); empty: derived from SECRET_KEY.
 MCP_ENCRYPTION_KEYS = env_list("MCP_ENCRYPTION_KEYS")
+# Mail (IMAP + SMTP) and calendar (CalDAV) connections (README, "Connections"): one exchange's time limit when a
+# connection is added, and the most one tool call may take (less when the attempt's deadline is nearer).
+MAIL_CALENDAR_TIMEOUT_SECONDS = env_float("MAIL_CALENDAR_TIMEOUT_SECONDS", 15)
+# Whether IMAP/SMTP without TLS and http:// CalDAV are accepted: the app password would travel in clear. On in
+# development and tests (local servers without certificates); off in production.
+MAIL_CALENDAR_ALLOW_PLAINTEXT = env_bool("MAIL_CALENDAR_ALLOW_PLAINTEXT", DEBUG or TESTING)
 # The tool-calling loop of the openai backend: at most this many rounds of tool calls, and this long in all.
 ASSISTANT_TOOL_ROUNDS = env_int("ASSISTANT_TOOL_ROUNDS", 6)
 ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
@@ -431,9 +448,45 @@ MCP_FOLLOW_UP_INTERVAL_SECONDS = env_float("MCP_FOLLOW_UP_INTERVAL_SECONDS", 2)
 REMINDER_CHANNEL_WEBHOOK_URL = env_str("REMINDER_CHANNEL_WEBHOOK_URL")
 REMINDER_CHANNEL_WEBHOOK_TOKEN = env_str("REMINDER_CHANNEL_WEBHOOK_TOKEN")
 REMINDER_CHANNEL_TIMEOUT_SECONDS = env_float("REMINDER_CHANNEL_TIMEOUT_SECONDS", 5)
-# Where follow-ups are posted back to: this server's public address (the callback URL is built from it). Required in
-# production (`check --deploy`); under DEBUG without it, the address requests come to (ops/public_url.py).
-PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL").rstrip("/")
+# This server's public address: follow-ups are posted back to it, and the channel providers call it (their
+# signatures are computed over PUBLIC_BASE_URL + path, so it must be exactly what is pasted into their consoles).
+# Required in production (`check --deploy`); under DEBUG without it, tools are told the address requests come to
+# (ops/public_url.py), so `make run PORT=8700` gets its follow-ups.
+PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+PUBLIC_BASE_URL_FROM_ENV = bool(env_str("PUBLIC_BASE_URL"))
+
+# --- Channels (channels/; DESIGN.md, "Channels") ----------------------------------------------------------------
+# One set of provider credentials per deployment. A channel whose settings are incomplete is not offered anywhere
+# (channels/adapters/__init__.py says which settings each needs). Secrets are stripped: one pasted with its line
+# break would be refused by the provider.
+TWILIO_ACCOUNT_SID = env_str("TWILIO_ACCOUNT_SID").strip()
+TWILIO_AUTH_TOKEN = env_str("TWILIO_AUTH_TOKEN").strip()
+TWILIO_SMS_FROM = env_str("TWILIO_SMS_FROM").strip()  # +E.164 or a Messaging Service SID (MG...)
+TWILIO_WHATSAPP_FROM = env_str("TWILIO_WHATSAPP_FROM").strip()  # +E.164 of the WhatsApp sender
+TWILIO_WHATSAPP_TEMPLATE_SID = env_str("TWILIO_WHATSAPP_TEMPLATE_SID").strip()  # HX...: outside the 24-hour window
+TWILIO_API_BASE_URL = env_str("TWILIO_API_BASE_URL", "https://api.twilio.com").rstrip("/")
+WHATSAPP_CLOUD_ACCESS_TOKEN = env_str("WHATSAPP_CLOUD_ACCESS_TOKEN").strip()
+WHATSAPP_CLOUD_PHONE_NUMBER_ID = env_str("WHATSAPP_CLOUD_PHONE_NUMBER_ID").strip()
+WHATSAPP_CLOUD_APP_SECRET = env_str("WHATSAPP_CLOUD_APP_SECRET").strip()
+WHATSAPP_CLOUD_VERIFY_TOKEN = env_str("WHATSAPP_CLOUD_VERIFY_TOKEN").strip()
+WHATSAPP_CLOUD_API_BASE_URL = env_str("WHATSAPP_CLOUD_API_BASE_URL", "https://graph.facebook.com/v23.0").rstrip("/")
+BLUEBUBBLES_URL = env_str("BLUEBUBBLES_URL").rstrip("/")
+BLUEBUBBLES_PASSWORD = env_str("BLUEBUBBLES_PASSWORD").strip()
+BLUEBUBBLES_WEBHOOK_SECRET = env_str("BLUEBUBBLES_WEBHOOK_SECRET").strip()
+TELEGRAM_BOT_TOKEN = env_str("TELEGRAM_BOT_TOKEN").strip()
+TELEGRAM_BOT_USERNAME = env_str("TELEGRAM_BOT_USERNAME").strip().lstrip("@")
+TELEGRAM_WEBHOOK_SECRET = env_str("TELEGRAM_WEBHOOK_SECRET").strip()
+TELEGRAM_API_BASE_URL = env_str("TELEGRAM_API_BASE_URL", "https://api.telegram.org").rstrip("/")
+# How long one call to a provider may take before it counts as failed (and, for a send, retryable).
+CHANNEL_TIMEOUT_SECONDS = env_float("CHANNEL_TIMEOUT_SECONDS", 10)
+# The largest callback body a provider's request may have; anything bigger is refused (413) unread.
+CHANNEL_MAX_BODY_BYTES = env_int("CHANNEL_MAX_BODY_BYTES", 262144)
+# Linking: a code (or Telegram link) lives this long, allows this many wrong entries, and a person may ask for this
+# many codes, an address receive this many, per hour.
+LINK_CODE_TTL_SECONDS = env_int("LINK_CODE_TTL_SECONDS", 600)
+LINK_CODE_MAX_TRIES = env_int("LINK_CODE_MAX_TRIES", 5)
+LINK_CODE_RATE_LIMIT = env_rate("LINK_CODE_RATE_LIMIT", "5/h")
+LINK_CODE_ADDRESS_RATE_LIMIT = env_rate("LINK_CODE_ADDRESS_RATE_LIMIT", "3/h")
 
 # --- Logging --------------------------------------------------------------------------------------------------
 # One JSON object per line in production (ops/jsonlog.py), readable text for development. Each request gets one

@@ -17,11 +17,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from connections import services
+from connections.checks import ChecksBusy
 from connections.models import Connection, is_connection_id
 from ingestion.authentication import ApiKeyAuthentication
 from ingestion.exceptions import ApiError, InvalidBody, NotFound
 from ingestion.negotiation import JsonOnly
 from keys.models import ApiKey, Generation
+from keys.scopes import Scope
 
 
 class McpKeyAuthentication(ApiKeyAuthentication):
@@ -38,6 +40,23 @@ class McpServerUnusable(ApiError):
 
 class McpAuthenticationRequired(ApiError):
     default_code = "mcp_authentication_required"
+
+
+class TooManyConnectionChecks(ApiError):
+    default_code = "too_many_connection_checks"
+
+    def __init__(self, message: str, wait: int) -> None:
+        super().__init__(message)
+        self.wait = wait  # sent as Retry-After
+
+
+class ConnectionChecksBusy(TooManyConnectionChecks):
+    default_code = "connection_checks_busy"
+
+
+def _busy(busy: ChecksBusy) -> ApiError:
+    kind = ConnectionChecksBusy if busy.whole_process else TooManyConnectionChecks
+    return kind(str(busy), busy.wait)
 
 
 class TunnelsNotSupported(ApiError):
@@ -101,6 +120,7 @@ class _McpView(APIView):
 
 class AddConnectionView(_McpView):
     http_method_names = ["post", "options"]
+    required_scopes = {"POST": Scope.CONNECTIONS_MANAGE}
 
     def post(self, request: Request) -> Response:
         body = request.data
@@ -119,6 +139,8 @@ class AddConnectionView(_McpView):
             connection = services.add_connection(key.owner, new.name, new.server_url, new.api_key or None)
         except services.ConnectionRefused as refused:
             raise _refused(refused, checked_form=True) from None
+        except ChecksBusy as busy:
+            raise _busy(busy) from None
         tools = connection.tools.count()
         return Response(
             {"success": True, "message": f"Connected; the server offers {tools} tools.", **connection_json(connection)},
@@ -128,6 +150,7 @@ class AddConnectionView(_McpView):
 
 class ConnectionListView(_McpView):
     http_method_names = ["get", "head", "options"]
+    required_scopes = {"GET": Scope.CONNECTIONS_MANAGE}
 
     def get(self, request: Request) -> Response:
         connections = Connection.objects.filter(owner_id=self.owner_id(request)).prefetch_related("tools")
@@ -136,6 +159,7 @@ class ConnectionListView(_McpView):
 
 class ConnectionView(_McpView):
     http_method_names = ["get", "head", "delete", "options"]
+    required_scopes = {"GET": Scope.CONNECTIONS_MANAGE, "DELETE": Scope.CONNECTIONS_MANAGE}
 
     def get(self, request: Request, connection_id: str) -> Response:
         return Response({"success": True, **connection_json(self.connection(request, connection_id))})
@@ -147,6 +171,7 @@ class ConnectionView(_McpView):
 
 class SyncToolsView(_McpView):
     http_method_names = ["post", "options"]
+    required_scopes = {"POST": Scope.CONNECTIONS_MANAGE}
 
     def post(self, request: Request, connection_id: str) -> Response:
         connection = self.connection(request, connection_id)
@@ -156,6 +181,8 @@ class SyncToolsView(_McpView):
             if refused.authentication:
                 raise McpAuthenticationRequired(f"Could not read the tools: {refused}") from None
             raise McpServerUnusable(f"Could not read the tools: {refused}") from None
+        except ChecksBusy as busy:
+            raise _busy(busy) from None
         connection = self.connection(request, connection_id)
         return Response({"success": True, "message": "Tools synced.", **connection_json(connection)})
 
@@ -164,6 +191,7 @@ class TunnelView(_McpView):
     """activate-tunnel and create-recipe: parts of `poke tunnel`, which this server does not offer."""
 
     http_method_names = ["post", "options"]
+    required_scopes = {"POST": Scope.CONNECTIONS_MANAGE}
 
     def post(self, request: Request, connection_id: str) -> Response:
         raise TunnelsNotSupported()

@@ -98,6 +98,7 @@ def error_description(status: int) -> str:
 
 
 _SENDING_ERRORS = (400, 401, 405, 409, 411, 413, 415, 422, 429, 503)
+_KEY_SENDING_ERRORS = (*_SENDING_ERRORS, 403)  # 403: the key lacks messages:send
 
 
 def _header(name: str, description: str, statuses: list[int] | bool = True) -> OpenApiParameter:
@@ -166,7 +167,7 @@ current_endpoint = extend_schema(
             "additionalProperties": True,
         }
     },
-    responses=responses(*_SENDING_ERRORS, success=SentSerializer),
+    responses=responses(*_KEY_SENDING_ERRORS, success=SentSerializer),
     parameters=_SENDING_REQUEST_HEADERS + COMMON_RESPONSE_HEADERS,
     examples=[_EXAMPLE],
     tags=["messages"],
@@ -188,7 +189,7 @@ legacy_endpoint = extend_schema(
             "additionalProperties": True,
         }
     },
-    responses=responses(*_SENDING_ERRORS, success=LegacySentSerializer),
+    responses=responses(*_KEY_SENDING_ERRORS, success=LegacySentSerializer),
     parameters=_SENDING_REQUEST_HEADERS + COMMON_RESPONSE_HEADERS,
     examples=[_EXAMPLE],
     tags=["messages"],
@@ -203,7 +204,7 @@ receipt_endpoint = extend_schema(
         "Status, attempts and times; the assistant's reply (`reply`) only for a key whose owner allowed it "
         '("may read replies" on the key\'s console page, off by default).'
     ),
-    responses=responses(401, 404, 429, 503, success=ReceiptSerializer),
+    responses=responses(401, 403, 404, 429, 503, success=ReceiptSerializer),
     parameters=COMMON_RESPONSE_HEADERS,
     tags=["messages"],
 )
@@ -304,7 +305,7 @@ create_trigger_endpoint = extend_schema(
         201: OpenApiResponse(TriggerCreatedSerializer, description="Created."),
         **{
             status: OpenApiResponse(ErrorSerializer, description=error_description(status))
-            for status in (400, 401, 405, 411, 413, 415, 429, 503)
+            for status in (400, 401, 403, 405, 411, 413, 415, 429, 503)
         },
         409: OpenApiResponse(
             ErrorSerializer, description="The account holds as many active triggers as it may (trigger_limit_reached)."
@@ -377,7 +378,7 @@ profile_endpoint = extend_schema(
     operation_id="get_user_profile",
     summary="Who the key belongs to (`poke whoami`)",
     description="With any key of the account, V2 or V1, or the token `poke login` stored (a V2 key).",
-    responses=responses(401, 405, 429, 503, success=ProfileSerializer),
+    responses=responses(401, 403, 405, 429, 503, success=ProfileSerializer),
     parameters=COMMON_RESPONSE_HEADERS,
     tags=["account"],
 )
@@ -443,11 +444,51 @@ def only_public_endpoints(endpoints: list[tuple[str, Any, Any, Any]], **kwargs: 
     return [endpoint for endpoint in endpoints if endpoint[0].startswith(PUBLIC_PATH_PREFIXES)]
 
 
+# The sections of /api/docs/, in the order a newcomer needs them: sending a message first, the runtime's callback
+# (not for API-key callers) last. A tag not listed here still gets a section, before the runtime's.
+TAG_DESCRIPTIONS = {
+    "messages": "Send an instruction into the person's conversation, and read what became of it (the receipt).",
+    "webhook triggers": "Webhook URLs that turn another service's events into messages (poke webhook).",
+    "mcp connections": "The person's MCP servers, whose tools the assistant may call (poke mcp add).",
+    "cli log-in": "poke login: the device authorization that ends with an API key for the CLI.",
+    "account": "Who the key belongs to (poke whoami).",
+    "assistant runtime": "For the assistant runtime only: its signed reply to a message it accepted.",
+}
+_LAST_TAG = "assistant runtime"
+
+
+def _tag_rank(tag: str) -> tuple[int, int]:
+    listed = list(TAG_DESCRIPTIONS)
+    if tag == _LAST_TAG:
+        return (2, 0)
+    return (0, listed.index(tag)) if tag in listed else (1, 0)
+
+
+def _first_tag(item: dict[str, Any]) -> str:
+    for operation in item.values():
+        if isinstance(operation, dict) and operation.get("tags"):
+            return str(operation["tags"][0])
+    return ""
+
+
+def _deprecated(item: dict[str, Any]) -> bool:
+    return all(operation.get("deprecated", False) for operation in item.values() if isinstance(operation, dict))
+
+
 def tidy_paths_and_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """Document each path without the trailing slash the routes merely tolerate, and mark request bodies required
-    (drf-spectacular leaves hand-written request schemas optional)."""
-    paths = result.get("paths", {})
-    result["paths"] = {path.rstrip("/") or "/": item for path, item in paths.items()}
+    """Document each path without the trailing slash the routes merely tolerate, mark request bodies required
+    (drf-spectacular leaves hand-written request schemas optional), and order the sections (TAG_DESCRIPTIONS)."""
+    paths = {path.rstrip("/") or "/": item for path, item in result.get("paths", {}).items()}
+    # sorted() is stable: within a section the paths keep drf-spectacular's alphabetical order, deprecated ones last.
+    result["paths"] = dict(
+        sorted(paths.items(), key=lambda entry: (_tag_rank(_first_tag(entry[1])), _deprecated(entry[1])))
+    )
+    used = {tag for item in result["paths"].values() for operation in item.values() if isinstance(operation, dict)
+            for tag in operation.get("tags", [])}  # fmt: skip
+    result["tags"] = [
+        {"name": tag, "description": TAG_DESCRIPTIONS[tag]} if tag in TAG_DESCRIPTIONS else {"name": tag}
+        for tag in sorted(used, key=lambda tag: (_tag_rank(tag), tag))
+    ]
     for item in result["paths"].values():
         for operation in item.values():
             if isinstance(operation, dict) and "requestBody" in operation:

@@ -1,9 +1,9 @@
 """This server's public address, for what it tells others to call back (a tool's follow-up URL).
 
-PUBLIC_BASE_URL when set (required in production: ``check --deploy`` fails without it). Without it, under DEBUG
-(``make run``), the address the last request came to: ``make run PORT=8700`` then tells tools to call back on 8700,
-and ``manage.py serve`` sets it from the address it listens on before the first request. Otherwise unknown (None):
-the follow-up headers are left out rather than pointing at a server that is not this one."""
+PUBLIC_BASE_URL when it is set (required in production: ``check --deploy`` fails without it). Without it, under
+DEBUG (``make run``), the address the last request came to, so that ``make run PORT=8700`` tells tools to call back
+on 8700 (``manage.py serve`` sets it from the address it listens on before the first request); otherwise the
+setting's default, http://127.0.0.1:8000."""
 
 from collections.abc import Callable
 
@@ -14,10 +14,10 @@ from django.http import HttpRequest, HttpResponse
 _seen: str | None = None
 
 
-def base_url() -> str | None:
-    if settings.PUBLIC_BASE_URL:
-        return str(settings.PUBLIC_BASE_URL)
-    return _seen if settings.DEBUG else None
+def base_url() -> str:
+    if settings.DEBUG and not settings.PUBLIC_BASE_URL_FROM_ENV and _seen is not None:
+        return _seen
+    return str(settings.PUBLIC_BASE_URL)
 
 
 def remember(url: str) -> None:
@@ -30,7 +30,7 @@ class RememberRequestHostMiddleware:
     ALLOWED_HOSTS accepted). Elsewhere it removes itself."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        if settings.PUBLIC_BASE_URL or not settings.DEBUG:
+        if settings.PUBLIC_BASE_URL_FROM_ENV or not settings.DEBUG:
             raise MiddlewareNotUsed()
         self.get_response = get_response
 

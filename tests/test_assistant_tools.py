@@ -33,7 +33,6 @@ def llm(settings, assistant_server):
     settings.OPENAI_MODEL = "llama3.2"
     settings.ASSISTANT_TIMEOUT_SECONDS = 5
     settings.ASSISTANT_TOOL_ROUNDS = 3
-    settings.PUBLIC_BASE_URL = "https://ingest.example.com"  # where tools are told to post their follow-ups
     return assistant_server
 
 

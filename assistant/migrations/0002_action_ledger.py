@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('assistant', '0001_initial'),
         ('connections', '0001_initial'),
-        ('conversations', '0007_delivery_takeovers'),
+        ('conversations', '0008_delivery_takeovers'),
     ]
 
     operations = [

@@ -57,7 +57,9 @@ class Tool:
     run: Callable[[dict[str, Any], Call], str]
     original_name: str = ""  # the name on the MCP server, when it differs
     connection: Any = None  # connections.models.Connection for MCP tools
-    # Only reads: after a lost attempt left it unfinished, it may simply run again (others are not repeated).
+    # Whether calling it changes nothing (listing, searching, reading). Unknown means side-effecting: an MCP
+    # server's tool, or anything not marked, is treated as one that acts. A read-only call a lost attempt left
+    # unfinished simply runs again; others are not repeated (assistant/tools/ledger.py).
     read_only: bool = False
     # Runs on the database threads (ops/database_work.py); False for a tool that mostly waits on the network and
     # sends its few database writes through ops.database_work.database itself.
@@ -76,6 +78,7 @@ class Toolbox:
     delivery: Delivery
     attempt: int
     tools: dict[str, Tool] = field(default_factory=dict)
+    time_zone: str = "UTC"  # the person's, read with the toolbox (an attempt thread cannot read the profile)
     next_index: int = 0  # the index the next call gets in the delivery's ledger
 
     def add(self, tool: Tool) -> None:

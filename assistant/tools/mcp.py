@@ -41,13 +41,10 @@ def _runner(connection: Connection, name: str) -> Any:
         seconds = min(settings.MCP_TIMEOUT_SECONDS, call.seconds_left())
         if seconds < 0.5:
             raise ToolError("No time is left for this tool call in this turn.")
-        base = public_url.base_url()
-        headers = {}
-        if base is not None:  # else this server's address is unknown: no follow-up could reach it
-            headers = {
-                "X-Poke-Callback-Url": base + CALLBACK_PATH,
-                "X-Poke-Callback-Token": database(new_token_for, call.action),
-            }
+        headers = {
+            "X-Poke-Callback-Url": public_url.base_url() + CALLBACK_PATH,
+            "X-Poke-Callback-Token": database(new_token_for, call.action),
+        }
         try:
             result = client.call_tool(
                 connection.server_url, crypto.decrypt(connection.api_key_encrypted), name, arguments, headers, seconds

@@ -2,23 +2,7 @@
 (function () {
   "use strict";
 
-  var timeFormat = new Intl.DateTimeFormat(undefined, {
-    month: "short",
-    day: "numeric",
-    hour: "2-digit",
-    minute: "2-digit",
-    timeZoneName: "short",
-  });
-
-  // The server writes times in UTC, saying so; show them in the reader's own time zone, saying which.
-  function localizeTimes(root) {
-    root.querySelectorAll("time[datetime]").forEach(function (element) {
-      var moment = new Date(element.getAttribute("datetime"));
-      if (!isNaN(moment.getTime())) {
-        element.textContent = timeFormat.format(moment);
-      }
-    });
-  }
+  // Times are not rewritten here: the server writes every one in the person's own time zone (Settings), one way.
 
   function copyWithSelection(text) {
     var scratch = document.createElement("textarea");
@@ -82,9 +66,30 @@
     );
   });
 
-  document.addEventListener("DOMContentLoaded", function () {
-    localizeTimes(document);
-  });
+  // A time zone field (Settings) offers this browser's own zone, which the server cannot know.
+  function offerBrowserTimeZone(input) {
+    var zone = "";
+    try {
+      zone = new Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+    } catch (error) {
+      return;
+    }
+    if (!zone || zone === input.value) {
+      return;
+    }
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "btn btn--secondary btn--small field__suggestion";
+    button.textContent = "Use this device's zone: " + zone;
+    button.addEventListener("click", function () {
+      input.value = zone;
+      input.focus();
+      button.remove();
+    });
+    input.insertAdjacentElement("afterend", button);
+  }
 
-  window.consoleUi = { localizeTimes: localizeTimes };
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("input[data-browser-time-zone]").forEach(offerBrowserTimeZone);
+  });
 })();

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0006_webhook_triggers'),
+        ('conversations', '0007_channel_sources'),
     ]
 
     operations = [
