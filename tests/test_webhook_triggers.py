@@ -419,3 +419,19 @@ def test_an_account_holds_at_most_max_active_triggers(client, v2, settings):
     assert WebhookTrigger.objects.count() == 2
     services.revoke_trigger(WebhookTrigger.objects.first())
     assert post(client, CREATE, v2[1], ORDER).status_code == 201  # a revoked one makes room
+
+
+def test_a_signature_that_is_not_ascii_is_401_and_counts_as_a_failure(client, signed, settings):
+    """hmac.compare_digest refuses str with non-ASCII characters: a 500 before, and not counted."""
+    settings.AUTH_FAILURE_RATE_LIMIT = "2/m"
+    made, _, _ = signed
+    raw = b'{"zen": "x"}'
+    statuses = []
+    for _ in range(3):
+        response = client.post(
+            f"{FIRE}/{made.public_id}", data=raw, content_type="application/json",
+            headers={"X-Hub-Signature-256": "sha256=" + "é" * 64},
+        )  # fmt: skip
+        statuses.append((response.status_code, response.json()["code"]))
+    assert statuses == [(401, "invalid_signature"), (401, "invalid_signature"), (429, "rate_limited")]
+    assert not Message.objects.exists()

@@ -158,10 +158,11 @@ def signature_matches(trigger: WebhookTrigger, body: bytes, header: str) -> bool
     X-Hub-Signature-256), with the current SECRET_KEY or a fallback."""
     if not trigger.signs or not header.startswith("sha256="):
         return False
-    presented = header.removeprefix("sha256=").strip().lower()
+    # Compared as bytes: compare_digest raises on str with non-ASCII characters, and a header is whatever was sent.
+    presented = header.removeprefix("sha256=").strip().lower().encode("utf-8", errors="replace")
     for server_key in (settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])):
         secret = _secret_with(trigger, server_key).encode("ascii")
-        expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
+        expected = hmac.new(secret, body, hashlib.sha256).hexdigest().encode("ascii")
         if hmac.compare_digest(expected, presented):
             return True
     return False
