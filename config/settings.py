@@ -316,6 +316,9 @@ if TRUSTED_PROXY_NETWORKS.strip().lower() not in ("", "private", "*"):
             ) from None
 # How long an Idempotency-Key and the first response to it are kept (`manage.py pruneidempotencykeys` removes older).
 IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 60 * 60)
+# How long a webhook trigger remembers a GitHub delivery (its X-GitHub-Delivery and signed body) to acknowledge a
+# replay without a second message; GitHub redelivers for 3 days (`manage.py prunetriggerdeliveries` removes older).
+TRIGGER_DELIVERY_RETENTION_SECONDS = env_int("TRIGGER_DELIVERY_RETENTION_SECONDS", 7 * 24 * 60 * 60)
 
 # --- OpenAPI (drf-spectacular; the docs page's assets come from the sidecar package, not a CDN) -------------------
 SPECTACULAR_SETTINGS = {
