@@ -59,6 +59,11 @@ class Source(models.TextChoices):
     ASSISTANT = "assistant", "Assistant"
     TOOL_FOLLOW_UP = "tool_follow_up", "Tool follow-up"
     REMINDER = "reminder", "Reminder"
+    # What the person wrote on a linked channel (channels/): the channel itself, shown on the message.
+    SMS = "sms", "SMS"
+    WHATSAPP = "whatsapp", "WhatsApp"
+    IMESSAGE = "imessage", "iMessage"
+    TELEGRAM = "telegram", "Telegram"
 
 
 class Message(models.Model):
@@ -96,6 +101,7 @@ class Endpoint(models.TextChoices):
     CONSOLE = "console", "Console"
     WEBHOOK_TRIGGER = "webhook_trigger", "POST /api/v1/inbound/webhook"
     FOLLOW_UP = "follow_up", "POST /api/v1/mcp/callback (a tool's follow-up)"
+    CHANNEL = "channel", "A linked channel (/channels/)"
 
 
 class DeliveryStatus(models.TextChoices):

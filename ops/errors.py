@@ -115,6 +115,18 @@ _LIST = (
     ErrorCode("access_denied", 400, "`poke login`'s poll: the log-in was denied on `/device`"),
     ErrorCode("expired_token", 400, "`poke login`'s poll: 10 minutes passed before the token was collected"),
     ErrorCode("invalid_device_code", 404, "`poke login`'s poll with a device code that matches no log-in request"),
+    ErrorCode(
+        "invalid_channel_signature",
+        403,
+        "a channel provider's callback under `/channels/` without its provider's valid signature or secret "
+        "(`X-Twilio-Signature`, `X-Hub-Signature-256`, Telegram's secret token, BlueBubbles' URL secret); nothing "
+        "is recorded",
+    ),
+    ErrorCode(
+        "channel_not_offered",
+        404,
+        "a callback under `/channels/` for a provider this server is not configured for",
+    ),
     ErrorCode("forbidden", 403, "the metrics path from an address outside `METRICS_ALLOWED_IPS`; refused by gunicorn"),
     # 404 - 415
     ErrorCode(
@@ -152,9 +164,20 @@ _LIST = (
         "client); the connection is closed",
     ),
     ErrorCode("length_required", 411, "a chunked body without `Content-Length`", True),
-    ErrorCode("payload_too_large", 413, "body over `INGEST_MAX_BODY_BYTES`", True),
+    ErrorCode(
+        "payload_too_large",
+        413,
+        "body over `INGEST_MAX_BODY_BYTES` (a provider's callback under `/channels/`: `CHANNEL_MAX_BODY_BYTES`)",
+        True,
+    ),
     ErrorCode("uri_too_long", 414, "refused by gunicorn before the API: a request line over 4094 bytes"),
-    ErrorCode("unsupported_media_type", 415, "Content-Type is not JSON, or declares a charset other than UTF-8", True),
+    ErrorCode(
+        "unsupported_media_type",
+        415,
+        "Content-Type is not JSON, or declares a charset other than UTF-8 (a provider's callback under `/channels/`: "
+        "not the type that provider sends)",
+        True,
+    ),
     ErrorCode("expectation_failed", 417, "refused by gunicorn: an `Expect` other than `100-continue`"),
     # 422 - 503
     ErrorCode("idempotency_key_reused", 422, "the same `Idempotency-Key` was used with a different body", True),

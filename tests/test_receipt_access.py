@@ -14,7 +14,7 @@ from tests.factories import make_key
 pytestmark = pytest.mark.django_db
 
 RECEIPTS = "/api/v1/inbound/messages/"
-REPLY_TEXT = "I confirm receipt"  # words of the local assistant's reply
+REPLY_TEXT = "When should I remind you to call Sam?"  # the local assistant's question back
 
 
 def get_receipt(client, key: str, message_id: str):
@@ -55,7 +55,7 @@ def test_without_the_permission_the_receipt_says_what_became_of_the_message_but_
 
 def test_with_the_permission_the_receipt_carries_the_reply(client, user, send):
     _, reader = make_key(user, "reads replies", may_read_replies=True)
-    message_id = send(reader, {"message": "hi"}).json()["id"]
+    message_id = send(reader, {"message": "Remind me to call Sam"}).json()["id"]
 
     body = get_receipt(client, reader, message_id).json()
 

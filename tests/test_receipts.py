@@ -51,7 +51,7 @@ def test_a_delivered_message_shows_its_status_and_the_reply(client, send, user):
             "text": delivery.reply.text,
             "created_at": stamp(delivery.reply.created_at),
         },
-        "actions": [],  # the local assistant calls no tools
+        "actions": [],  # no time said: the local assistant asks when, and calls no tool
     }
     assert body["created_at"] <= body["started_at"] <= body["finished_at"] <= body["reply"]["created_at"]
     assert "last_error" not in body  # staff-only

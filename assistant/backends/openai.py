@@ -18,7 +18,6 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.contrib.auth.models import User
 from django.utils import timezone
 
 from accounts.services import profile_of
@@ -26,8 +25,8 @@ from assistant import http
 from assistant.conversation import AssistantRequest, ThreadEntry
 from assistant.outcomes import DeliveryFailure, PermanentFailure, Reply, storable_reply
 from assistant.tools import Toolbox
-from assistant.tools.toolbox import toolbox_for
-from conversations.models import Delivery, Role, Source
+from assistant.tools.toolbox import toolbox_for_request
+from conversations.models import Role, Source
 
 SERVICE = "The chat-completions API"
 MAX_CALLS_PER_ROUND = 8
@@ -64,21 +63,13 @@ def _content_of_current(request: AssistantRequest) -> str:
 
 
 def deliver(request: AssistantRequest) -> Reply:
-    toolbox = _toolbox(request)
+    toolbox = toolbox_for_request(request)
     messages = chat_messages(request)
     if toolbox is not None and toolbox.tools:
         zone = profile_of(toolbox.user).time_zone
         now = timezone.now().astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M (%A)")
         messages[0]["content"] += "\n\n" + TOOLS_PROMPT.format(zone=zone, now=now)
     return _converse(messages, toolbox)
-
-
-def _toolbox(request: AssistantRequest) -> Toolbox | None:
-    delivery = Delivery.objects.filter(message__public_id=request.message_id).first()
-    user = User.objects.filter(pk=request.user_id).first()
-    if delivery is None or user is None:
-        return None
-    return toolbox_for(user, delivery, request.attempt)
 
 
 def _converse(messages: list[dict[str, Any]], toolbox: Toolbox | None) -> Reply:

@@ -5,6 +5,7 @@ import logging
 
 from django.contrib.auth.models import User
 
+from assistant.conversation import AssistantRequest
 from assistant.tools import Toolbox, builtin, mcp
 from conversations.models import Delivery
 
@@ -21,3 +22,12 @@ def toolbox_for(user: User, delivery: Delivery, attempt: int) -> Toolbox:
     for tool in offered[:MAX_TOOLS_OFFERED]:
         box.add(tool)
     return box
+
+
+def toolbox_for_request(request: AssistantRequest) -> Toolbox | None:
+    """The toolbox of the delivery a backend is answering; None when the message or its person is gone."""
+    delivery = Delivery.objects.filter(message__public_id=request.message_id).first()
+    user = User.objects.filter(pk=request.user_id).first()
+    if delivery is None or user is None:
+        return None
+    return toolbox_for(user, delivery, request.attempt)
