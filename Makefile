@@ -11,7 +11,7 @@ PORT ?= 8000
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	URLLIB3_NO_OVERRIDE=1 $(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
 install: $(STAMP)

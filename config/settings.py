@@ -80,6 +80,7 @@ MIDDLEWARE = [
     # Django's login and flash-message middleware, passed through by /api/v1/ (see the module).
     "console.middleware.AuthenticationMiddleware",
     "console.middleware.MessageMiddleware",
+    "console.middleware.PersonTimeZoneMiddleware",  # pages show times in the person's zone (Settings)
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -423,6 +424,12 @@ MCP_MAX_ANSWER_BYTES = env_int("MCP_MAX_ANSWER_BYTES", 4_000_000)
 MCP_ALLOW_PRIVATE_ADDRESSES = env_bool("MCP_ALLOW_PRIVATE_ADDRESSES", DEBUG or TESTING)
 # Fernet keys for the servers' API keys at rest, newest first (connections/crypto.py); empty: derived from SECRET_KEY.
 MCP_ENCRYPTION_KEYS = env_list("MCP_ENCRYPTION_KEYS")
+# Mail (IMAP + SMTP) and calendar (CalDAV) connections (README, "Connections"): one exchange's time limit when a
+# connection is added, and the most one tool call may take (less when the attempt's deadline is nearer).
+MAIL_CALENDAR_TIMEOUT_SECONDS = env_float("MAIL_CALENDAR_TIMEOUT_SECONDS", 15)
+# Whether IMAP/SMTP without TLS and http:// CalDAV are accepted: the app password would travel in clear. On in
+# development and tests (local servers without certificates); off in production.
+MAIL_CALENDAR_ALLOW_PLAINTEXT = env_bool("MAIL_CALENDAR_ALLOW_PLAINTEXT", DEBUG or TESTING)
 # The tool-calling loop of the openai backend: at most this many rounds of tool calls, and this long in all.
 ASSISTANT_TOOL_ROUNDS = env_int("ASSISTANT_TOOL_ROUNDS", 6)
 ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)

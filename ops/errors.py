@@ -142,6 +142,11 @@ _LIST = (
         "not_acceptable", 406, "`/api/schema/` and `/api/docs/` only, for an `Accept` that allows none of their formats"
     ),
     ErrorCode(
+        "connection_exists",
+        409,
+        "connecting a calendar or a mailbox when the account already has one: remove it first",
+    ),
+    ErrorCode(
         "idempotency_in_progress", 409, "a request with the same `Idempotency-Key` is still being processed", True
     ),
     ErrorCode(
@@ -187,6 +192,17 @@ _LIST = (
         "an MCP server could not be used (unreachable, no answer in time, not MCP); the message says what failed",
     ),
     ErrorCode("mcp_authentication_required", 422, "an MCP server answered 401 or 403: add it with its API key"),
+    ErrorCode(
+        "mail_calendar_unusable",
+        422,
+        "a calendar or mail server could not be used (unreachable, no answer in time, no TLS, a private address, "
+        "not CalDAV/IMAP/SMTP); the message says what failed",
+    ),
+    ErrorCode(
+        "mail_calendar_login_refused",
+        422,
+        "a calendar or mail server refused the username or password (many providers want an app password)",
+    ),
     ErrorCode(
         "rate_limited",
         429,

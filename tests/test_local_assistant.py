@@ -180,6 +180,8 @@ def test_a_payload_without_words_is_acknowledged_with_its_members(send, v2):
 def test_it_answers_messages_from_the_legacy_endpoint(send, v1, user):
     send(v1[1], {"message": "remind me to add milk in 5 minutes"}, path=LEGACY)
     assert Reminder.objects.get().text == "Add milk"
+    # The profile's zone is still the default: the reply says which zone it read the time in.
+    assert reply_text().endswith("(That is UTC: set your time zone under Settings if you live elsewhere.)")
 
 
 def test_messages_typed_in_the_app_get_the_same_hand_off(user, django_capture_on_commit_callbacks):

@@ -43,6 +43,19 @@ def test_mcp_add_without_the_servers_key_prints_what_to_do(poke_cli, logged_in):
     assert not Connection.objects.exists()
 
 
+@pytest.mark.parametrize("path", ["/", "/keys/", "/login/"])
+def test_mcp_add_of_a_server_that_is_not_an_mcp_server_says_so(poke_cli, logged_in, live_server, path):
+    # This server's own pages answer the CLI's POST with a web page (Django's CSRF 403): not an MCP server asking for
+    # a key, which is what the person was told before.
+    done = poke_cli.run("mcp", "add", f"{live_server.url}{path}", "--name", "Not MCP", "--api-key", "anything")
+
+    assert done.returncode == 1
+    assert "not an MCP server" in done.stderr, done.stderr
+    assert "needs an API key" not in done.stderr
+    assert "OAuth" not in done.stderr
+    assert not Connection.objects.exists()
+
+
 def test_mcp_add_of_a_url_that_is_not_http_prints_the_reason(poke_cli, logged_in):
     done = poke_cli.run("mcp", "add", "ftp://example.com/mcp", "--name", "Tracker")
 

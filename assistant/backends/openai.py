@@ -26,7 +26,7 @@ from assistant.conversation import AssistantRequest, ThreadEntry
 from assistant.outcomes import DeliveryFailure, PermanentFailure, Reply, storable_reply
 from assistant.tools import Toolbox
 from assistant.tools.toolbox import toolbox_for_request
-from conversations.models import Role, Source
+from conversations.models import AssistantBackend, Role, Source
 
 SERVICE = "The chat-completions API"
 MAX_CALLS_PER_ROUND = 8
@@ -37,11 +37,17 @@ TOOLS_PROMPT = (
 
 
 def chat_messages(request: AssistantRequest) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": settings.ASSISTANT_SYSTEM_PROMPT}]
+    history: list[dict[str, Any]] = []
     for entry in request.thread:
+        if entry.role == Role.ASSISTANT and entry.replied_by == AssistantBackend.LOCAL:
+            continue  # the built-in local assistant's receipts ("I take no action"): not words for a model to go on
         content = _content_of_current(request) if entry.id == request.message_id else _content(entry)
-        messages.append({"role": "assistant" if entry.role == Role.ASSISTANT else "user", "content": content})
-    return messages
+        history.append({"role": "assistant" if entry.role == Role.ASSISTANT else "user", "content": content})
+    # The window of recent messages may begin with an answer whose question fell outside it: a chat starts with the
+    # person speaking (some servers refuse anything else, and a model would take the orphan for its own opening).
+    while history and history[0]["role"] != "user":
+        history.pop(0)
+    return [{"role": "system", "content": settings.ASSISTANT_SYSTEM_PROMPT}, *history]
 
 
 def _content(entry: ThreadEntry) -> str:

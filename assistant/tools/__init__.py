@@ -49,6 +49,9 @@ class Tool:
     run: Callable[[dict[str, Any], Call], str]
     original_name: str = ""  # the name on the MCP server, when it differs
     connection: Any = None  # connections.models.Connection for MCP tools
+    # Whether calling it changes nothing (listing, searching, reading). Unknown means side-effecting: an MCP
+    # server's tool, or anything not marked, is treated as one that acts.
+    read_only: bool = False
 
     def as_openai(self) -> dict[str, Any]:
         return {
@@ -78,6 +81,7 @@ class Toolbox:
             run=tool.run,
             original_name=tool.original_name or tool.name,
             connection=tool.connection,
+            read_only=tool.read_only,
         )
 
     def as_openai(self) -> list[dict[str, Any]]:

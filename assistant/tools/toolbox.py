@@ -1,4 +1,5 @@
-"""A delivery's toolbox: the built-in tools and the person's MCP tools. Apart from assistant/tools/__init__.py, which
+"""A delivery's toolbox: the built-in tools, the calendar and mail tools of a connected calendar or mailbox, and
+the person's MCP tools. Apart from assistant/tools/__init__.py, which
 the tools themselves import (Tool, Call, ToolError), so that the package and its tools import one way."""
 
 import logging
@@ -6,7 +7,7 @@ import logging
 from django.contrib.auth.models import User
 
 from assistant.conversation import AssistantRequest
-from assistant.tools import Toolbox, builtin, mcp
+from assistant.tools import Toolbox, builtin, mailcal, mcp
 from conversations.models import Delivery
 
 logger = logging.getLogger(__name__)
@@ -16,7 +17,7 @@ MAX_TOOLS_OFFERED = 128  # OpenAI's limit per request; built-in tools come first
 
 def toolbox_for(user: User, delivery: Delivery, attempt: int) -> Toolbox:
     box = Toolbox(user=user, delivery=delivery, attempt=attempt)
-    offered = [*builtin.tools(), *mcp.tools_of(user)]
+    offered = [*builtin.tools(), *mailcal.tools_of(user), *mcp.tools_of(user)]
     if len(offered) > MAX_TOOLS_OFFERED:
         logger.info("user %s has %s tools; the first %s are offered", user.pk, len(offered), MAX_TOOLS_OFFERED)
     for tool in offered[:MAX_TOOLS_OFFERED]:
