@@ -203,7 +203,8 @@ STORAGES = {
 # --- The API --------------------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
-    "DEFAULT_PERMISSION_CLASSES": [],
+    # Every key-authenticated method declares the scope it needs (ingestion/scopes.py).
+    "DEFAULT_PERMISSION_CLASSES": ["ingestion.scopes.KeyScopes"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["ingestion.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "ingestion.exceptions.api_exception_handler",

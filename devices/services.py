@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from devices.models import DeviceAuthorization, Status
-from keys import tokens
+from keys import scopes, tokens
 from keys.models import ApiKey
 from keys.services import KeyLimitReached, create_key
 
@@ -167,7 +167,7 @@ def _collect(device_code: str, authorization: DeviceAuthorization) -> Poll:
         if not collected:  # another poll collected it a moment ago (or it just expired)
             return poll(device_code)
         assert authorization.decided_by is not None
-        key, plaintext = create_key(authorization.decided_by, key_name(authorization))
+        key, plaintext = create_key(authorization.decided_by, key_name(authorization), scopes=scopes.CLI)
         DeviceAuthorization.objects.filter(pk=authorization.pk).update(api_key=key)
     authorization.status, authorization.api_key = Status.CONSUMED, key
     return Poll("authenticated", token=plaintext, authorization=authorization)

@@ -23,6 +23,7 @@ from ingestion.authentication import ApiKeyAuthentication
 from ingestion.exceptions import ApiError, InvalidBody, NotFound
 from ingestion.negotiation import JsonOnly
 from keys.models import ApiKey, Generation
+from keys.scopes import Scope
 
 
 class McpKeyAuthentication(ApiKeyAuthentication):
@@ -119,6 +120,7 @@ class _McpView(APIView):
 
 class AddConnectionView(_McpView):
     http_method_names = ["post", "options"]
+    required_scopes = {"POST": Scope.CONNECTIONS_MANAGE}
 
     def post(self, request: Request) -> Response:
         body = request.data
@@ -148,6 +150,7 @@ class AddConnectionView(_McpView):
 
 class ConnectionListView(_McpView):
     http_method_names = ["get", "head", "options"]
+    required_scopes = {"GET": Scope.CONNECTIONS_MANAGE}
 
     def get(self, request: Request) -> Response:
         connections = Connection.objects.filter(owner_id=self.owner_id(request)).prefetch_related("tools")
@@ -156,6 +159,7 @@ class ConnectionListView(_McpView):
 
 class ConnectionView(_McpView):
     http_method_names = ["get", "head", "delete", "options"]
+    required_scopes = {"GET": Scope.CONNECTIONS_MANAGE, "DELETE": Scope.CONNECTIONS_MANAGE}
 
     def get(self, request: Request, connection_id: str) -> Response:
         return Response({"success": True, **connection_json(self.connection(request, connection_id))})
@@ -167,6 +171,7 @@ class ConnectionView(_McpView):
 
 class SyncToolsView(_McpView):
     http_method_names = ["post", "options"]
+    required_scopes = {"POST": Scope.CONNECTIONS_MANAGE}
 
     def post(self, request: Request, connection_id: str) -> Response:
         connection = self.connection(request, connection_id)
@@ -186,6 +191,7 @@ class TunnelView(_McpView):
     """activate-tunnel and create-recipe: parts of `poke tunnel`, which this server does not offer."""
 
     http_method_names = ["post", "options"]
+    required_scopes = {"POST": Scope.CONNECTIONS_MANAGE}
 
     def post(self, request: Request, connection_id: str) -> Response:
         raise TunnelsNotSupported()

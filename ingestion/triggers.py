@@ -44,6 +44,7 @@ from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
 from ingestion.throttling import WebhookTriggerRateThrottle
 from keys.models import ApiKey
+from keys.scopes import Scope
 from ops.http import declared_length
 from triggers import services
 from triggers.models import WebhookTrigger
@@ -59,6 +60,7 @@ class CreateTriggerView(APIView):
     authentication_classes = [V2KeyAuthentication]
     http_method_names = ["post", "options"]
     content_negotiation_class = JsonOnly
+    required_scopes = {"POST": Scope.WEBHOOKS_MANAGE}
 
     @openapi.create_trigger_endpoint
     def post(self, request: Request) -> Response:

@@ -66,6 +66,13 @@ _LIST = (
     ErrorCode("malformed_authorization", 401, "the header is not `Bearer <key>`", True),
     ErrorCode("invalid_api_key", 401, "an unknown or mistyped key", True),
     ErrorCode("revoked_api_key", 401, "a revoked key", True),
+    ErrorCode(
+        "expired_api_key",
+        401,
+        "a key past the expiry its owner set, or an old secret of a rolled key after its overlap "
+        "(see [Key life cycle](#key-life-cycle))",
+        True,
+    ),
     ErrorCode("wrong_key_generation", 401, "a V1 key on the current endpoint or a V2 key on the legacy one", True),
     ErrorCode(
         "account_disabled",
@@ -115,6 +122,12 @@ _LIST = (
     ErrorCode("access_denied", 400, "`poke login`'s poll: the log-in was denied on `/device`"),
     ErrorCode("expired_token", 400, "`poke login`'s poll: 10 minutes passed before the token was collected"),
     ErrorCode("invalid_device_code", 404, "`poke login`'s poll with a device code that matches no log-in request"),
+    ErrorCode(
+        "insufficient_scope",
+        403,
+        "the key lacks the scope this call needs; the message names it (see [Scopes](#scopes))",
+        True,
+    ),
     ErrorCode(
         "invalid_channel_signature",
         403,

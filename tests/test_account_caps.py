@@ -7,7 +7,7 @@ from django.test import Client
 
 from keys.models import ApiKey, Generation
 from keys.services import KeyLimitReached, create_key, revoke_key
-from tests.console import form_nonce
+from tests.console import DEFAULT_SCOPES, form_nonce
 from tests.factories import UserFactory, make_key
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +45,9 @@ def test_the_console_says_why_no_key_was_created(client, user, cap):
         make_key(user, f"key {n}")
     client.force_login(user)
 
-    page = client.post("/keys/new/", {"name": "deploy bot", "nonce": form_nonce(client, "/keys/new/")})
+    page = client.post(
+        "/keys/new/", {"name": "deploy bot", "nonce": form_nonce(client, "/keys/new/"), **DEFAULT_SCOPES}
+    )
 
     assert page.status_code == 200
     assert "3 active API keys" in page.content.decode()
