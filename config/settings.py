@@ -300,6 +300,9 @@ AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")
 # 2 seconds, 30 a minute).
 CLI_AUTH_CODE_RATE_LIMIT = env_rate("CLI_AUTH_CODE_RATE_LIMIT", "10/h")
 CLI_AUTH_POLL_RATE_LIMIT = env_rate("CLI_AUTH_POLL_RATE_LIMIT", "60/m")
+# A poll of one device code sooner than this after its last answered poll is answered slow_down (RFC 8628 3.5). The
+# interval we announce is 2 s; the margin covers timer jitter of clients that keep to it (the poke CLI sleeps 2 s).
+CLI_AUTH_POLL_MIN_SECONDS = env_float("CLI_AUTH_POLL_MIN_SECONDS", 1.5)
 # Wrong user codes typed on /device per client address before it is paused (guessing a code is the attack).
 DEVICE_CODE_FAILURE_RATE_LIMIT = env_rate("DEVICE_CODE_FAILURE_RATE_LIMIT", "10/15m")
 LOGIN_FAILURE_RATE_LIMIT = env_rate("LOGIN_FAILURE_RATE_LIMIT", "10/15m")
@@ -319,6 +322,9 @@ if TRUSTED_PROXY_NETWORKS.strip().lower() not in ("", "private", "*"):
             ) from None
 # How long an Idempotency-Key and the first response to it are kept (`manage.py pruneidempotencykeys` removes older).
 IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 60 * 60)
+# How long a webhook trigger remembers a GitHub delivery (its X-GitHub-Delivery and signed body) to acknowledge a
+# replay without a second message; GitHub redelivers for 3 days (`manage.py prunetriggerdeliveries` removes older).
+TRIGGER_DELIVERY_RETENTION_SECONDS = env_int("TRIGGER_DELIVERY_RETENTION_SECONDS", 7 * 24 * 60 * 60)
 
 # --- OpenAPI (drf-spectacular; the docs page's assets come from the sidecar package, not a CDN) -------------------
 SPECTACULAR_SETTINGS = {

@@ -113,6 +113,12 @@ _LIST = (
         400,
         "`poke login`'s poll after the token was handed out (see [CLI log-in](#cli-log-in-poke-login))",
     ),
+    ErrorCode(
+        "slow_down",
+        400,
+        "`poke login`'s poll sooner than `CLI_AUTH_POLL_MIN_SECONDS` after the last one for the same device code "
+        "(RFC 8628 `slow_down`; the CLI polls on)",
+    ),
     ErrorCode("access_denied", 400, "`poke login`'s poll: the log-in was denied on `/device`"),
     ErrorCode("expired_token", 400, "`poke login`'s poll: 10 minutes passed before the token was collected"),
     ErrorCode("invalid_device_code", 404, "`poke login`'s poll with a device code that matches no log-in request"),

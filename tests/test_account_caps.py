@@ -99,8 +99,9 @@ def test_sign_ups_per_address_are_limited(settings):
     assert sign_up(elsewhere, 4).status_code == 302
 
 
-def test_poke_login_on_a_full_account_says_why_and_issues_its_key_once_there_is_room(client, user, cap):
+def test_poke_login_on_a_full_account_says_why_and_issues_its_key_once_there_is_room(client, user, cap, settings):
     # Engineer h16's device log-in creates V2 keys: the cap answers there too, clearly, never a 500.
+    settings.CLI_AUTH_POLL_MIN_SECONDS = 0  # polls back to back (slow_down is tested in test_cli_login)
     keys = [make_key(user, f"key {n}")[0] for n in range(cap)]
     body = client.post("/api/v1/cli-auth/code", headers={"User-Agent": "node"}).json()
     client.force_login(user)
