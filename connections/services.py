@@ -108,7 +108,9 @@ def sync_tools(connection: Connection) -> Connection:
     """Read the server's tools again and replace the stored ones. A failure is kept as the connection's last error
     (and raised); the tools of the last good sync stay."""
     try:
-        info = _read_server(connection.owner_id, connection.server_url, crypto.decrypt(connection.api_key_encrypted))
+        info = _read_server(
+            connection.owner_id, connection.server_url, crypto.decrypt(connection.api_key_encrypted)
+        )
     except crypto.UnreadableSecret as unreadable:
         raise ConnectionRefused(str(unreadable)) from None
     except ConnectionRefused as refused:

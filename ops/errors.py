@@ -66,6 +66,13 @@ _LIST = (
     ErrorCode("malformed_authorization", 401, "the header is not `Bearer <key>`", True),
     ErrorCode("invalid_api_key", 401, "an unknown or mistyped key", True),
     ErrorCode("revoked_api_key", 401, "a revoked key", True),
+    ErrorCode(
+        "expired_api_key",
+        401,
+        "a key past the expiry its owner set, or an old secret of a rolled key after its overlap "
+        "(see [Key life cycle](#key-life-cycle))",
+        True,
+    ),
     ErrorCode("wrong_key_generation", 401, "a V1 key on the current endpoint or a V2 key on the legacy one", True),
     ErrorCode(
         "account_disabled",
@@ -106,9 +113,21 @@ _LIST = (
         400,
         "`poke login`'s poll after the token was handed out (see [CLI log-in](#cli-log-in-poke-login))",
     ),
+    ErrorCode(
+        "slow_down",
+        400,
+        "`poke login`'s poll sooner than `CLI_AUTH_POLL_MIN_SECONDS` after the last one for the same device code "
+        "(RFC 8628 `slow_down`; the CLI polls on)",
+    ),
     ErrorCode("access_denied", 400, "`poke login`'s poll: the log-in was denied on `/device`"),
     ErrorCode("expired_token", 400, "`poke login`'s poll: 10 minutes passed before the token was collected"),
     ErrorCode("invalid_device_code", 404, "`poke login`'s poll with a device code that matches no log-in request"),
+    ErrorCode(
+        "insufficient_scope",
+        403,
+        "the key lacks the scope this call needs; the message names it (see [Scopes](#scopes))",
+        True,
+    ),
     ErrorCode(
         "invalid_channel_signature",
         403,
