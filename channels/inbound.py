@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from channels import linking
 from channels.adapters.base import Channel, Inbound
+from channels.adapters.payloads import storable
 from channels.models import InboundEvent, LinkedAddress, LinkHint
 from channels.notify import send_notice
 from conversations.models import Endpoint, Source
@@ -77,8 +78,8 @@ def _route(channel: str, inbound: Inbound, request_id: str) -> Received:
         user=linked.user,
         endpoint=Endpoint.CHANNEL,
         source=Source(channel),
-        text=inbound.text,
-        context=_context(channel, inbound),
+        text=storable(inbound.text),
+        context=storable(_context(channel, inbound)),
         request_id=request_id,
     )
     InboundEvent.objects.filter(channel=channel, provider_message_id=inbound.provider_message_id).update(
