@@ -99,6 +99,9 @@ def _refused(refused: services.ConnectionRefused, *, checked_form: bool) -> ApiE
 class _McpView(APIView):
     authentication_classes = [McpKeyAuthentication]
     content_negotiation_class = JsonOnly
+    # Tool servers (and the person's calendar and mailbox, ingestion/mailcal.py) the assistant then acts through:
+    # listing them too is for a key given connections:manage.
+    required_scopes = {method: Scope.CONNECTIONS_MANAGE for method in ("GET", "POST", "DELETE")}
 
     def owner_id(self, request: Request) -> int:
         key = request.auth
@@ -120,7 +123,6 @@ class _McpView(APIView):
 
 class AddConnectionView(_McpView):
     http_method_names = ["post", "options"]
-    required_scopes = {"POST": Scope.CONNECTIONS_MANAGE}
 
     def post(self, request: Request) -> Response:
         body = request.data
@@ -150,7 +152,6 @@ class AddConnectionView(_McpView):
 
 class ConnectionListView(_McpView):
     http_method_names = ["get", "head", "options"]
-    required_scopes = {"GET": Scope.CONNECTIONS_MANAGE}
 
     def get(self, request: Request) -> Response:
         connections = Connection.objects.filter(owner_id=self.owner_id(request)).prefetch_related("tools")
@@ -159,7 +160,6 @@ class ConnectionListView(_McpView):
 
 class ConnectionView(_McpView):
     http_method_names = ["get", "head", "delete", "options"]
-    required_scopes = {"GET": Scope.CONNECTIONS_MANAGE, "DELETE": Scope.CONNECTIONS_MANAGE}
 
     def get(self, request: Request, connection_id: str) -> Response:
         return Response({"success": True, **connection_json(self.connection(request, connection_id))})
@@ -171,7 +171,6 @@ class ConnectionView(_McpView):
 
 class SyncToolsView(_McpView):
     http_method_names = ["post", "options"]
-    required_scopes = {"POST": Scope.CONNECTIONS_MANAGE}
 
     def post(self, request: Request, connection_id: str) -> Response:
         connection = self.connection(request, connection_id)
@@ -191,7 +190,6 @@ class TunnelView(_McpView):
     """activate-tunnel and create-recipe: parts of `poke tunnel`, which this server does not offer."""
 
     http_method_names = ["post", "options"]
-    required_scopes = {"POST": Scope.CONNECTIONS_MANAGE}
 
     def post(self, request: Request, connection_id: str) -> Response:
         raise TunnelsNotSupported()
