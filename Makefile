@@ -35,7 +35,7 @@ run: install
 	@echo "                    -d '{\"message\": \"Remind me to stretch at 3pm\"}'"
 	@echo "  Admin:          DEBUG=1 $(BIN)/python manage.py createsuperuser, then http://$(HOST):$(PORT)/admin/"
 	@echo
-	DEBUG=$${DEBUG-1} $(BIN)/python manage.py runserver $(HOST):$(PORT)
+	DEBUG=$${DEBUG-1} $(BIN)/python manage.py serve $(HOST):$(PORT)
 
 lint: install
 	$(BIN)/ruff check .

@@ -82,6 +82,7 @@ MIDDLEWARE = [
     "console.middleware.MessageMiddleware",
     "console.middleware.PersonTimeZoneMiddleware",  # pages show times in the person's zone (Settings)
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "ops.public_url.RememberRequestHostMiddleware",  # DEBUG without PUBLIC_BASE_URL only (see the module)
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -349,7 +350,9 @@ SPECTACULAR_SETTINGS = {
 # After a message commits, a django.tasks task hands it to the assistant. "immediate" runs the task in the
 # request's process right after the commit (the single-process default and the tests); "database" queues it in
 # PostgreSQL for `manage.py db_worker` (production); any other value is a backend class path (README: Redis).
-TASK_BACKEND = env_str("TASK_BACKEND", "immediate")
+# The default is the production path, also under `make run` (whose `manage.py serve` runs the worker in-process);
+# only the tests default to immediate.
+TASK_BACKEND = env_str("TASK_BACKEND", "immediate" if TESTING else "database")
 _TASK_BACKEND_CLASSES = {
     "immediate": "django.tasks.backends.immediate.ImmediateBackend",
     "database": "django_tasks_db.DatabaseBackend",
@@ -386,7 +389,16 @@ DELIVERY_RECORDERS = env_int("DELIVERY_RECORDERS", 3)
 DELIVERY_CLAIM_BATCH = env_int("DELIVERY_CLAIM_BATCH", 64)
 # On SIGTERM: how long attempts in flight may still finish before they are put back (platforms SIGKILL after 30 s).
 DELIVERY_GRACE_SECONDS = env_float("DELIVERY_GRACE_SECONDS", 20)
-# An attempt's lease is ASSISTANT_TIMEOUT_SECONDS plus this; a worker that dies loses its deliveries when it ends.
+# How long an attempt holds its delivery unless renewed; the worker renews every third of it while the attempt runs,
+# so a dead or cut-off worker's deliveries are taken over at most this long after its last renewal.
+DELIVERY_LEASE_SECONDS = env_float("DELIVERY_LEASE_SECONDS", 30)
+# Takeovers (a lease expired: the worker died mid-attempt) before a delivery fails, so that a message that kills its
+# worker does not hold its thread forever.
+DELIVERY_MAX_TAKEOVERS = env_int("DELIVERY_MAX_TAKEOVERS", 3)
+# Threads (one database connection each) doing the database work of attempts in flight: tool calls' ledger and the
+# built-in tools (ops/database_work.py). Attempt threads themselves hold no connection.
+DELIVERY_DATABASE_THREADS = env_int("DELIVERY_DATABASE_THREADS", 2)
+# An attempt nobody renews (the immediate task backend) holds its lease for the longest attempt plus this margin.
 DELIVERY_LEASE_MARGIN_SECONDS = env_float("DELIVERY_LEASE_MARGIN_SECONDS", 20)
 
 ASSISTANT_WEBHOOK_URL = env_str("ASSISTANT_WEBHOOK_URL")
@@ -444,7 +456,10 @@ REMINDER_CHANNEL_WEBHOOK_TOKEN = env_str("REMINDER_CHANNEL_WEBHOOK_TOKEN")
 REMINDER_CHANNEL_TIMEOUT_SECONDS = env_float("REMINDER_CHANNEL_TIMEOUT_SECONDS", 5)
 # This server's public address: follow-ups are posted back to it, and the channel providers call it (their
 # signatures are computed over PUBLIC_BASE_URL + path, so it must be exactly what is pasted into their consoles).
+# Required in production (`check --deploy`); under DEBUG without it, tools are told the address requests come to
+# (ops/public_url.py), so `make run PORT=8700` gets its follow-ups.
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+PUBLIC_BASE_URL_FROM_ENV = bool(env_str("PUBLIC_BASE_URL"))
 
 # --- Channels (channels/; DESIGN.md, "Channels") ----------------------------------------------------------------
 # One set of provider credentials per deployment. A channel whose settings are incomplete is not offered anywhere

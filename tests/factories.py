@@ -1,6 +1,7 @@
 import factory
 from django.contrib.auth import get_user_model
 
+from conversations.models import Delivery
 from keys.models import Generation
 from keys.scopes import BEFORE_SCOPES
 from keys.services import create_key
@@ -29,3 +30,11 @@ def make_key(
         scopes=BEFORE_SCOPES if scopes is None else scopes,
         may_read_replies=may_read_replies,
     )
+
+
+def attempt_when_due(delivery_id: int) -> str:
+    """The delivery's next attempt, as if its retry's time had come (the tests do not wait for the backoff)."""
+    from delivery.handoff import attempt_delivery
+
+    Delivery.objects.filter(pk=delivery_id).update(next_attempt_at=None)
+    return attempt_delivery(delivery_id)

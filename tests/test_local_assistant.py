@@ -79,6 +79,7 @@ def test_a_fixed_now_and_the_persons_zone_decide_the_instant(v2):
     key.owner.profile.time_zone = "America/New_York"
     key.owner.profile.save()
     message = record_user_message(user=key.owner, endpoint=Endpoint.CONSOLE, text="Remind me to stretch at 3pm")
+    Delivery.objects.filter(message=message).update(status=DeliveryStatus.PROCESSING, attempts=1)  # attempt 1 holds it
     now = datetime(2099, 1, 5, 10, 0, tzinfo=ZoneInfo("America/New_York"))
 
     reply = local.deliver(build_request(message, 1), now=now)
