@@ -35,7 +35,7 @@ def kinds(owner) -> list[str]:
 
 def test_a_key_works_until_its_expiry_and_is_then_refused(client):
     with time_machine.travel(T0, tick=False):
-        key, plaintext = create_key(UserFactory(), "nightly", expires_at=T0 + timedelta(hours=1))
+        _, plaintext = create_key(UserFactory(), "nightly", expires_at=T0 + timedelta(hours=1))
     with time_machine.travel(T0 + timedelta(minutes=59, seconds=59), tick=False):
         assert send(client, plaintext).status_code == 200
         assert send(client, plaintext).status_code == 200  # the remembered key, no lookup
@@ -94,7 +94,7 @@ def test_a_roll_keeps_the_old_secret_working_for_the_overlap_only(client):
 
 def test_a_roll_without_overlap_stops_the_old_secret_at_once(client):
     old, old_secret = make_key()
-    new, new_secret = roll_key(old, timedelta(0))
+    _, new_secret = roll_key(old, timedelta(0))
     assert code_of(send(client, old_secret)) == "expired_api_key"
     assert send(client, new_secret).status_code == 200
 
@@ -252,7 +252,7 @@ def test_the_audit_log_is_the_accounts_own(owner_client):
 def test_staff_read_the_audit_log_in_the_admin_and_cannot_change_it(client):
     from django.contrib.auth import get_user_model
 
-    key, _ = make_key(name="audited")
+    make_key(name="audited")
     staff = get_user_model().objects.create_superuser("admin@example.com", "admin@example.com", "x")
     client.force_login(staff)
     listing = client.get("/admin/accounts/auditevent/").content.decode()
