@@ -105,7 +105,7 @@ _LEADS = (
 )
 _LEAD = re.compile(rf"^(?:{_LEADS})$", re.I)
 _TIME_WORD = re.compile(
-    rf"^(?:{_LEADS}|coming|other|and|&|the|of|a|an|from|starting|morning|afternoon|evening|night|"
+    rf"^(?:{_LEADS}|coming|other|and|&|the|of|a|an|from|starting|except|but|not|or|sharp|morning|afternoon|evening|night|"
     r"days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?|half|quarter|weekdays?|weekends?|workdays?|week ?day|"
     r"everyday|annually|am|pm|a\.m\.?|p\.m\.?|o'?clock|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
     r"twelve|fifteen|twenty|thirty|forty|forty-five|fifty|\d{1,2}(?:st|nd|rd|th)|\d{1,4})$",
@@ -160,7 +160,7 @@ def _reminder(text: str) -> _Draft | None:
     first = _WHEN_FIRST.match(text)
     if first is not None and _is_time_phrase(first[1].split()):
         connector, what = _connected(first[2])
-        return _Draft("reminder", what, first[1], connector)
+        return _both_times(_Draft("reminder", what, first[1], connector))
     woken = _WAKE.match(text)
     if woken is not None:
         return _Draft("reminder", "wake up", woken[1], "to")
@@ -173,10 +173,16 @@ def _reminder(text: str) -> _Draft | None:
         rest = connected[2]  # "a reminder for 3pm to stretch", "a reminder for the dentist at 3pm"
     for inner in _INNER_CONNECTOR.finditer(rest):  # "remind me at 3pm to stretch"
         if _is_time_phrase(rest[: inner.start()].split()):
-            return _Draft("reminder", rest[inner.end() :], rest[: inner.start()], inner[1].lower())
+            return _both_times(_Draft("reminder", rest[inner.end() :], rest[: inner.start()], inner[1].lower()))
     connector, body = _connected(rest)
     what, when = _split_when(body)
     return _Draft("reminder", what, when, connector)
+
+
+def _both_times(draft: _Draft) -> _Draft:
+    """ "remind me each Friday to submit the timesheet at 4pm": the time said before the text and the one after."""
+    what, after = _split_when(draft.what)
+    return replace(draft, what=what, when=f"{draft.when} {after}") if after else draft
 
 
 def _connected(text: str) -> tuple[str, str]:
