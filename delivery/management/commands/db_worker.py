@@ -21,7 +21,6 @@ from django_tasks_db.management.commands import db_worker
 from delivery.engine import Engine
 from delivery.tasks import queued_in_database
 
-
 logger = logging.getLogger("delivery.handoff")
 
 
