@@ -198,6 +198,14 @@ def test_without_a_connection_it_says_what_to_connect(text, reason):
         ("remind me to stretch", "in 20 minutes", remind("Stretch", "2026-11-25T10:20")),
         ("remind me to stretch every morning", "at 7:30", remind("Stretch", "2026-11-26T07:30", "FREQ=DAILY")),
         ("remind me to stretch at 3", "Tell me a joke", None),  # not an answer: read on its own
+        (
+            "add lunch with Sam on Friday",
+            "1pm",
+            Act(
+                "calendar_create_event",
+                {"summary": "Lunch with Sam", "start": "2026-11-27T13:00", "end": "2026-11-27T14:00"},
+            ),
+        ),
     ],
 )
 def test_an_answer_to_the_question_completes_the_earlier_request(earlier, answer, expected):
