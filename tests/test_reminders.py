@@ -200,3 +200,27 @@ def test_sendreminders_fires_what_is_due_for_the_immediate_backend(user, setting
     Reminder.objects.filter(pk=reminder.pk).update(next_due_at=timezone.now() - timedelta(minutes=1))
     call_command("sendreminders")
     assert reminders_in_thread() == ["Reminder: Stretch"]
+
+
+def test_a_deactivated_accounts_reminders_do_not_fire(person, assistant_server, settings):
+    """15 of 15 were sent after deactivation. Staff deactivate with a plain UPDATE (the admin), as here: the firing
+    itself must look. Occurrences due meanwhile are skipped, not saved up; the schedule goes on for a reactivation."""
+    from django.contrib.auth import get_user_model
+
+    settings.REMINDER_CHANNEL_WEBHOOK_URL = assistant_server.url + "/remind"
+    recurring = services.schedule_reminder(person, "Stand up", local(1, 9), "FREQ=DAILY")
+    once = services.schedule_reminder(person, "Call the bank", local(1, 10))
+    get_user_model().objects.filter(pk=person.pk).update(is_active=False)
+
+    for task in reminder_tasks():
+        make_due(task)
+    run_worker(max_tasks=2)
+
+    assert reminders_in_thread() == []
+    assert assistant_server.received == []  # nothing sent to the channel either
+    recurring.refresh_from_db()
+    once.refresh_from_db()
+    assert (recurring.status, recurring.fired_count) == (ReminderStatus.SCHEDULED, 0)
+    assert recurring.next_due_at > timezone.now()
+    assert reminder_tasks().filter(status="READY").get().run_after == recurring.next_due_at
+    assert (once.status, once.fired_count) == (ReminderStatus.DONE, 0)
