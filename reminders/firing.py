@@ -16,7 +16,7 @@ from conversations.models import Source
 from conversations.services import assistant_message, conversation_of
 from reminders import channel
 from reminders.models import Reminder, ReminderStatus
-from reminders.schedules import next_occurrence, schedule_of
+from reminders.schedules import ReminderRefused, next_occurrence, schedule_of
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,11 @@ def fire(reminder_id: int, due_at: datetime) -> str:
             reminder.fired_count += 1
             reminder.last_fired_at = now
         # Occurrences missed while no worker ran are not all delivered at once: the next one is after now.
-        upcoming = next_occurrence(schedule_of(reminder), max(now, due_at)) if reminder.recurring else None
+        try:
+            upcoming = next_occurrence(schedule_of(reminder), max(now, due_at)) if reminder.recurring else None
+        except ReminderRefused as refused:  # a rule stored before the checks of parse_rule refused its kind
+            logger.warning("reminder %s ends: its rule is no longer accepted (%s)", reminder.public_id, refused)
+            upcoming = None
         reminder.next_due_at = upcoming
         if upcoming is None:
             reminder.status = ReminderStatus.DONE

@@ -163,11 +163,38 @@ def test_a_cancelled_reminder_does_not_fire(person):
         ("2099-01-01T10:00", "FREQ=SOMETIMES", "not an RFC 5545 RRULE"),
         ("2099-01-01T10:00", "FREQ=DAILY\nFREQ=WEEKLY", "line breaks"),
         ("2099-01-01T10:00", "FREQ=DAILY;UNTIL=20980101T000000", "no occurrence"),
+        # Issue 26 item 2: "at most hourly" is the real interval between occurrences, whatever the rule's parts
+        ("2099-01-01T10:00", "FREQ=HOURLY;BYMINUTE=0,1,2,3;BYSECOND=0,30;COUNT=40", "at most hourly"),
+        ("2099-01-01T10:00", "FREQ=DAILY;BYHOUR=9;BYMINUTE=0,30", "at most hourly"),
+        ("2099-01-01T10:00", "FREQ=HOURLY;BYSECOND=0,1", "at most hourly"),
+        ("2099-01-01T10:00", "FREQ=WEEKLY;BYDAY=MO;BYHOUR=9,10;BYMINUTE=15,45", "at most hourly"),
+        # ...and a rule that never falls on a real date is refused, not searched for until the year 9999
+        ("2099-01-01T10:00", "FREQ=HOURLY;BYMONTH=2;BYMONTHDAY=30", "never falls on a date"),
+        ("2099-01-01T10:00", "FREQ=DAILY;BYMONTH=4,6,9,11;BYMONTHDAY=31,-31", "never falls on a date"),
+        ("2099-01-01T10:00", "FREQ=YEARLY;BYYEARDAY=366;BYMONTH=1", "BYYEARDAY"),
+        ("2099-01-01T10:00", "FREQ=YEARLY;BYWEEKNO=53;BYMONTH=1", "BYWEEKNO"),
+        ("2099-01-01T10:00", "FREQ=MONTHLY;BYDAY=MO;BYSETPOS=7", "BYSETPOS"),
     ],
 )
 def test_bad_times_and_rules_are_refused_with_the_reason(person, when, rrule, fragment):
     with pytest.raises(services.ReminderRefused, match=fragment):
         services.schedule_reminder(person, "Stretch", when, rrule)
+
+
+@pytest.mark.parametrize(
+    "rrule",
+    [
+        "FREQ=HOURLY",
+        "FREQ=HOURLY;INTERVAL=2;BYMINUTE=30",
+        "FREQ=DAILY;BYHOUR=9,13,18",
+        "FREQ=MONTHLY;BYMONTHDAY=31",  # the months that have one
+        "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29",  # every fourth year
+        "FREQ=MONTHLY;BYDAY=FR;BYMONTHDAY=13",
+        "FREQ=MONTHLY;BYDAY=-1FR",
+    ],
+)
+def test_ordinary_rules_are_accepted(person, rrule):
+    assert services.schedule_reminder(person, "Stretch", local(1, 9), rrule).rrule == rrule
 
 
 def test_the_channel_gateway_is_told_when_configured(
