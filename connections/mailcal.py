@@ -1,9 +1,11 @@
 """Adding and removing a person's calendar (CalDAV) and mailbox (IMAP + SMTP): what the API and the console call.
 
-Adding checks first, within MAIL_CALENDAR_TIMEOUT_SECONDS: the address (public unless MCP_ALLOW_PRIVATE_ADDRESSES),
-TLS (unless MAIL_CALENDAR_ALLOW_PLAINTEXT), then a real log-in; nothing is stored unless all of that worked. The
-password is stored encrypted (connections/crypto.py, the key MCP servers' API keys use and `rotatemcpkeys`
-rotates) and never shown again. One calendar and one mailbox per person: the tools then need no account argument.
+Adding checks first, as an MCP server is checked (connections/checks.py: one of the account's and the process's
+check slots, ChecksBusy when none is free, MCP_CHECK_TIMEOUT_SECONDS for the whole check): the address (public
+unless MCP_ALLOW_PRIVATE_ADDRESSES), TLS (unless MAIL_CALENDAR_ALLOW_PLAINTEXT), then a real log-in; nothing is
+stored unless all of that worked. The password is stored encrypted (connections/crypto.py, the key MCP servers' API
+keys use and `rotatemcpkeys` rotates) and never shown again. One calendar and one mailbox per person: the tools
+then need no account argument.
 """
 
 import logging
@@ -13,7 +15,10 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
+from accounts import audit
+from accounts.models import AuditKind
 from connections import calendars, crypto, mailboxes
+from connections.checks import check_slot
 from connections.models import CalendarAccount, MailAccount, Security
 from connections.network import ServiceError, check_host, plaintext_allowed
 
@@ -85,10 +90,12 @@ def _host(value: object, field: str) -> str:
 
 
 def _seconds() -> float:
-    return float(settings.MAIL_CALENDAR_TIMEOUT_SECONDS)
+    return float(settings.MCP_CHECK_TIMEOUT_SECONDS)
 
 
-def add_calendar(owner: User, server_url: object, username: object, password: object) -> CalendarAccount:
+def add_calendar(
+    owner: User, server_url: object, username: object, password: object, *, by: str = audit.COMMAND
+) -> CalendarAccount:
     if CalendarAccount.objects.filter(owner=owner).exists():
         raise AccountRefused("You already have a calendar connected; remove it first.", exists=True)
     try:
@@ -101,7 +108,8 @@ def add_calendar(owner: User, server_url: object, username: object, password: ob
         password=_password(password),
     )
     try:
-        calendar_url, calendar_name = calendars.check(server, _seconds())
+        with check_slot(owner.pk):
+            calendar_url, calendar_name = calendars.check(server, _seconds())
     except ServiceError as failed:
         raise AccountRefused(str(failed), checked=True, authentication=failed.authentication) from None
     try:
@@ -114,13 +122,15 @@ def add_calendar(owner: User, server_url: object, username: object, password: ob
                 calendar_url=calendar_url[:2000],
                 calendar_name=calendar_name[:100],
             )
+            summary = f"calendar “{account.calendar_name}” of {account.username} at {url}"
+            audit.record(owner, AuditKind.CONNECTION_ADDED, summary, by=by)
     except IntegrityError:  # added meanwhile by another request
         raise AccountRefused("You already have a calendar connected; remove it first.", exists=True) from None
     logger.info("calendar %s added for user %s", account.public_id, owner.pk)
     return account
 
 
-def add_mailbox(owner: User, fields: dict[str, Any]) -> MailAccount:
+def add_mailbox(owner: User, fields: dict[str, Any], *, by: str = audit.COMMAND) -> MailAccount:
     """fields: address, username (defaults to the address), password, imapHost, imapPort, imapSecurity, smtpHost,
     smtpPort, smtpSecurity (the API's names)."""
     if MailAccount.objects.filter(owner=owner).exists():
@@ -143,7 +153,8 @@ def add_mailbox(owner: User, fields: dict[str, Any]) -> MailAccount:
         smtp_security=_security(fields.get("smtpSecurity"), "smtpSecurity"),
     )
     try:
-        drafts = mailboxes.check(server, _seconds())
+        with check_slot(owner.pk):
+            drafts = mailboxes.check(server, _seconds())
     except ServiceError as failed:
         raise AccountRefused(str(failed), checked=True, authentication=failed.authentication) from None
     try:
@@ -161,15 +172,24 @@ def add_mailbox(owner: User, fields: dict[str, Any]) -> MailAccount:
                 smtp_security=server.smtp_security,
                 drafts_folder=drafts[:255],
             )
+            audit.record(owner, AuditKind.CONNECTION_ADDED, _described(account), by=by)
     except IntegrityError:
         raise AccountRefused("You already have a mailbox connected; remove it first.", exists=True) from None
     logger.info("mailbox %s added for user %s", account.public_id, owner.pk)
     return account
 
 
-def remove(account: CalendarAccount | MailAccount) -> None:
-    account.delete()
+def remove(account: CalendarAccount | MailAccount, *, by: str = audit.COMMAND) -> None:
+    with transaction.atomic():
+        account.delete()
+        audit.record(account.owner_id, AuditKind.CONNECTION_REMOVED, _described(account), by=by)
     logger.info("%s %s removed", type(account).__name__, account.public_id)
+
+
+def _described(account: CalendarAccount | MailAccount) -> str:
+    if isinstance(account, CalendarAccount):
+        return f"calendar “{account.calendar_name}” of {account.username} at {account.server_url}"
+    return f"mailbox {account.address}"
 
 
 def calendar_server(account: CalendarAccount) -> calendars.CalendarServer:

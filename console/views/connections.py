@@ -1,4 +1,5 @@
-"""Connections: the person's MCP servers, their tools and last sync; add (connects first), sync, remove."""
+"""Connections: the person's MCP servers, their tools and last sync; add (connects first), sync, remove. The same page
+shows the calendar and the mailbox (console/views/mailcal.py)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -7,10 +8,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts import audit
 from connections import services
 from connections.checks import ChecksBusy
 from connections.models import Connection, is_connection_id
 from console.forms.connections import ConnectionForm
+from console.views.mailcal import page_context
 
 
 def _owned(request: HttpRequest, public_id: str) -> Connection:
@@ -37,6 +40,7 @@ def connection_list(request: HttpRequest) -> HttpResponse:
                 form.cleaned_data["name"],
                 form.cleaned_data["server_url"],
                 form.cleaned_data["api_key"] or None,
+                by=audit.CONSOLE,
             )
         except services.ConnectionRefused as refused:
             form.add_error(None, str(refused))
@@ -49,7 +53,8 @@ def connection_list(request: HttpRequest) -> HttpResponse:
     connections = Connection.objects.filter(owner_id=request.user.pk).prefetch_related("tools")
     if request.method == "GET":
         status = 200
-    return render(request, "connections/list.html", {"connections": connections, "form": form}, status=status)
+    context = {"connections": connections, "form": form, **page_context(request)}
+    return render(request, "connections/list.html", context, status=status)
 
 
 @login_required
@@ -70,7 +75,7 @@ def sync(request: HttpRequest, public_id: str) -> HttpResponse:
 def remove(request: HttpRequest, public_id: str) -> HttpResponse:
     connection = _owned(request, public_id)
     if request.method == "POST":
-        services.remove_connection(connection)
+        services.remove_connection(connection, by=audit.CONSOLE)
         messages.success(request, f"Removed {connection.name}; the assistant no longer has its tools.")
         return redirect("connections:list")
     return render(request, "connections/remove.html", {"connection": connection})

@@ -226,6 +226,62 @@ def _shoot_what_the_assistant_does(page, user) -> None:
     _shoot(page, "conversation-actions", full_page=False)
 
 
+def test_screenshots_of_the_calendar_and_the_mailbox(
+    context, live_server, radicale_server, dovecot_server, smtp_server, mail_user
+):
+    """Connections with a calendar and a mailbox, both connected through the page's forms to real servers on
+    127.0.0.1 (Radicale, Dovecot, aiosmtpd), then shown under a provider's addresses. Run alone with
+    `pytest tests/browser/screenshots.py -k calendar_and_the_mailbox`."""
+    from connections.models import CalendarAccount, MailAccount
+    from tests.mail_servers import PASSWORD as SERVER_PASSWORD
+
+    create_account(email="sam@example.com", password=PASSWORD, phone_number="+14155550123", channel="sms")
+    page = context.new_page()
+    page.goto("/login/")
+    page.get_by_label("Email").fill("sam@example.com")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/keys/")
+    page.goto("/connections/")
+    _shoot(page, "connections-forms")
+
+    page.get_by_label("CalDAV server URL").fill(radicale_server.url)
+    page.get_by_label("Username", exact=True).first.fill("ann")
+    page.locator("#id_password").first.fill(SERVER_PASSWORD)
+    page.get_by_role("button", name="Connect calendar").click()
+    page.get_by_text("Connected your calendar").wait_for()
+
+    form = page.locator('form[action="/connections/mailbox/"]')
+    form.get_by_label("Email address").fill(f"{mail_user}@example.test")
+    form.get_by_label("Username (optional)").fill(mail_user)
+    form.get_by_label("App password").fill(SERVER_PASSWORD)
+    form.get_by_label("IMAP server").fill("127.0.0.1")
+    form.get_by_label("IMAP port").fill(str(dovecot_server.port))
+    form.get_by_label("IMAP security").select_option("none")
+    form.get_by_label("SMTP server").fill("127.0.0.1")
+    form.get_by_label("SMTP port").fill(str(smtp_server.port))
+    form.get_by_label("SMTP security").select_option("none")
+    page.get_by_role("button", name="Connect mailbox").click()
+    page.get_by_text("Connected your mailbox").wait_for()
+
+    # Shown as a person with a Fastmail account would see it.
+    CalendarAccount.objects.update(
+        server_url="https://caldav.fastmail.com/", username="sam@fastmail.com", calendar_name="Personal"
+    )
+    MailAccount.objects.update(
+        address="sam@fastmail.com",
+        username="sam@fastmail.com",
+        imap_host="imap.fastmail.com",
+        imap_port=993,
+        imap_security="ssl",
+        smtp_host="smtp.fastmail.com",
+        smtp_port=465,
+        smtp_security="ssl",
+    )
+    page.goto("/connections/")
+    _shoot(page, "connections-calendar-mailbox")
+
+
 def test_channel_screenshots(context, live_server, settings, providers):
     """Settings → Channels with every provider configured (the fake ones of tests/providers.py): a number linked by
     SMS and a Telegram chat, a WhatsApp code just sent and waiting to be typed."""
@@ -253,3 +309,47 @@ def test_channel_screenshots(context, live_server, settings, providers):
     page.get_by_role("button", name="Send a code").click()
     page.get_by_role("heading", name="Type the code").wait_for()
     _shoot(page, "settings-channels")
+
+
+def _log_in(context):
+    page = context.new_page()
+    page.goto("/login/")
+    page.get_by_label("Email").fill(EMAIL)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/keys/")
+    return page
+
+
+def test_key_life_cycle_screenshots(context, live_server, settings):
+    """A key's page with its scopes, expiry and actions, and the audit log after a key's life (README, "Key life
+    cycle"). `pytest tests/browser/screenshots.py -k life_cycle` rewrites only these."""
+    from accounts import audit
+    from connections.models import Connection
+    from connections.services import remove_connection
+    from keys.scopes import Scope
+    from keys.services import roll_key, set_scopes
+
+    user = create_account(email=EMAIL, password=PASSWORD, phone_number="+14155551234", channel="whatsapp")
+    deploys, _ = create_key(
+        user,
+        "GitHub deploys",
+        scopes=[Scope.MESSAGES_SEND, Scope.RECEIPTS_READ, Scope.WEBHOOKS_MANAGE],
+        expires_at=timezone.now() + timedelta(days=90),
+        by=audit.CONSOLE,
+    )
+    create_trigger(user, "When a deploy of the shop fails", "Tell me which commit broke it", created_with=deploys)
+    set_scopes(deploys, [Scope.MESSAGES_SEND, Scope.RECEIPTS_READ], by=audit.CONSOLE)
+    laptop, _ = create_key(user, "Old laptop script", by=audit.CONSOLE)
+    roll_key(laptop, timedelta(hours=24), by=audit.CONSOLE)
+    tracker = Connection.objects.create(owner=user, name="Tracker", server_url="https://mcp.example.com/mcp")
+    remove_connection(tracker, by=audit.CONSOLE)
+    revoke_key(create_key(user, "Uptime monitor", by=audit.CONSOLE)[0], by=audit.CONSOLE)
+
+    page = _log_in(context)
+    page.set_viewport_size({"width": 1280, "height": 1100})
+    page.goto(f"/keys/{deploys.pk}/")
+    page.locator("#scopes").wait_for()
+    _shoot(page, "key-scopes", full_page=False)
+    page.goto("/settings/audit-log/")
+    _shoot(page, "audit-log", full_page=False)
