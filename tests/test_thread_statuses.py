@@ -9,6 +9,7 @@ import pytest
 from accounts.services import update_contact
 from conversations.models import Delivery, DeliveryStatus, Endpoint, Message
 from ingestion.hotpath.recording import record_user_message
+from tests.factories import UserFactory
 from tests.test_console_conversation import assistant_reply, since_of
 
 pytestmark = pytest.mark.django_db
@@ -89,15 +90,9 @@ def test_the_poll_brings_the_new_status_of_a_message_the_page_shows_as_unsettled
 
 
 def test_the_poll_tells_statuses_of_ones_own_messages_only(signed_in, user):
-    other = record_user_message(user=UserFactoryish(), endpoint=Endpoint.CONSOLE, text="not yours")
+    other = record_user_message(user=UserFactory(email="eve@example.com"), endpoint=Endpoint.CONSOLE, text="not yours")
     data = signed_in.get(
         "/conversation/updates/", {"since": datetime.now(UTC).isoformat(), "unsettled": f"{other.public_id},nonsense"}
     ).json()
 
     assert data["statuses"] == []
-
-
-def UserFactoryish():
-    from tests.factories import UserFactory
-
-    return UserFactory(email="eve@example.com")
