@@ -56,7 +56,7 @@ def test_sign_up_add_a_key_send_with_it_see_it_arrive_then_revoke_it(page, conte
     # The thread is open before the message is sent: it must appear without a reload.
     page.get_by_role("link", name="Conversation").click()
     page.get_by_text("No messages yet").wait_for()
-    page.get_by_text("Live").wait_for()
+    page.get_by_text("Live", exact=True).wait_for()
     status, body = post_api(live_server.url, CURRENT, secret, {"message": "Deploy of shop-api finished", "sha": "4f2c"})
     assert (status, body["success"]) == (200, True)
     arrived = page.locator(".msg--user", has_text="Deploy of shop-api finished")
