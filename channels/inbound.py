@@ -3,8 +3,8 @@
 From a linked address it lands in their thread exactly as if typed in the app: the same recording path
 (ingestion.hotpath.recording.record_user_message: the message and its delivery together, the same per-thread order
 and hand-off to the assistant), with the channel as its source and what the provider said (media links, the
-provider's id) as its context. The provider's message id is written first, under a unique constraint and in the
-same transaction: a provider's retry, even one racing the first delivery, records nothing twice.
+provider's id) as its context. The provider's message id is written under a unique constraint in the same
+transaction: a provider's retry, even one racing the first delivery, fails on it and rolls back whatever it wrote.
 
 An unknown sender gets no thread: at most one short answer per address per day saying how to link (LinkHint), sent
 after the commit. Telegram's ``/start <token>`` (the console's one-time deep link) links the chat."""
@@ -21,9 +21,10 @@ from django.utils import timezone
 
 from channels import linking
 from channels.adapters.base import Channel, Inbound
+from channels.adapters.payloads import storable
 from channels.models import InboundEvent, LinkedAddress, LinkHint
 from channels.notify import send_notice
-from conversations.models import Endpoint, Source
+from conversations.models import Endpoint, Message, Source
 from ingestion.hotpath.recording import record_user_message
 
 logger = logging.getLogger(__name__)
@@ -42,48 +43,56 @@ class Received:
 
 def receive(channel: str, inbound: Inbound, request_id: str = "") -> Received:
     """Record one inbound message (see the module); notices to the sender go out after the commit."""
-    with transaction.atomic():
-        if not _first_time(channel, inbound):
-            return Received("duplicate")
-        received = _route(channel, inbound, request_id)
-        for notice in received.notices:
-            transaction.on_commit(lambda notice=notice: send_notice(*notice), robust=True)  # type: ignore[misc]
+    try:
+        with transaction.atomic():
+            received = _route(channel, inbound, request_id)
+            for notice in received.notices:
+                transaction.on_commit(lambda notice=notice: send_notice(*notice), robust=True)  # type: ignore[misc]
+    except IntegrityError:
+        # The provider's id is taken: a retry (or its twin racing it, which waited on the unique index for the
+        # first to commit). Everything this one wrote is rolled back with it.
+        if not InboundEvent.objects.filter(channel=channel, provider_message_id=inbound.provider_message_id).exists():
+            raise
+        received = Received("duplicate")
     logger.info("channel message %s: %s", channel, received.outcome)
     return received
 
 
-def _first_time(channel: str, inbound: Inbound) -> bool:
-    try:
-        with transaction.atomic():  # a savepoint: the outer transaction survives the duplicate
-            InboundEvent.objects.create(
-                channel=channel, provider_message_id=inbound.provider_message_id, address=inbound.address
-            )
-    except IntegrityError:
-        return False
-    return True
+def _note_event(channel: str, inbound: Inbound, message: Message | None = None) -> None:
+    """The provider's id, once: IntegrityError when it is already there (caught by ``receive``)."""
+    InboundEvent.objects.create(
+        channel=channel, provider_message_id=inbound.provider_message_id, address=inbound.address, message=message
+    )
 
 
 def _route(channel: str, inbound: Inbound, request_id: str) -> Received:
+    """The common case, a linked person writing, in four statements: the address with its person and thread, the
+    message with its delivery (ingestion.hotpath), the provider's id, the address's last inbound time. The other
+    cases note the provider's id first, then act."""
     if channel == Channel.TELEGRAM and inbound.text.startswith("/start"):
+        _note_event(channel, inbound)
         return _telegram_start(inbound)
-    linked = LinkedAddress.objects.select_related("user").filter(channel=channel, address=inbound.address).first()
+    linked = (
+        LinkedAddress.objects.select_related("user__conversation")
+        .filter(channel=channel, address=inbound.address)
+        .first()
+    )
     if linked is None:
+        _note_event(channel, inbound)
         return _unknown_sender(channel, inbound.address)
-    if not linked.user.is_active:
-        return Received("ignored")  # staff deactivated the account: its channels fall silent, like its keys
-    if not inbound.text.strip() and not inbound.media:
+    if not linked.user.is_active or (not inbound.text.strip() and not inbound.media):
+        # Staff deactivated the account (its channels fall silent, like its keys), or nothing to say.
+        _note_event(channel, inbound)
         return Received("ignored")
     message = record_user_message(
         user=linked.user,
         endpoint=Endpoint.CHANNEL,
         source=Source(channel),
-        text=inbound.text,
-        context=_context(channel, inbound),
+        text=storable(inbound.text),
+        context=storable(_context(channel, inbound)),
         request_id=request_id,
     )
-    InboundEvent.objects.filter(channel=channel, provider_message_id=inbound.provider_message_id).update(
-        message=message
-    )
+    _note_event(channel, inbound, message)
     LinkedAddress.objects.filter(pk=linked.pk).update(last_inbound_at=timezone.now())
     return Received("recorded", message.public_id)
 

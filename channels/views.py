@@ -17,6 +17,7 @@ from twilio.twiml.messaging_response import MessagingResponse
 from channels import inbound, status
 from channels.adapters import adapter_for, configured, twilio, whatsapp_cloud
 from channels.adapters.base import Adapter, BadRequest, Channel, VerificationFailed
+from channels.adapters.payloads import is_reasonable_id
 from ops.errors import json_error
 from ops.http import declared_length
 
@@ -74,10 +75,12 @@ def _handle(
         return refusal
     try:
         for adapter in adapters:
-            updates = adapter.parse_statuses(request) if statuses else []
-            if updates:
+            updates = [u for u in adapter.parse_statuses(request) if is_reasonable_id(u.provider_message_id, 128)]
+            if updates and statuses:
                 status.record(updates)
             for message in adapter.parse_inbound(request) if messages else []:
+                if not (is_reasonable_id(message.provider_message_id, 128) and is_reasonable_id(message.address, 64)):
+                    raise BadRequest("A message carries an id or sender no provider sends.")
                 inbound.receive(adapter.channel, message, getattr(request, "request_id", ""))
     except BadRequest as error:
         return json_error(error.code, error.message)

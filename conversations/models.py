@@ -125,7 +125,8 @@ class Delivery(models.Model):
     """How an accepted message reached (or is reaching) the user's assistant: what staff inspect.
 
     queued → processing → delivered, or back to queued (with next_attempt_at) after a transient failure, or failed
-    once the attempts are used up or the assistant refuses the message for good.
+    once the attempts or takeovers are used up or the assistant refuses the message for good. Every change of its
+    state goes through delivery/lifecycle.py (its docstring has the whole diagram).
     """
 
     message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="delivery")
@@ -157,6 +158,9 @@ class Delivery(models.Model):
     endpoint = models.CharField(max_length=16, choices=Endpoint.choices)
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.QUEUED)
     attempts = models.PositiveIntegerField(default=0)
+    # How many claims found it processing under an expired lease (its worker died or was cut off); after
+    # DELIVERY_MAX_TAKEOVERS the delivery fails (delivery/lifecycle.py).
+    takeovers = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
     request_id = models.CharField(max_length=128, blank=True)
     # The assistant backend of the latest attempt (the configured one while still queued).

@@ -66,6 +66,13 @@ _LIST = (
     ErrorCode("malformed_authorization", 401, "the header is not `Bearer <key>`", True),
     ErrorCode("invalid_api_key", 401, "an unknown or mistyped key", True),
     ErrorCode("revoked_api_key", 401, "a revoked key", True),
+    ErrorCode(
+        "expired_api_key",
+        401,
+        "a key past the expiry its owner set, or an old secret of a rolled key after its overlap "
+        "(see [Key life cycle](#key-life-cycle))",
+        True,
+    ),
     ErrorCode("wrong_key_generation", 401, "a V1 key on the current endpoint or a V2 key on the legacy one", True),
     ErrorCode(
         "account_disabled",
@@ -106,9 +113,21 @@ _LIST = (
         400,
         "`poke login`'s poll after the token was handed out (see [CLI log-in](#cli-log-in-poke-login))",
     ),
+    ErrorCode(
+        "slow_down",
+        400,
+        "`poke login`'s poll sooner than `CLI_AUTH_POLL_MIN_SECONDS` after the last one for the same device code "
+        "(RFC 8628 `slow_down`; the CLI polls on)",
+    ),
     ErrorCode("access_denied", 400, "`poke login`'s poll: the log-in was denied on `/device`"),
     ErrorCode("expired_token", 400, "`poke login`'s poll: 10 minutes passed before the token was collected"),
     ErrorCode("invalid_device_code", 404, "`poke login`'s poll with a device code that matches no log-in request"),
+    ErrorCode(
+        "insufficient_scope",
+        403,
+        "the key lacks the scope this call needs; the message names it (see [Scopes](#scopes))",
+        True,
+    ),
     ErrorCode(
         "invalid_channel_signature",
         403,
@@ -134,6 +153,11 @@ _LIST = (
     ),
     ErrorCode(
         "not_acceptable", 406, "`/api/schema/` and `/api/docs/` only, for an `Accept` that allows none of their formats"
+    ),
+    ErrorCode(
+        "connection_exists",
+        409,
+        "connecting a calendar or a mailbox when the account already has one: remove it first",
     ),
     ErrorCode(
         "idempotency_in_progress", 409, "a request with the same `Idempotency-Key` is still being processed", True
@@ -181,6 +205,17 @@ _LIST = (
         "an MCP server could not be used (unreachable, no answer in time, not MCP); the message says what failed",
     ),
     ErrorCode("mcp_authentication_required", 422, "an MCP server answered 401 or 403: add it with its API key"),
+    ErrorCode(
+        "mail_calendar_unusable",
+        422,
+        "a calendar or mail server could not be used (unreachable, no answer in time, no TLS, a private address, "
+        "not CalDAV/IMAP/SMTP); the message says what failed",
+    ),
+    ErrorCode(
+        "mail_calendar_login_refused",
+        422,
+        "a calendar or mail server refused the username or password (many providers want an app password)",
+    ),
     ErrorCode(
         "rate_limited",
         429,

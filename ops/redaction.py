@@ -3,7 +3,10 @@ other log line (config/settings.py LOGGING), gunicorn's logs (gunicorn.conf.py) 
 
 Django's password reset link, /reset/<uidb64>/<token>/ (accounts/urls.py), holds the reset token until the view
 moves it into the session and redirects to /reset/<uidb64>/set-password/; whoever reads the token can set the
-account's password within the hour. The CLI's log-in poll, /api/v1/cli-auth/poll/<device_code>
+account's password within the hour. BlueBubbles' webhook URL, /channels/bluebubbles/webhook?secret=<secret>
+(channels/adapters/bluebubbles.py: BlueBubbles cannot sign), holds the secret that lets anyone post messages as any
+linked iMessage sender; no log keeps query strings, and a message that quotes the URL has the secret blanked. The
+CLI's log-in poll, /api/v1/cli-auth/poll/<device_code>
 (ingestion/cli_auth.py), holds the device code that collects a new API key once the person approves. This module
 imports nothing from Django, so gunicorn's master can use it.
 """
@@ -19,6 +22,8 @@ RESET_LINK_ROUTE = "/reset/<uidb64>/<token>/"
 _DEVICE_POLL = re.compile(r"^/api/v1/cli-auth/poll/[^/]+/?$")
 _DEVICE_POLL_IN_TEXT = re.compile(r"/api/v1/cli-auth/poll/[^/\s?\"']+")
 DEVICE_POLL_ROUTE = "/api/v1/cli-auth/poll/<device_code>"
+_BLUEBUBBLES_SECRET_IN_TEXT = re.compile(r"(/channels/bluebubbles/webhook\?(?:[^\s\"'#]*&)?secret=)[^&\s\"'#]+")
+REDACTED = "[redacted]"
 
 
 def is_reset_link(path: str) -> bool:
@@ -39,13 +44,30 @@ def loggable_path(path: str) -> str:
     return secret_route(path) or path[:200]
 
 
+_QUERY_SECRET = re.compile(r"(^|&)secret=[^&]*")
+_QUERY_SECRET_PATHS = ("/channels/bluebubbles/webhook",)
+
+
+def redact_query(path: str, query: str) -> str:
+    """A query string as logs may keep it: the ``secret`` of a path that takes one in its query is blanked."""
+    if path.rstrip("/") not in _QUERY_SECRET_PATHS:
+        return query
+    return _QUERY_SECRET.sub(rf"\g<1>secret={REDACTED}", query)
+
+
+def redact_text(message: str) -> str:
+    """A text with every secret-carrying path or URL above made harmless."""
+    message = _DEVICE_POLL_IN_TEXT.sub(DEVICE_POLL_ROUTE, _RESET_LINK_IN_TEXT.sub(RESET_LINK_ROUTE, message))
+    return _BLUEBUBBLES_SECRET_IN_TEXT.sub(rf"\g<1>{REDACTED}", message)
+
+
 class RedactResetLinks(logging.Filter):
     """For log handlers: a reset link in a record's message becomes its route. Django's "Internal Server Error:
     <path>" line (django.request) and gunicorn's "Error handling request <uri>" name the path."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        redacted = _DEVICE_POLL_IN_TEXT.sub(DEVICE_POLL_ROUTE, _RESET_LINK_IN_TEXT.sub(RESET_LINK_ROUTE, message))
+        redacted = redact_text(message)
         if redacted != message:
             record.msg, record.args = redacted, None
         return True

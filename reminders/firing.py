@@ -12,8 +12,8 @@ from django.tasks import task
 from django.utils import timezone
 from django_tasks_db import DatabaseBackend
 
-from conversations.models import Message, Role, Source
-from conversations.services import conversation_of
+from conversations.models import Source
+from conversations.services import assistant_message, conversation_of
 from reminders import channel
 from reminders.models import Reminder, ReminderStatus
 from reminders.schedules import next_occurrence, schedule_of
@@ -51,11 +51,10 @@ def fire(reminder_id: int, due_at: datetime) -> str:
         if reminder is None or reminder.status != ReminderStatus.SCHEDULED or reminder.next_due_at != due_at:
             return "skipped"  # cancelled, already fired, or rescheduled: another task owns the next occurrence
         now = timezone.now()
-        Message.objects.create(
-            conversation=conversation_of(reminder.owner),
-            role=Role.ASSISTANT,
+        assistant_message(
+            conversation_of(reminder.owner).pk,
+            f"Reminder: {reminder.text}",
             source=Source.REMINDER,
-            text=f"Reminder: {reminder.text}",
             context={"reminder": reminder.public_id, "due_at": due_at.isoformat()},
         )
         reminder.fired_count += 1

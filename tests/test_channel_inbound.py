@@ -283,3 +283,31 @@ def test_over_http_against_a_running_server(live_server, providers, settings, tr
     settings.PUBLIC_BASE_URL = live_server.url + "/"  # not what Twilio signed
     status, _ = providers.twilio.inbound(NUMBER, "forged").post(live_server.url)
     assert status == 403
+
+
+def test_a_retry_racing_the_first_delivery_records_once(live_server, providers, settings, transactional_db):
+    """Twilio retries when our answer is late: the retry can arrive while the first request is still recording. The
+    second waits on the unique index for the first to commit, then records nothing."""
+    import threading
+
+    from tests.providers import configure
+
+    configure(settings, providers, live_server.url)
+    user = UserFactory()
+    LinkedAddress.objects.create(user=user, channel="sms", address=NUMBER)
+    callback = providers.twilio.inbound(NUMBER, "only once")
+    start = threading.Barrier(4)
+    answers: list[int] = []
+
+    def deliver() -> None:
+        start.wait()
+        answers.append(callback.post(live_server.url)[0])
+
+    threads = [threading.Thread(target=deliver) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert answers == [200, 200, 200, 200]
+    assert [m.text for m in _thread(user)] == ["only once"]
+    assert Delivery.objects.count() == 1

@@ -79,6 +79,7 @@ def test_a_fixed_now_and_the_persons_zone_decide_the_instant(v2):
     key.owner.profile.time_zone = "America/New_York"
     key.owner.profile.save()
     message = record_user_message(user=key.owner, endpoint=Endpoint.CONSOLE, text="Remind me to stretch at 3pm")
+    Delivery.objects.filter(message=message).update(status=DeliveryStatus.PROCESSING, attempts=1)  # attempt 1 holds it
     now = datetime(2099, 1, 5, 10, 0, tzinfo=ZoneInfo("America/New_York"))
 
     reply = local.deliver(build_request(message, 1), now=now)
@@ -180,6 +181,8 @@ def test_a_payload_without_words_is_acknowledged_with_its_members(send, v2):
 def test_it_answers_messages_from_the_legacy_endpoint(send, v1, user):
     send(v1[1], {"message": "remind me to add milk in 5 minutes"}, path=LEGACY)
     assert Reminder.objects.get().text == "Add milk"
+    # The profile's zone is still the default: the reply says which zone it read the time in.
+    assert reply_text().endswith("(That is UTC: set your time zone under Settings if you live elsewhere.)")
 
 
 def test_messages_typed_in_the_app_get_the_same_hand_off(user, django_capture_on_commit_callbacks):

@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from conversations.models import Delivery, DeliveryStatus, Role
-from delivery.handoff import attempt_delivery
+from tests.factories import attempt_when_due
 
 pytestmark = pytest.mark.django_db
 
@@ -110,7 +110,7 @@ def test_server_errors_and_rate_limits_are_retried(send, llm, v2, status):
 
     assert delivery().status == DeliveryStatus.QUEUED
     assert f"HTTP {status}: overloaded" in delivery().last_error
-    attempt_delivery(delivery().pk)
+    attempt_when_due(delivery().pk)
     assert (delivery().status, delivery().attempts) == (DeliveryStatus.DELIVERED, 2)
 
 

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from connections.models import Connection
+from keys.scopes import CLI, CONSOLE_DEFAULT
 from tests.factories import make_key
 from tests.mcp_server import SERVER_KEY, running_mcp_server
 
@@ -13,10 +14,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def logged_in(poke_home):
-    key, plaintext = make_key()
+    key, plaintext = make_key(scopes=CLI)  # what `poke login` grants
     poke_home.credentials_file.parent.mkdir(parents=True)
     poke_home.credentials_file.write_text(json.dumps({"token": plaintext}))
     return key
+
+
+def test_mcp_add_with_a_key_that_may_not_prints_the_missing_scope(poke_cli, poke_home):
+    _, plaintext = make_key(scopes=CONSOLE_DEFAULT)
+    poke_home.credentials_file.parent.mkdir(parents=True)
+    poke_home.credentials_file.write_text(json.dumps({"token": plaintext}))
+    with running_mcp_server() as server:
+        done = poke_cli.run("mcp", "add", server.url, "--name", "Tracker")
+
+    assert done.returncode != 0
+    assert "it lacks the scope connections:manage" in done.output
+    assert not Connection.objects.exists()
 
 
 def test_mcp_add_connects_to_a_fastmcp_server_and_reports_its_tools(poke_cli, logged_in):

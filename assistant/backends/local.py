@@ -12,7 +12,6 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.utils import timezone
 
-from accounts.services import profile_of
 from assistant.conversation import AssistantRequest
 from assistant.local import replies
 from assistant.local.intents import ANSWER_HINT, Act, Ask, CancelNamed, Intent, Refuse, understand
@@ -30,7 +29,7 @@ def deliver(request: AssistantRequest, now: datetime | None = None) -> Reply:
     toolbox = toolbox_for_request(request)
     if toolbox is None or not request.text.strip():
         return Reply(f"{_receipt(request)}\n\n{replies.CAPABILITIES}")
-    zone = ZoneInfo(profile_of(toolbox.user).time_zone)
+    zone = ZoneInfo(toolbox.time_zone)  # read with the toolbox: an attempt thread holds no connection
     local_now = (now or timezone.now()).astimezone(zone).replace(tzinfo=None)
     text = request.text
     if request.source == Source.WEBHOOK_TRIGGER:

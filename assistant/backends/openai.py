@@ -20,7 +20,6 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.utils import timezone
 
-from accounts.services import profile_of
 from assistant import http
 from assistant.conversation import AssistantRequest, ThreadEntry
 from assistant.outcomes import DeliveryFailure, PermanentFailure, Reply, storable_reply
@@ -72,7 +71,7 @@ def deliver(request: AssistantRequest) -> Reply:
     toolbox = toolbox_for_request(request)
     messages = chat_messages(request)
     if toolbox is not None and toolbox.tools:
-        zone = profile_of(toolbox.user).time_zone
+        zone = toolbox.time_zone
         now = timezone.now().astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M (%A)")
         messages[0]["content"] += "\n\n" + TOOLS_PROMPT.format(zone=zone, now=now)
     return _converse(messages, toolbox)

@@ -124,12 +124,16 @@ def _is_time_phrase(words: list[str]) -> bool:
     return not any(a.lower() in _PREPOSITIONS and b.lower() in _PREPOSITIONS for a, b in itertools.pairwise(words))
 
 
+_DANGLING = re.compile(r"\s+for$", re.I)  # "book the retro for | Friday"; "log in | at 9" keeps its "in"
+
+
 def _split_when(text: str) -> tuple[str, str]:
     """(what, when): the earliest split where the rest of the sentence is a time phrase; ("text", "") if none."""
     words = text.split()
-    for start in range(1, len(words)):
+    for start in range(len(words)):
         if _is_time_phrase(words[start:]):
-            return " ".join(words[:start]).rstrip(","), " ".join(words[start:])
+            what = " ".join(words[:start]).rstrip(",")
+            return _DANGLING.sub("", what), " ".join(words[start:])
     return text, ""
 
 
@@ -232,13 +236,15 @@ def _webhooks(text: str, now: datetime, tools: Collection[str]) -> Intent:
 
 
 _AGENDA = re.compile(
-    r"^(?:what'?s|what is|what do i have|what have i got|show(?: me)?|list|tell me|check|see|view|"
-    r"do i have anything|is there anything|anything|am i free|am i busy)\b(.*)$",
+    r"^(?:what do i have|what have i got|what'?s|what is|what|which|show(?: me)?|list|tell me|check|see|view|"
+    r"do i have|have i got|is there|are there|any|anything|am i free|am i busy)\b(.*)$",
     re.I,
 )
 _A_DAY = re.compile(
     r"^\s*(?:on\s+)?(?:today|tomorrow|this week|next week|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b", re.I
 )
+_MY_CALENDAR = re.compile(r"\b(?:calendar|agenda)\b", re.I)
+_MINE = re.compile(r"\b(?:my|i have|i got|today|tomorrow|tonight|this week|next week|on \w+day)\b", re.I)
 _CALENDAR_WORDS = re.compile(r"\b(?:calendar|agenda|schedule|events?|meetings?|appointments?|plans?)\b", re.I)
 
 
@@ -246,8 +252,11 @@ def _agenda(text: str, now: datetime, tools: Collection[str]) -> Intent:
     found = _AGENDA.match(text)
     if found is None or "reminder" in text.lower():
         return None
-    if not (_CALENDAR_WORDS.search(found[1]) or _A_DAY.match(found[1])):
-        return None
+    asked = found[1]
+    if not (
+        _MY_CALENDAR.search(asked) or _A_DAY.match(asked) or (_CALENDAR_WORDS.search(asked) and _MINE.search(asked))
+    ):
+        return None  # "show me the events of the webhook" is not about the calendar
     if CALENDAR_TOOLS[0] not in tools:
         return Refuse(NO_CALENDAR)
     start, end, label = _days(found[1], now)
@@ -296,14 +305,15 @@ def _mail(text: str, now: datetime, tools: Collection[str]) -> Intent:
 _ADD_EVENT = re.compile(
     r"^(?:add|schedule|put|book|create|plan|set up|block)\s+"
     r"(?:an? event\s+|an? (?:event|meeting|appointment) (?:called|named|for)\s+)?(?:an?\s+|the\s+)?"
-    r"(.+?)(?:\s+(?:to|on|in|into) (?:my |the )?calendar)?$",
+    r"(.+)$",
     re.I,
 )
+_ON_CALENDAR = re.compile(r"\s+(?:to|on|in|into) (?:my |the )?calendar\b", re.I)
 _LENGTH = re.compile(r"\s+for (?:(\d{1,3}|an?|one|two|three|half an?) )?(hours?|minutes?|mins?)\b", re.I)
 
 
 def _event(text: str) -> _Draft | None:
-    found = _ADD_EVENT.match(text)
+    found = _ADD_EVENT.match(_ON_CALENDAR.sub("", text))
     if found is None or "reminder" in text.lower():
         return None
     body, minutes = found[1], 60

@@ -97,5 +97,15 @@ def mail(result: str) -> str:
     if not found:
         return "No unread mail." if found is not None or result.startswith("No message") else result
     lines = [f"- {item.get('from', '')}: {item.get('subject') or '(no subject)'}" for item in found[:LISTED]]
-    noun = "message" if len(found) == 1 else "messages"
-    return "\n".join([f"{len(found)} unread {noun}:", *lines])
+    total = _matched(result, len(found))
+    if total > len(lines):
+        lines.append(f"…and {total - len(lines)} more.")
+    noun = "message" if total == 1 else "messages"
+    return "\n".join([f"{total} unread {noun}:", *lines])
+
+
+def _matched(result: str, listed: int) -> int:
+    """How many matched in all: the search lists only the newest."""
+    found = json.loads(result)
+    matched = found.get("matched") if isinstance(found, dict) else None
+    return matched if isinstance(matched, int) and matched > listed else listed
