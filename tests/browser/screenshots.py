@@ -112,7 +112,7 @@ def test_screenshots(context, browser, live_server, settings):
     _shoot(page, "api-keys")
 
     page.get_by_role("link", name="Add API Key").first.click()
-    page.get_by_label("Name").fill("Nightly backup check")
+    page.get_by_label("Name", exact=True).fill("Nightly backup check")
     page.get_by_role("button", name="Create key").click()
     page.get_by_text("It will not be shown again").wait_for()
     _shoot(page, "key-created")

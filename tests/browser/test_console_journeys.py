@@ -35,7 +35,7 @@ def post_api(base: str, path: str, key: str, body: dict) -> tuple[int, dict]:
 def add_key(page, name: str) -> None:
     page.goto("/keys/")
     page.get_by_role("link", name="Add API Key").first.click()
-    page.get_by_label("Name").fill(name)
+    page.get_by_label("Name", exact=True).fill(name)
     page.get_by_role("button", name="Create key").click()
     page.get_by_text("It will not be shown again").wait_for()
     page.wait_for_load_state("load")  # the page's scripts (copy button, history) have run
@@ -123,7 +123,7 @@ def test_a_legacy_key_under_settings_advanced(page, live_server):
     page.get_by_role("link", name="Advanced").click()
     page.get_by_text("The legacy webhook is deprecated.").wait_for()
 
-    page.get_by_label("Name").fill("iOS Shortcut")
+    page.get_by_label("Name", exact=True).fill("iOS Shortcut")
     page.get_by_role("button", name="Create V1 key").click()
     page.get_by_text("It will not be shown again").wait_for()
     secret = page.get_by_label("Your new API key").input_value()

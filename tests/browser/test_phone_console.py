@@ -143,7 +143,7 @@ def test_a_key_s_page_on_a_phone(browser, live_server, seeded):
 def test_a_new_key_s_examples_and_the_api_docs_on_a_phone(browser, live_server, seeded):
     context, page = on_a_phone(browser, live_server)
     page.goto("/keys/new/")
-    page.get_by_label("Name").fill("phone")
+    page.get_by_label("Name", exact=True).fill("phone")
     page.get_by_role("button", name="Create key").click()
     page.get_by_text("It will not be shown again").wait_for()
     shoot(page, "key-created-phone")
