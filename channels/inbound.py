@@ -12,6 +12,7 @@ after the commit. Telegram's ``/start <token>`` (the console's one-time deep lin
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -23,7 +24,7 @@ from channels import linking
 from channels.adapters.base import Channel, Inbound
 from channels.adapters.payloads import storable
 from channels.models import InboundEvent, LinkedAddress, LinkHint
-from channels.notify import send_notice
+from channels.notify import deliver_notice
 from conversations.models import Endpoint, Message, Source
 from ingestion.hotpath.recording import record_user_message
 
@@ -47,7 +48,7 @@ def receive(channel: str, inbound: Inbound, request_id: str = "") -> Received:
         with transaction.atomic():
             received = _route(channel, inbound, request_id)
             for notice in received.notices:
-                transaction.on_commit(lambda notice=notice: send_notice(*notice), robust=True)  # type: ignore[misc]
+                transaction.on_commit(partial(deliver_notice.enqueue, *notice), robust=True)
     except IntegrityError:
         # The provider's id is taken: a retry (or its twin racing it, which waited on the unique index for the
         # first to commit). Everything this one wrote is rolled back with it.

@@ -104,7 +104,8 @@ _LIST = (
     ErrorCode(
         "invalid_follow_up_token",
         401,
-        "a tool's follow-up with a token that is unknown, already used or expired (see [Follow-ups](#follow-ups))",
+        "a tool's follow-up with a token that is unknown, already used or expired, or whose connection, sending "
+        "key or account is gone (see [Follow-ups](#follow-ups))",
     ),
     ErrorCode("unauthorized", 401, "the metrics path without its bearer token (`METRICS_TOKEN`)"),
     # 403

@@ -242,3 +242,22 @@ def test_a_webhook_triggers_action_is_understood_like_a_message(user, django_cap
 
     assert Reminder.objects.get().text == "Check the deploy"
     assert reply_text().startswith("Okay! I'll remind you to check the deploy ")
+
+
+def test_an_attempt_that_replays_a_lost_one_does_not_schedule_twice(
+    person, django_capture_on_commit_callbacks, monkeypatch
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        message = record_user_message(user=person, endpoint=Endpoint.CONSOLE, text="Remind me to stretch in 20 minutes")
+    first = reply_text()
+    # A second attempt at the same message minutes later, as after a takeover: "in 20 minutes" still counts from
+    # when the person wrote it, so the calls are the same and the ledger does not repeat them.
+    later = timezone.now() + timedelta(minutes=3)
+    monkeypatch.setattr(local.timezone, "now", lambda: later)
+    Delivery.objects.filter(message=message).update(status=DeliveryStatus.PROCESSING, attempts=2)
+
+    again = local.deliver(build_request(Message.objects.get(pk=message.pk), 2))
+
+    assert Reminder.objects.count() == 1
+    assert again.text == first
+    assert Action.objects.count() == 1

@@ -25,17 +25,27 @@ MEMBERS_LISTED = 10
 
 
 def deliver(request: AssistantRequest, now: datetime | None = None) -> Reply:
-    """``now`` (aware) stands for the current time in tests; the reply is read in the person's time zone."""
+    """Times are read from when the person sent the message ("in 20 minutes" is 20 minutes after they wrote it), so
+    an attempt that replays a lost one makes the very same calls, which the tool ledger then does not repeat; ``now``
+    (aware) stands for that moment in tests. Everything is said in the person's time zone."""
     toolbox = toolbox_for_request(request)
     if toolbox is None or not request.text.strip():
         return Reply(f"{_receipt(request)}\n\n{replies.CAPABILITIES}")
     zone = ZoneInfo(toolbox.time_zone)  # read with the toolbox: an attempt thread holds no connection
-    local_now = (now or timezone.now()).astimezone(zone).replace(tzinfo=None)
+    local_now = (now or _sent_at(request)).astimezone(zone).replace(tzinfo=None)
     text = request.text
     if request.source == Source.WEBHOOK_TRIGGER:
         text = text.split("\n", 1)[0]  # the trigger's action; the next line only says which trigger fired
     intent = understand(text, local_now, toolbox.tools.keys(), earlier=_asked_about(request))
     return Reply(_Turn(toolbox, zone, local_now).carry_out(intent, request))
+
+
+def _sent_at(request: AssistantRequest) -> datetime:
+    try:
+        sent = datetime.fromisoformat(request.created_at)
+    except ValueError:
+        return timezone.now()
+    return sent if sent.tzinfo is not None else timezone.now()
 
 
 def _asked_about(request: AssistantRequest) -> str | None:
