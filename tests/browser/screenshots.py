@@ -112,7 +112,7 @@ def test_screenshots(context, browser, live_server, settings):
     _shoot(page, "api-keys")
 
     page.get_by_role("link", name="Add API Key").first.click()
-    page.get_by_label("Name").fill("Nightly backup check")
+    page.get_by_label("Name", exact=True).fill("Nightly backup check")
     page.get_by_role("button", name="Create key").click()
     page.get_by_text("It will not be shown again").wait_for()
     _shoot(page, "key-created")
@@ -122,7 +122,7 @@ def test_screenshots(context, browser, live_server, settings):
     _shoot(page, "key-detail", full_page=False)
 
     page.goto("/conversation/")
-    page.get_by_text("Live").wait_for()
+    page.get_by_text("Live", exact=True).wait_for()
     page.get_by_text("Context JSON").nth(-2).click()
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
     _shoot(page, "conversation", full_page=False)
@@ -155,7 +155,7 @@ def test_screenshots(context, browser, live_server, settings):
     phone.add_cookies(context.cookies())
     small = phone.new_page()
     small.goto("/conversation/")
-    small.get_by_text("Live").wait_for()
+    small.get_by_text("Live", exact=True).wait_for()
     _shoot(small, "conversation-phone", full_page=False)
     small.goto("/keys/")
     _shoot(small, "api-keys-phone", full_page=False)
