@@ -1,0 +1,231 @@
+"""The channel worker (``manage.py sendchannels``): many sends in flight in one process, two database connections.
+
+- One claimer (a database connection) claims ready outbox rows in batches whenever send slots are free, decides
+  each without the database (channels/outbound/decide.py: send, send the approved template, wait for quiet hours,
+  hold) and renews the leases of the sends in flight (conversations/leases.py ``Renewals``).
+- CHANNEL_CONCURRENCY send threads call the providers through the adapters, one HTTP request per row. They never
+  touch the database.
+- One recorder (a database connection) writes each outcome while its attempt still holds the row.
+
+Stopping (SIGTERM): claim nothing more; the sends in flight get CHANNEL_GRACE_SECONDS (a send ends within
+CHANNEL_TIMEOUT_SECONDS, less than the grace, so in practice all of them finish and are recorded); any that could
+not are put back, queued, uncounted. After SIGKILL nothing runs: the leases expire and another worker (or this one,
+restarted) takes the rows over.
+"""
+
+import logging
+import queue as queues
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from channels.adapters import configured
+from channels.adapters.base import Adapter, SendError, Sent
+from channels.outbound import queue
+from channels.outbound.decide import Decision, Hold, Send, Wait, decide
+from channels.outbound.models import OutboundMessage
+from channels.outbound.queue import Claim
+from conversations import leases
+
+logger = logging.getLogger("channels.outbound")
+
+POLL_SECONDS = 0.1
+
+
+@dataclass(slots=True)
+class Outcome:
+    claim: Claim
+    result: Sent | Exception | Decision
+    as_template: bool = False
+    seconds: float = 0.0
+
+
+def template_channels(adapters: dict[str, Adapter]) -> set[str]:
+    """The channels that can send the operator's approved template outside WhatsApp's window (Twilio's WhatsApp
+    with TWILIO_WHATSAPP_TEMPLATE_SID set)."""
+    return {name for name, adapter in adapters.items() if callable(getattr(adapter, "send_template", None))}
+
+
+def send_now(adapter: Adapter, claim: Claim, as_template: bool) -> Outcome:
+    started = time.monotonic()
+    result: Sent | Exception
+    try:
+        if as_template:
+            result = adapter.send_template(claim.address, claim.text, reference=claim.reference)  # type: ignore[attr-defined]
+        else:
+            result = adapter.send_text(claim.address, claim.text, reference=claim.reference)
+    except Exception as error:  # noqa: BLE001 (a SendError, or an adapter's bug: recorded as a failure either way)
+        result = error
+    return Outcome(claim, result, as_template, time.monotonic() - started)
+
+
+def record(outcome: Outcome) -> str:
+    """Write how a send ended (one statement); returns the row's status after, or "skipped" when the attempt no
+    longer held it."""
+    claim, result = outcome.claim, outcome.result
+    if isinstance(result, Sent):
+        if not queue.record_sent(claim, result.provider_message_id, as_template=outcome.as_template):
+            return "skipped"
+        logger.info(
+            "outbox %s sent on %s (attempt %s, %.0f ms)", claim.row_id, claim.channel, claim.attempt, outcome.seconds * 1000
+        )
+        return "sent"
+    if isinstance(result, Wait):
+        return "queued" if queue.record_quiet(claim, result.until) else "skipped"
+    if isinstance(result, Hold):
+        return "held" if queue.record_held(claim, result.reason) else "skipped"
+    if isinstance(result, SendError):
+        reason, retryable = result.reason, result.retryable
+    else:
+        logger.error("outbox %s: unexpected error sending on %s", claim.row_id, claim.channel, exc_info=result)
+        reason, retryable = f"Unexpected error: {type(result).__name__}.", True
+    rules = queue.policy()
+    if not retryable or rules.gives_up_after(claim.attempt):
+        reason = reason if not retryable else f"{reason} Gave up after {claim.attempt} attempts."
+        if not queue.record_failed(claim, reason):
+            return "skipped"
+        logger.warning("outbox %s failed after %s attempt(s): %s", claim.row_id, claim.attempt, reason)
+        return "failed"
+    due = timezone.now() + timedelta(seconds=rules.backoff_seconds(claim.attempt))
+    if not queue.record_retry(claim, reason, due):
+        return "skipped"
+    logger.info("outbox %s: attempt %s failed (%s); retry at %s", claim.row_id, claim.attempt, reason, due.isoformat())
+    return "queued"
+
+
+class Sender:
+    def __init__(self, concurrency: int | None = None, batch: int | None = None) -> None:
+        self.concurrency = concurrency or settings.CHANNEL_CONCURRENCY
+        self.batch = batch or settings.CHANNEL_CLAIM_BATCH
+        self.adapters = configured()
+        self.templates = template_channels(self.adapters)
+        self.renewals = leases.Renewals(OutboundMessage, queue.policy())
+        self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="channel-send")
+        self._outcomes: queues.SimpleQueue[Outcome | None] = queues.SimpleQueue()
+        self._in_flight: dict[int, Claim] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._hurry = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for target, name in [(self._claim_loop, "channel-claimer"), (self._record_loop, "channel-recorder")]:
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        logger.info("channel worker started: %s, up to %s sends in flight", sorted(self.adapters), self.concurrency)
+
+    def in_flight(self) -> int:
+        with self._lock:
+            return len(self._in_flight)
+
+    def stop(self, grace: float | None = None) -> None:
+        grace = settings.CHANNEL_GRACE_SECONDS if grace is None else grace
+        self._stopping.set()
+        self._wake.set()
+        ends_at = time.monotonic() + grace
+        while self.in_flight() and time.monotonic() < ends_at and not self._hurry.is_set():
+            time.sleep(0.05)
+        self._outcomes.put(None)
+        for thread in self._threads:
+            thread.join(timeout=5)
+        with self._lock:
+            unfinished = list(self._in_flight.values())
+            self._in_flight.clear()
+        if unfinished:
+            logger.warning("channel worker stopped: %s unfinished send(s) put back", queue.put_back(unfinished))
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        connection.close()
+
+    def hurry(self) -> None:
+        """End the grace period now (a second SIGTERM): what is still in flight is put back."""
+        self._hurry.set()
+
+    def drain(self) -> int:
+        """Without threads of its own: send everything claimable now, batch after batch; how many rows ran."""
+        ran = 0
+        while claims := queue.claim(self.batch):
+            now = timezone.now()
+            for claim in claims:
+                record(self._outcome_of(claim, now))
+            ran += len(claims)
+        return ran
+
+    def _outcome_of(self, claim: Claim, now: datetime) -> Outcome:
+        decision = decide(claim, now, set(self.adapters), self.templates)
+        if isinstance(decision, Send):
+            return send_now(self.adapters[claim.channel], claim, decision.as_template)
+        return Outcome(claim, decision)
+
+    def _claim_loop(self) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            self.renewals.tick(time.monotonic())
+            free = self.concurrency - self.in_flight()
+            if free <= 0:
+                self._sleep()
+                continue
+            wanted = min(free, self.batch)
+            try:
+                claims = queue.claim(wanted)
+                failures = 0
+            except Exception as error:  # noqa: BLE001 (the database may be restarting: try again, slower)
+                failures += 1
+                logger.warning("channel worker: claiming failed (%s); trying again", type(error).__name__)
+                connection.close()
+                time.sleep(min(POLL_SECONDS * 2**failures, 5.0))
+                continue
+            now = timezone.now()
+            for claim in claims:
+                decision = decide(claim, now, set(self.adapters), self.templates)
+                with self._lock:
+                    self._in_flight[claim.row_id] = claim
+                self.renewals.add(claim.row_id, claim.attempt)
+                if isinstance(decision, Send):
+                    self._pool.submit(self._send, claim, decision.as_template)
+                else:
+                    self._outcomes.put(Outcome(claim, decision))
+            if len(claims) < wanted:
+                self._sleep()
+        connection.close()
+
+    def _sleep(self) -> None:
+        self._wake.wait(POLL_SECONDS)
+        self._wake.clear()
+
+    def _send(self, claim: Claim, as_template: bool) -> None:
+        self._outcomes.put(send_now(self.adapters[claim.channel], claim, as_template))
+
+    def _record_loop(self) -> None:
+        while (outcome := self._outcomes.get()) is not None:
+            row_id = outcome.claim.row_id
+            with self._lock:
+                ours = self._in_flight.get(row_id) is outcome.claim
+            if ours:
+                self._record_until_done(outcome)
+                with self._lock:
+                    if self._in_flight.get(row_id) is outcome.claim:
+                        del self._in_flight[row_id]
+                self.renewals.discard(row_id, outcome.claim.attempt)
+            self._wake.set()
+        connection.close()
+
+    def _record_until_done(self, outcome: Outcome) -> None:
+        for failures in range(1, 21):
+            try:
+                record(outcome)
+                return
+            except Exception as error:  # noqa: BLE001 (the database went away: keep the outcome, try again)
+                logger.warning("outbox %s: recording failed (%s)", outcome.claim.row_id, type(error).__name__)
+                connection.close()
+                time.sleep(min(0.1 * 2**failures, 5.0))
+                close_old_connections()
+        # Its lease expires and another attempt sends it again: one of the documented duplicates (README).
+        logger.error("outbox %s: its outcome could not be recorded", outcome.claim.row_id)

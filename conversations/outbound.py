@@ -1,0 +1,26 @@
+"""Messages written for the person (the assistant's replies, due reminders, tools' follow-ups) are announced here,
+inside the transaction that writes them, so that a way out registered from above (the channels app's outbox) can
+enqueue them in that same transaction: the message and its way to the phone exist together or not at all.
+
+The writers live on several floors (delivery, reminders, ingestion) and the outbox above them; this registration
+keeps the imports running down (README, "Layout"). A listener raising makes the writer's transaction fail: a reply
+is never in the thread without its outbox rows."""
+
+from collections.abc import Callable, Sequence
+
+Listener = Callable[[Sequence[int]], None]
+
+_listeners: list[Listener] = []
+
+
+def listen(listener: Listener) -> None:
+    """Register ``listener`` (once, from an AppConfig.ready): it gets the new messages' primary keys."""
+    if listener not in _listeners:
+        _listeners.append(listener)
+
+
+def written(message_ids: Sequence[int]) -> None:
+    """Call inside the transaction that wrote these messages (assistant or tool messages of people's threads)."""
+    if message_ids:
+        for listener in _listeners:
+            listener(message_ids)
