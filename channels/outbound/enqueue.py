@@ -37,8 +37,8 @@ def enqueue(message_ids: Sequence[int]) -> int:
     if not people:
         return 0
     linked: dict[int, list[Route]] = defaultdict(list)
-    for link in LinkedAddress.objects.filter(person_id__in=people, channel__in=list(adapters)).order_by("linked_at"):
-        linked[link.person_id].append(Route(link.channel, link.address, link.last_inbound_at))
+    for link in LinkedAddress.objects.filter(user_id__in=people, channel__in=list(adapters)).order_by("linked_at"):
+        linked[link.user_id].append(Route(link.channel, link.address, link.last_inbound_at))
     if not linked:
         return 0
     profiles = {p.user_id: p for p in Profile.objects.filter(user_id__in=linked)}

@@ -27,7 +27,8 @@ from django.utils import timezone
 
 from channels.adapters import configured
 from channels.adapters.base import Adapter, SendError, Sent
-from channels.outbound import queue
+from channels.adapters.twilio import TwilioAdapter
+from channels.outbound import queue, template
 from channels.outbound.decide import Decision, Hold, Send, Wait, decide
 from channels.outbound.models import OutboundMessage
 from channels.outbound.queue import Claim
@@ -49,7 +50,7 @@ class Outcome:
 def template_channels(adapters: dict[str, Adapter]) -> set[str]:
     """The channels that can send the operator's approved template outside WhatsApp's window (Twilio's WhatsApp
     with TWILIO_WHATSAPP_TEMPLATE_SID set)."""
-    return {name for name, adapter in adapters.items() if callable(getattr(adapter, "send_template", None))}
+    return {name for name, adapter in adapters.items() if template.can_send(adapter)}
 
 
 def send_now(adapter: Adapter, claim: Claim, as_template: bool) -> Outcome:
@@ -57,7 +58,8 @@ def send_now(adapter: Adapter, claim: Claim, as_template: bool) -> Outcome:
     result: Sent | Exception
     try:
         if as_template:
-            result = adapter.send_template(claim.address, claim.text, reference=claim.reference)  # type: ignore[attr-defined]
+            assert isinstance(adapter, TwilioAdapter)
+            result = template.send(adapter, claim.address, claim.text)
         else:
             result = adapter.send_text(claim.address, claim.text, reference=claim.reference)
     except Exception as error:  # noqa: BLE001 (a SendError, or an adapter's bug: recorded as a failure either way)

@@ -18,8 +18,9 @@ from channels.outbound.models import PROVIDER_STATUS_RANK, OutboundMessage
 logger = logging.getLogger("channels.outbound")
 
 
-def record(channel: str, updates: Sequence[StatusUpdate]) -> int:
-    """Record each update on the row sent on ``channel`` with its provider message id; how many rows changed."""
+def record(updates: Sequence[StatusUpdate], channel: str = "") -> int:
+    """Record each update on the row sent with its provider message id (on ``channel``, when given: the providers'
+    ids do not collide, and a callback URL may serve two channels, as Twilio's does); how many rows changed."""
     changed = unknown = 0
     now = timezone.now()
     for update in updates:
@@ -28,11 +29,8 @@ def record(channel: str, updates: Sequence[StatusUpdate]) -> int:
             unknown += 1
             continue
         with transaction.atomic():
-            row = (
-                OutboundMessage.objects.select_for_update()
-                .filter(channel=channel, provider_message_id=update.provider_message_id)
-                .first()
-            )
+            rows = OutboundMessage.objects.select_for_update().filter(provider_message_id=update.provider_message_id)
+            row = (rows.filter(channel=channel) if channel else rows).first()
             if row is None:
                 unknown += 1
                 continue
@@ -45,5 +43,5 @@ def record(channel: str, updates: Sequence[StatusUpdate]) -> int:
             row.save(update_fields=["provider_status", "provider_error", "provider_status_at", "updated_at"])
             changed += 1
     if unknown:
-        logger.info("%s: %s status update(s) about no message of ours, ignored", channel, unknown)
+        logger.info("%s status update(s) about no message of ours, ignored", unknown)
     return changed
