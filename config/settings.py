@@ -433,10 +433,6 @@ ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
 # soon after the previous one the next may come.
 MCP_FOLLOW_UP_LIMIT = env_int("MCP_FOLLOW_UP_LIMIT", 10)
 MCP_FOLLOW_UP_INTERVAL_SECONDS = env_float("MCP_FOLLOW_UP_INTERVAL_SECONDS", 2)
-# Reminders also go to the person's channel through this gateway when it is set (reminders/channel.py).
-REMINDER_CHANNEL_WEBHOOK_URL = env_str("REMINDER_CHANNEL_WEBHOOK_URL")
-REMINDER_CHANNEL_WEBHOOK_TOKEN = env_str("REMINDER_CHANNEL_WEBHOOK_TOKEN")
-REMINDER_CHANNEL_TIMEOUT_SECONDS = env_float("REMINDER_CHANNEL_TIMEOUT_SECONDS", 5)
 # Where follow-ups are posted back to: this server's public address (the callback URL is built from it).
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 

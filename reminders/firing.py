@@ -1,6 +1,7 @@
 """Firing a reminder at its time: a task enqueued with ``run_after`` (django.tasks), so the worker the Procfile
-runs (`manage.py db_worker`) delivers it when it is due, and not before. Firing records the reminder in the thread,
-tells the person's channel when one is configured, and enqueues the next occurrence of a recurring one. A task that
+runs (`manage.py db_worker`) delivers it when it is due, and not before. Firing records the reminder in the thread
+(and, like every assistant message, announces it to the ways out: the outbox sends it to the person's phone), and
+enqueues the next occurrence of a recurring one. A task that
 finds its reminder cancelled, or due at another time (it was rescheduled), does nothing."""
 
 import logging
@@ -12,9 +13,9 @@ from django.tasks import task
 from django.utils import timezone
 from django_tasks_db import DatabaseBackend
 
+from conversations import outbound
 from conversations.models import Message, Role, Source
 from conversations.services import conversation_of
-from reminders import channel
 from reminders.models import Reminder, ReminderStatus
 from reminders.schedules import next_occurrence, schedule_of
 
@@ -51,7 +52,7 @@ def fire(reminder_id: int, due_at: datetime) -> str:
         if reminder is None or reminder.status != ReminderStatus.SCHEDULED or reminder.next_due_at != due_at:
             return "skipped"  # cancelled, already fired, or rescheduled: another task owns the next occurrence
         now = timezone.now()
-        Message.objects.create(
+        fired = Message.objects.create(
             conversation=conversation_of(reminder.owner),
             role=Role.ASSISTANT,
             source=Source.REMINDER,
@@ -68,7 +69,7 @@ def fire(reminder_id: int, due_at: datetime) -> str:
         reminder.save(update_fields=["fired_count", "last_fired_at", "next_due_at", "status"])
         if upcoming is not None:
             enqueue_firing(reminder)
-        transaction.on_commit(lambda: channel.notify(reminder.owner, f"Reminder: {reminder.text}", reminder.public_id))
+        outbound.written([fired.pk])
     logger.info("reminder %s fired (%s)", reminder.public_id, reminder.fired_count)
     return "fired"
 

@@ -254,3 +254,31 @@ def test_a_writer_whose_transaction_fails_leaves_no_outbox_row(twilio):
         assistant_writes(user, "never")
         raise RuntimeError
     assert OutboundMessage.objects.count() == 0
+
+
+def test_a_due_reminder_goes_to_the_phone(twilio):
+    from reminders import services as reminders
+    from reminders.firing import fire
+
+    user = person()
+    reminder = reminders.schedule_reminder(user, "Stretch", "2099-01-01T10:00")
+    assert fire(reminder.pk, reminder.next_due_at) == "fired"
+    send_due()
+    assert twilio.bodies_to(NUMBER) == ["Reminder: Stretch"]
+
+
+def test_a_tools_follow_up_goes_to_the_phone(twilio, client, settings):
+    from assistant.models import Action
+    from assistant.tools.mcp import new_token_for
+    from conversations.models import Endpoint
+    from ingestion.hotpath.recording import record_user_message
+    from tests.conftest import post
+
+    settings.TWILIO_SMS_FROM = "+15005550006"
+    user = person()
+    asked = record_user_message(user=user, endpoint=Endpoint.CURRENT, text="build it")
+    action = Action.objects.create(delivery=asked.delivery, kind="mcp", tool="build_report", connection_name="Reports")
+    answer = post(client, "/api/v1/mcp/callback", new_token_for(action), {"content": "Part 1 is ready.", "hasMore": False})
+    assert answer.status_code == 200
+    send_due()
+    assert "Part 1 is ready." in twilio.bodies_to(NUMBER)

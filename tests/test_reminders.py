@@ -170,28 +170,6 @@ def test_bad_times_and_rules_are_refused_with_the_reason(person, when, rrule, fr
         services.schedule_reminder(person, "Stretch", when, rrule)
 
 
-def test_the_channel_gateway_is_told_when_configured(
-    person, settings, assistant_server, django_capture_on_commit_callbacks
-):
-    settings.REMINDER_CHANNEL_WEBHOOK_URL = assistant_server.url + "/send"
-    settings.REMINDER_CHANNEL_WEBHOOK_TOKEN = "gateway-token"
-    assistant_server.answer(200, {"ok": True})
-    reminder = services.schedule_reminder(person, "Stretch", local(1, 15))
-
-    with django_capture_on_commit_callbacks(execute=True):
-        services_fire(reminder.pk, reminder.next_due_at)
-
-    sent = assistant_server.received[0]
-    assert sent.headers["authorization"] == "Bearer gateway-token"
-    assert sent.json() == {
-        "type": "reminder.due",
-        "reminderId": reminder.public_id,
-        "text": "Reminder: Stretch",
-        "channel": "whatsapp",
-        "phoneNumber": "+14155551234",
-    }
-
-
 def test_sendreminders_fires_what_is_due_for_the_immediate_backend(user, settings):
     settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
     reminder = services.schedule_reminder(user, "Stretch", "2099-01-01T10:00")
