@@ -7,8 +7,9 @@ keeps the imports running down (README, "Layout"). A listener raising makes the 
 is never in the thread without its outbox rows."""
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
-Listener = Callable[[Sequence[int]], None]
+Listener = Callable[[Sequence[int]], Any]
 
 _listeners: list[Listener] = []
 

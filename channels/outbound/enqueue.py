@@ -51,9 +51,7 @@ def enqueue(message_ids: Sequence[int]) -> int:
         if route is None:
             continue
         hours = quiet.get(person)
-        wait = (
-            quiet_until(now, profile.time_zone if profile else "UTC", hours.starts, hours.ends) if hours else None
-        )
+        wait = quiet_until(now, profile.time_zone if profile else "UTC", hours.starts, hours.ends) if hours else None
         parts = split_text(flatten_markdown(text), adapters[route.channel].max_text_length)
         rows += [
             OutboundMessage(

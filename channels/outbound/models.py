@@ -1,9 +1,10 @@
 """The outbox: one row per text a provider is asked to send (a long message is several parts, each its own row),
 and each person's quiet hours.
 
-An outbox row's life (channels/outbound/queue.py): queued → processing (a worker sends it under a lease; conversations/leases.py) → sent, or
-back to queued with a backoff after a failure the provider may get over, or failed; held when WhatsApp's 24-hour
-window is closed and no approved template is configured (nothing will send it). Once sent, the provider's own
+An outbox row's life (channels/outbound/queue.py, on conversations/leases.py): queued → processing (a worker sends
+it under a lease) → sent, or back to queued with a backoff after a failure the provider may get over, or failed;
+held when WhatsApp's 24-hour window is closed and no approved template is configured (until the person writes
+there again, or staff send it again). Once sent, the provider's own
 statuses follow in ``provider_status`` (queued, sent, delivered, read, failed, undelivered), from its callbacks.
 """
 

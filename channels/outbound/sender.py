@@ -62,7 +62,7 @@ def send_now(adapter: Adapter, claim: Claim, as_template: bool) -> Outcome:
             result = template.send(adapter, claim.address, claim.text)
         else:
             result = adapter.send_text(claim.address, claim.text, reference=claim.reference)
-    except Exception as error:  # noqa: BLE001 (a SendError, or an adapter's bug: recorded as a failure either way)
+    except Exception as error:
         result = error
     return Outcome(claim, result, as_template, time.monotonic() - started)
 
@@ -75,7 +75,11 @@ def record(outcome: Outcome) -> str:
         if not queue.record_sent(claim, result.provider_message_id, as_template=outcome.as_template):
             return "skipped"
         logger.info(
-            "outbox %s sent on %s (attempt %s, %.0f ms)", claim.row_id, claim.channel, claim.attempt, outcome.seconds * 1000
+            "outbox %s sent on %s (attempt %s, %.0f ms)",
+            claim.row_id,
+            claim.channel,
+            claim.attempt,
+            outcome.seconds * 1000,
         )
         return "sent"
     if isinstance(result, Wait):
@@ -84,9 +88,11 @@ def record(outcome: Outcome) -> str:
         return "held" if queue.record_held(claim, result.reason) else "skipped"
     if isinstance(result, SendError):
         reason, retryable = result.reason, result.retryable
-    else:
+    elif isinstance(result, Exception):
         logger.error("outbox %s: unexpected error sending on %s", claim.row_id, claim.channel, exc_info=result)
         reason, retryable = f"Unexpected error: {type(result).__name__}.", True
+    else:
+        raise TypeError(f"a send decided but not sent: {result!r}")
     rules = queue.policy()
     if not retryable or rules.gives_up_after(claim.attempt):
         reason = reason if not retryable else f"{reason} Gave up after {claim.attempt} attempts."
@@ -178,7 +184,7 @@ class Sender:
             try:
                 claims = queue.claim(wanted)
                 failures = 0
-            except Exception as error:  # noqa: BLE001 (the database may be restarting: try again, slower)
+            except Exception as error:
                 failures += 1
                 logger.warning("channel worker: claiming failed (%s); trying again", type(error).__name__)
                 connection.close()
@@ -224,7 +230,7 @@ class Sender:
             try:
                 record(outcome)
                 return
-            except Exception as error:  # noqa: BLE001 (the database went away: keep the outcome, try again)
+            except Exception as error:
                 logger.warning("outbox %s: recording failed (%s)", outcome.claim.row_id, type(error).__name__)
                 connection.close()
                 time.sleep(min(0.1 * 2**failures, 5.0))

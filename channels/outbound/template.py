@@ -18,8 +18,10 @@ VARIABLE_LIMIT = 1024
 
 
 def can_send(adapter: Adapter | None) -> bool:
-    return bool(settings.TWILIO_WHATSAPP_TEMPLATE_SID) and isinstance(adapter, TwilioAdapter) and (
-        adapter.channel == Channel.WHATSAPP
+    return (
+        bool(settings.TWILIO_WHATSAPP_TEMPLATE_SID)
+        and isinstance(adapter, TwilioAdapter)
+        and (adapter.channel == Channel.WHATSAPP)
     )
 
 
@@ -35,7 +37,9 @@ def send(adapter: TwilioAdapter, address: str, text: str) -> Sent:
         )
     except TwilioRestException as error:
         retryable = error.status >= 500 or error.status == 429
-        raise SendError(f"Twilio answered HTTP {error.status}: {error.code} {error.msg}"[:300], retryable=retryable)
+        raise SendError(
+            f"Twilio answered HTTP {error.status}: {error.code} {error.msg}"[:300], retryable=retryable
+        ) from None
     except requests.RequestException as error:
         raise SendError(f"Twilio did not answer: {type(error).__name__}.", retryable=True) from None
     except TwilioException as error:

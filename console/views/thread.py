@@ -22,13 +22,17 @@ PAGE_SIZE = 100
 # of those created this long before it, so that the page can ask for one that committed late.
 LATE_COMMIT_WINDOW = timedelta(seconds=30)
 MAX_IDS_ASKED = 100
+# How far back a poll looks for messages whose phone status changed (a provider reports within minutes).
+NEWS_WINDOW = timedelta(days=1)
+NEWS_LATE_COMMIT = timedelta(seconds=5)
 
 
 def _messages_of(conversation: Conversation) -> QuerySet[Message]:
-    # The reply's actions come along (two queries for the page), for "What the assistant did" under each reply.
+    # The reply's actions come along (two queries for the page), for "What the assistant did" under each reply, and
+    # the outbox rows (one query), for what became of each on the person's phone.
     return (
         conversation.messages.select_related("api_key", "trigger")
-        .prefetch_related("answered_delivery__actions")
+        .prefetch_related("answered_delivery__actions", "outbound")
         .order_by("created_at", "id")
     )
 
@@ -115,7 +119,8 @@ def updates(request: HttpRequest) -> JsonResponse:
 
     ``since``: the ``since`` of the previous answer (or of the page). The answer holds, rendered, the messages created
     from then on; ``recent``, the ids (only the ids) of those created in the LATE_COMMIT_WINDOW before it, so that the
-    page can ask for one it lacks (``ids=``: one that committed after an earlier poll had passed its time). With
+    page can ask for one it lacks (``ids=``: one that committed after an earlier poll had passed its time);
+    ``changed``, rendered again, earlier messages whose news on the person's phone changed (``_news_since``). With
     ``ids=a,b``: those messages of the user's own thread, rendered, whenever they were created."""
     conversation = conversation_of(request.user)  # type: ignore[arg-type]
     messages = _messages_of(conversation)
@@ -127,6 +132,7 @@ def updates(request: HttpRequest) -> JsonResponse:
     if since is None or since > now:  # no page to continue from: the latest, as the page itself would show them
         new = list(reversed(messages.reverse()[:PAGE_SIZE]))
         recent: list[str] = []
+        changed: list[dict[str, str]] = []
     else:
         new = list(reversed(messages.filter(created_at__gte=since).reverse()[:PAGE_SIZE]))  # the newest, in order
         recent = list(
@@ -134,7 +140,21 @@ def updates(request: HttpRequest) -> JsonResponse:
                 "public_id", flat=True
             )
         )
-    return JsonResponse({"messages": _rendered(request, new), "recent": recent, "since": now.isoformat()})
+        changed = _rendered(request, list(_news_since(messages, since)))
+    return JsonResponse(
+        {"messages": _rendered(request, new), "recent": recent, "changed": changed, "since": now.isoformat()}
+    )
+
+
+def _news_since(messages: QuerySet[Message], since: datetime) -> QuerySet[Message]:
+    """Messages shown before ``since`` whose news changed since: what became of them on the person's phone (a
+    status callback, a retry). Of the last day only, and at most a page. A change is stamped before its transaction
+    commits, so the window reaches a few seconds before ``since``: a late commit is drawn again, never missed."""
+    return messages.filter(
+        created_at__lt=since,
+        created_at__gte=since - NEWS_WINDOW,
+        outbound__updated_at__gte=since - NEWS_LATE_COMMIT,
+    ).distinct()[:PAGE_SIZE]
 
 
 @login_required

@@ -59,6 +59,23 @@
     }
   }
 
+  // A message already shown whose news changed (what became of it on the person's phone): drawn again in place.
+  function replace(items) {
+    (items || []).forEach(function (item) {
+      var shown = document.getElementById(item.id);
+      if (!shown) {
+        return;
+      }
+      var holder = document.createElement("template");
+      holder.innerHTML = item.html.trim(); // rendered and escaped by the server's own template
+      var element = holder.content.firstElementChild;
+      shown.replaceWith(element);
+      if (window.consoleUi) {
+        window.consoleUi.localizeTimes(element);
+      }
+    });
+  }
+
   function fetchJson(url) {
     return fetch(url, {
       headers: { Accept: "application/json" },
@@ -86,6 +103,7 @@
     fetchJson(updatesUrl + "?since=" + encodeURIComponent(since))
       .then(function (data) {
         append(data.messages);
+        replace(data.changed);
         since = String(data.since);
         // Ids only, of the messages created just before the previous poll: one missing here committed late.
         var missing = (data.recent || []).filter(function (id) {
