@@ -55,8 +55,6 @@ def _handler(state: FakeTwilio) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if state.delay:
-                time.sleep(state.delay)
             with state._lock:
                 failing = state.fail_next > 0
                 state.fail_next -= failing
@@ -67,9 +65,13 @@ def _handler(state: FakeTwilio) -> type[BaseHTTPRequestHandler]:
             form = {name: values[-1] for name, values in parse_qs(raw.decode()).items()}
             if form.get("To", "").removeprefix("whatsapp:") in state.refuse:
                 return self._answer(400, {"code": 21211, "message": "The 'To' number is not valid.", "status": 400})
+            # Created as Twilio creates it, on receipt: a client that gives up waiting for the answer (or dies) has
+            # sent it all the same.
             sid = "SM" + secrets.token_hex(16)
             with state._lock:
                 state.created.append(Created(sid, form.get("To", ""), form.get("Body", ""), form, time.monotonic()))
+            if state.delay:
+                time.sleep(state.delay)
             self._answer(201, {"sid": sid, "status": "queued", "to": form.get("To"), "body": form.get("Body")})
 
         def _answer(self, status: int, body: dict[str, Any]) -> None:
