@@ -278,7 +278,9 @@ def test_a_tools_follow_up_goes_to_the_phone(twilio, client, settings):
     user = person()
     asked = record_user_message(user=user, endpoint=Endpoint.CURRENT, text="build it")
     action = Action.objects.create(delivery=asked.delivery, kind="mcp", tool="build_report", connection_name="Reports")
-    answer = post(client, "/api/v1/mcp/callback", new_token_for(action), {"content": "Part 1 is ready.", "hasMore": False})
+    answer = post(
+        client, "/api/v1/mcp/callback", new_token_for(action), {"content": "Part 1 is ready.", "hasMore": False}
+    )
     assert answer.status_code == 200
     send_due()
     assert "Part 1 is ready." in twilio.bodies_to(NUMBER)
