@@ -80,5 +80,5 @@ def profile_of(user: User) -> Profile:
 def lock_account(owner: User) -> None:
     """Inside a transaction, lock the owner's row until it ends: it orders two creations for one account
     (PostgreSQL), so that both cannot count the same rows and pass a per-account cap together (keys, webhook
-    triggers). SQLite runs one writing transaction at a time anyway."""
+    triggers, MCP connections). SQLite runs one writing transaction at a time anyway."""
     get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk", flat=True).first()

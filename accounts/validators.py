@@ -27,6 +27,17 @@ def time_zone_names() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones())
 
 
+@cache
+def _time_zones_by_folded_name() -> dict[str, str]:
+    return {name.casefold(): name for name in time_zone_names()}
+
+
+def canonical_time_zone(value: str) -> str:
+    """The IANA name as the database writes it for a name typed in any case (europe/paris: Europe/Paris); anything
+    else unchanged, for validate_time_zone to refuse. No two IANA names differ only in case."""
+    return _time_zones_by_folded_name().get(value.strip().casefold(), value)
+
+
 def validate_time_zone(value: str) -> None:
     """An IANA time zone name this server knows, such as Europe/Paris or America/New_York."""
     if value not in time_zone_names():

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "assistant",
     "delivery",
     "ingestion",
+    "channels",
     "console",
     # After "delivery", whose db_worker command (the Procfile's worker: django-tasks-db's, with the delivery engine
     # running beside it) takes precedence over the one of the same name here.
@@ -421,6 +422,14 @@ CHANNEL_GRACE_SECONDS = env_float("CHANNEL_GRACE_SECONDS", 20)
 # --- MCP connections and tools (README, "MCP connections" and "An assistant that acts") -------------------------
 # How long one MCP exchange (initialize + tools/list, or a tool call) may take.
 MCP_TIMEOUT_SECONDS = env_float("MCP_TIMEOUT_SECONDS", 15)
+# Checks of a server while a person waits (adding or syncing a connection): a shorter deadline, and at most this
+# many at once per web process (well below its WEB_THREADS) and per account; beyond, 503 or 429 at once
+# (connections/checks.py).
+MCP_CHECK_TIMEOUT_SECONDS = env_float("MCP_CHECK_TIMEOUT_SECONDS", 5)
+MCP_CHECKS_PER_PROCESS = env_int("MCP_CHECKS_PER_PROCESS", max(1, env_int("WEB_THREADS", 4) // 2))
+MCP_CHECKS_PER_ACCOUNT = env_int("MCP_CHECKS_PER_ACCOUNT", 1)
+# The most one MCP exchange may read from the server, all its answers together (counted while reading).
+MCP_MAX_ANSWER_BYTES = env_int("MCP_MAX_ANSWER_BYTES", 4_000_000)
 # Whether MCP server URLs may point inside our network (loopback, private, link-local). On in development and
 # tests (local servers); off in production, where it would let a user make this server reach internal services.
 MCP_ALLOW_PRIVATE_ADDRESSES = env_bool("MCP_ALLOW_PRIVATE_ADDRESSES", DEBUG or TESTING)
@@ -433,8 +442,42 @@ ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
 # soon after the previous one the next may come.
 MCP_FOLLOW_UP_LIMIT = env_int("MCP_FOLLOW_UP_LIMIT", 10)
 MCP_FOLLOW_UP_INTERVAL_SECONDS = env_float("MCP_FOLLOW_UP_INTERVAL_SECONDS", 2)
-# Where follow-ups are posted back to: this server's public address (the callback URL is built from it).
+# This server's public address: follow-ups are posted back to it, and the channel providers call it (their
+# signatures are computed over PUBLIC_BASE_URL + path, so it must be exactly what is pasted into their consoles).
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+# --- Channels (channels/; DESIGN.md, "Channels") ----------------------------------------------------------------
+# One set of provider credentials per deployment. A channel whose settings are incomplete is not offered anywhere
+# (channels/adapters/__init__.py says which settings each needs). Secrets are stripped: one pasted with its line
+# break would be refused by the provider.
+TWILIO_ACCOUNT_SID = env_str("TWILIO_ACCOUNT_SID").strip()
+TWILIO_AUTH_TOKEN = env_str("TWILIO_AUTH_TOKEN").strip()
+TWILIO_SMS_FROM = env_str("TWILIO_SMS_FROM").strip()  # +E.164 or a Messaging Service SID (MG...)
+TWILIO_WHATSAPP_FROM = env_str("TWILIO_WHATSAPP_FROM").strip()  # +E.164 of the WhatsApp sender
+TWILIO_WHATSAPP_TEMPLATE_SID = env_str("TWILIO_WHATSAPP_TEMPLATE_SID").strip()  # HX...: outside the 24-hour window
+TWILIO_API_BASE_URL = env_str("TWILIO_API_BASE_URL", "https://api.twilio.com").rstrip("/")
+WHATSAPP_CLOUD_ACCESS_TOKEN = env_str("WHATSAPP_CLOUD_ACCESS_TOKEN").strip()
+WHATSAPP_CLOUD_PHONE_NUMBER_ID = env_str("WHATSAPP_CLOUD_PHONE_NUMBER_ID").strip()
+WHATSAPP_CLOUD_APP_SECRET = env_str("WHATSAPP_CLOUD_APP_SECRET").strip()
+WHATSAPP_CLOUD_VERIFY_TOKEN = env_str("WHATSAPP_CLOUD_VERIFY_TOKEN").strip()
+WHATSAPP_CLOUD_API_BASE_URL = env_str("WHATSAPP_CLOUD_API_BASE_URL", "https://graph.facebook.com/v23.0").rstrip("/")
+BLUEBUBBLES_URL = env_str("BLUEBUBBLES_URL").rstrip("/")
+BLUEBUBBLES_PASSWORD = env_str("BLUEBUBBLES_PASSWORD").strip()
+BLUEBUBBLES_WEBHOOK_SECRET = env_str("BLUEBUBBLES_WEBHOOK_SECRET").strip()
+TELEGRAM_BOT_TOKEN = env_str("TELEGRAM_BOT_TOKEN").strip()
+TELEGRAM_BOT_USERNAME = env_str("TELEGRAM_BOT_USERNAME").strip().lstrip("@")
+TELEGRAM_WEBHOOK_SECRET = env_str("TELEGRAM_WEBHOOK_SECRET").strip()
+TELEGRAM_API_BASE_URL = env_str("TELEGRAM_API_BASE_URL", "https://api.telegram.org").rstrip("/")
+# How long one call to a provider may take before it counts as failed (and, for a send, retryable).
+CHANNEL_TIMEOUT_SECONDS = env_float("CHANNEL_TIMEOUT_SECONDS", 10)
+# The largest callback body a provider's request may have; anything bigger is refused (413) unread.
+CHANNEL_MAX_BODY_BYTES = env_int("CHANNEL_MAX_BODY_BYTES", 262144)
+# Linking: a code (or Telegram link) lives this long, allows this many wrong entries, and a person may ask for this
+# many codes, an address receive this many, per hour.
+LINK_CODE_TTL_SECONDS = env_int("LINK_CODE_TTL_SECONDS", 600)
+LINK_CODE_MAX_TRIES = env_int("LINK_CODE_MAX_TRIES", 5)
+LINK_CODE_RATE_LIMIT = env_rate("LINK_CODE_RATE_LIMIT", "5/h")
+LINK_CODE_ADDRESS_RATE_LIMIT = env_rate("LINK_CODE_ADDRESS_RATE_LIMIT", "3/h")
 
 # --- Logging --------------------------------------------------------------------------------------------------
 # One JSON object per line in production (ops/jsonlog.py), readable text for development. Each request gets one

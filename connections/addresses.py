@@ -47,10 +47,40 @@ def check_url(url: str) -> str:
     return url
 
 
+# IPv6 prefixes whose last 32 bits are an IPv4 address that a translator or the host's own stack delivers to:
+# IPv4-compatible (::/96, deprecated but still routed by some stacks), IPv4-translated (SIIT, ::ffff:0:0:0/96) and
+# NAT64's well-known prefix (64:ff9b::/96, RFC 6052). Mapped addresses (::ffff:0:0/96), 6to4 and Teredo have
+# accessors of their own in ipaddress.
+_LAST_32_BITS_ARE_IPV4 = tuple(
+    ipaddress.IPv6Network(prefix) for prefix in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96")
+)
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 transition form leads to (none for a plain IPv6 address)."""
+    found = [v4 for v4 in (ip.ipv4_mapped, ip.sixtofour) if v4 is not None]
+    if ip.teredo is not None:
+        found.extend(ip.teredo)  # the relay server and the client behind it
+    if any(ip in prefix for prefix in _LAST_32_BITS_ARE_IPV4):
+        found.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return found
+
+
 def is_public(address: str) -> bool:
+    """Whether the address is one on the public internet, an IPv6 address that carries an IPv4 one only when that
+    IPv4 address is public too: behind NAT64 or a 6to4 relay, [64:ff9b::127.0.0.1] is 127.0.0.1. (A NAT64 prefix
+    an operator picked for their own network cannot be told from a public address; run with no such route.)"""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(ip)
+        if not all(_plainly_public(v4) for v4 in embedded):
+            return False
+        if ip.ipv4_mapped is not None or any(ip in prefix for prefix in _LAST_32_BITS_ARE_IPV4):
+            return True  # only a way of writing the IPv4 address, judged above
+    return _plainly_public(ip)
+
+
+def _plainly_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return ip.is_global and not ip.is_multicast
 
 

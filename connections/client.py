@@ -8,7 +8,7 @@ never appears in one.
 
 import json
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from connections.addresses import GuardedBackend
 
 MAX_RESULT_CHARACTERS = 20_000
 MAX_PAGES = 50  # of tools/list: a server that pages forever is cut off there
+MAX_TOOLS = 200  # per server: tools/list stops at the first page that goes past it
 
 
 class McpError(Exception):
@@ -33,6 +34,61 @@ class McpError(Exception):
 
 class AuthenticationRequired(McpError):
     """The server answered 401: it needs an API key (or OAuth, which we do not do)."""
+
+
+class _AnswerTooLarge(httpx2.StreamError):
+    """Raised inside the SDK's reading of a body; the session's _Budget remembers it to explain the failure."""
+
+
+class _Budget:
+    """The bytes one session may read from the server, all answers together (MCP_MAX_ANSWER_BYTES): counted as they
+    arrive, so an answer of 100 MB is cut off at the limit instead of being read into memory first."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.left = limit
+        self.exceeded = False
+
+    def spend(self, size: int) -> None:
+        self.left -= size
+        if self.left < 0:
+            self.exceeded = True
+            raise _AnswerTooLarge(f"the server's answer is larger than {self.limit} bytes")
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, budget: _Budget) -> None:
+        self._inner, self._budget = inner, budget
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._budget.spend(len(chunk))
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _CappedTransport(httpx2.AsyncHTTPTransport):
+    """httpx2's transport, every response body read through the session's budget."""
+
+    def __init__(self, budget: _Budget) -> None:
+        super().__init__(trust_env=False)
+        self._budget = budget
+        # The same pool httpx2 builds, with our network backend: every TCP connection goes to a checked address.
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=self._pool._ssl_context, network_backend=GuardedBackend()
+        )
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await super().handle_async_request(request)
+        assert isinstance(response.stream, httpx2.AsyncByteStream)
+        return httpx2.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_CappedStream(response.stream, self._budget),
+            extensions=response.extensions,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +121,8 @@ class _Statuses:
         self.content_types: list[str] = []
 
     async def __call__(self, response: httpx2.Response) -> None:
+        if response.request.method == "GET" and response.status_code == 405:
+            return  # a server without a stream of its own messages (the spec allows it): not a refusal
         if response.status_code >= 400:
             self.refusals.append(response.status_code)
         elif response.request.method == "POST":
@@ -72,20 +130,15 @@ class _Statuses:
 
 
 def _http_client(
-    api_key: str, extra_headers: dict[str, str], timeout: float, statuses: _Statuses
+    api_key: str, extra_headers: dict[str, str], timeout: float, statuses: _Statuses, budget: _Budget
 ) -> httpx2.AsyncClient:
     headers = dict(extra_headers)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    transport = httpx2.AsyncHTTPTransport(trust_env=False)
-    # The same pool httpx2 builds, with our network backend: every TCP connection goes to a checked address.
-    transport._pool = httpcore2.AsyncConnectionPool(
-        ssl_context=transport._pool._ssl_context, network_backend=GuardedBackend()
-    )
     return httpx2.AsyncClient(
         headers=headers,
         timeout=httpx2.Timeout(timeout),
-        transport=transport,
+        transport=_CappedTransport(budget),
         trust_env=False,
         event_hooks={"response": [statuses]},
     )
@@ -99,12 +152,13 @@ def _run[T](
     extra_headers: dict[str, str] | None = None,
 ) -> T:
     statuses = _Statuses()
+    budget = _Budget(settings.MCP_MAX_ANSWER_BYTES)
 
     async def session() -> T:
         with anyio.fail_after(timeout):
             async with (
-                _http_client(api_key, extra_headers or {}, timeout, statuses) as http,
-                streamable_http_client(url, http_client=http) as (read, write),
+                _http_client(api_key, extra_headers or {}, timeout, statuses, budget) as http,
+                streamable_http_client(url, http_client=http, max_sse_event_size=budget.limit) as (read, write),
                 ClientSession(read, write, read_timeout_seconds=timeout) as mcp,
             ):
                 await mcp.initialize()
@@ -115,7 +169,15 @@ def _run[T](
     except McpError:
         raise
     except BaseException as error:  # anyio wraps what failed inside the session in exception groups
+        if budget.exceeded:
+            raise McpError(
+                f"The MCP server's answer is larger than {_megabytes(budget.limit)}, the most this server reads."
+            ) from None
         raise _explained(error, statuses) from None
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:.3g} MB"
 
 
 def _in_own_thread[T](work: Callable[[], T]) -> T:
@@ -199,6 +261,8 @@ def list_tools(url: str, api_key: str = "", timeout: float | None = None) -> Ser
         cursor: str | None = None
         for _page in range(MAX_PAGES):
             page = await mcp.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+            if len(tools) + len(page.tools) > MAX_TOOLS:
+                raise McpError(f"The MCP server offers more than {MAX_TOOLS} tools, the most supported.")
             tools.extend(
                 ToolInfo(
                     name=tool.name,

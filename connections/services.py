@@ -4,19 +4,21 @@ import json
 import logging
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.services import lock_account
 from connections import client, crypto
 from connections.addresses import RefusedUrl, check_resolved, check_url
+from connections.checks import check_slot
 from connections.models import Connection, Tool
 
 logger = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 100
 MAX_API_KEY_LENGTH = 4096
-MAX_TOOLS = 200
 MAX_CONNECTIONS = 20  # per person
 
 
@@ -57,30 +59,37 @@ def validate(name: object, server_url: object, api_key: object) -> NewConnection
     return NewConnection(name=" ".join(name.split()), server_url=url, api_key=key)
 
 
-def _read_server(url: str, api_key: str) -> client.ServerInfo:
+def _read_server(owner_id: int, url: str, api_key: str) -> client.ServerInfo:
+    """initialize + tools/list while the person waits: in one of the bounded check slots (connections/checks.py,
+    ChecksBusy when none is free) and within MCP_CHECK_TIMEOUT_SECONDS."""
     try:
-        info = client.list_tools(url, api_key)
+        with check_slot(owner_id):
+            info = client.list_tools(url, api_key, timeout=settings.MCP_CHECK_TIMEOUT_SECONDS)
     except client.AuthenticationRequired as refused:
         raise ConnectionRefused(str(refused), authentication=True) from None
     except client.McpError as failed:
         raise ConnectionRefused(str(failed)) from None
-    if len(info.tools) > MAX_TOOLS:
-        raise ConnectionRefused(f"The MCP server offers {len(info.tools)} tools; at most {MAX_TOOLS} are supported.")
     return info
 
 
 def check_room(owner: User) -> None:
+    """Refuse when the owner holds MAX_CONNECTIONS already. Early, before connecting, as a courtesy; add_connection
+    checks again with the owner's row locked, where it counts."""
     if Connection.objects.filter(owner=owner).count() >= MAX_CONNECTIONS:
         raise ConnectionRefused(f"You have {MAX_CONNECTIONS} MCP connections, the most allowed; remove one first.")
 
 
 def add_connection(owner: User, name: object, server_url: object, api_key: object = None) -> Connection:
-    """Check the URL, connect (initialize + tools/list), then store the connection, its key encrypted, and its tools.
-    Nothing is stored when the server cannot be used."""
+    """Check the URL, connect (initialize + tools/list; ChecksBusy when too many checks run), then store the
+    connection, its key encrypted, and its tools. Nothing is stored when the server cannot be used."""
     check_room(owner)
     new = validate(name, server_url, api_key)
-    info = _read_server(new.server_url, new.api_key)
+    info = _read_server(owner.pk, new.server_url, new.api_key)
     with transaction.atomic():
+        # The server was read meanwhile (seconds): other adds for the owner may have been stored since the first
+        # check. Locked, two adds cannot both count 19 and store the twentieth and twenty-first.
+        lock_account(owner)
+        check_room(owner)
         connection = Connection.objects.create(
             owner=owner,
             name=new.name,
@@ -99,7 +108,9 @@ def sync_tools(connection: Connection) -> Connection:
     """Read the server's tools again and replace the stored ones. A failure is kept as the connection's last error
     (and raised); the tools of the last good sync stay."""
     try:
-        info = _read_server(connection.server_url, crypto.decrypt(connection.api_key_encrypted))
+        info = _read_server(
+            connection.owner_id, connection.server_url, crypto.decrypt(connection.api_key_encrypted)
+        )
     except crypto.UnreadableSecret as unreadable:
         raise ConnectionRefused(str(unreadable)) from None
     except ConnectionRefused as refused:

@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from connections import services
+from connections.checks import ChecksBusy
 from connections.models import Connection, is_connection_id
 from ingestion.authentication import ApiKeyAuthentication
 from ingestion.exceptions import ApiError, InvalidBody, NotFound
@@ -38,6 +39,23 @@ class McpServerUnusable(ApiError):
 
 class McpAuthenticationRequired(ApiError):
     default_code = "mcp_authentication_required"
+
+
+class TooManyConnectionChecks(ApiError):
+    default_code = "too_many_connection_checks"
+
+    def __init__(self, message: str, wait: int) -> None:
+        super().__init__(message)
+        self.wait = wait  # sent as Retry-After
+
+
+class ConnectionChecksBusy(TooManyConnectionChecks):
+    default_code = "connection_checks_busy"
+
+
+def _busy(busy: ChecksBusy) -> ApiError:
+    kind = ConnectionChecksBusy if busy.whole_process else TooManyConnectionChecks
+    return kind(str(busy), busy.wait)
 
 
 class TunnelsNotSupported(ApiError):
@@ -119,6 +137,8 @@ class AddConnectionView(_McpView):
             connection = services.add_connection(key.owner, new.name, new.server_url, new.api_key or None)
         except services.ConnectionRefused as refused:
             raise _refused(refused, checked_form=True) from None
+        except ChecksBusy as busy:
+            raise _busy(busy) from None
         tools = connection.tools.count()
         return Response(
             {"success": True, "message": f"Connected; the server offers {tools} tools.", **connection_json(connection)},
@@ -156,6 +176,8 @@ class SyncToolsView(_McpView):
             if refused.authentication:
                 raise McpAuthenticationRequired(f"Could not read the tools: {refused}") from None
             raise McpServerUnusable(f"Could not read the tools: {refused}") from None
+        except ChecksBusy as busy:
+            raise _busy(busy) from None
         connection = self.connection(request, connection_id)
         return Response({"success": True, "message": "Tools synced.", **connection_json(connection)})
 

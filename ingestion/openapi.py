@@ -443,11 +443,51 @@ def only_public_endpoints(endpoints: list[tuple[str, Any, Any, Any]], **kwargs: 
     return [endpoint for endpoint in endpoints if endpoint[0].startswith(PUBLIC_PATH_PREFIXES)]
 
 
+# The sections of /api/docs/, in the order a newcomer needs them: sending a message first, the runtime's callback
+# (not for API-key callers) last. A tag not listed here still gets a section, before the runtime's.
+TAG_DESCRIPTIONS = {
+    "messages": "Send an instruction into the person's conversation, and read what became of it (the receipt).",
+    "webhook triggers": "Webhook URLs that turn another service's events into messages (poke webhook).",
+    "mcp connections": "The person's MCP servers, whose tools the assistant may call (poke mcp add).",
+    "cli log-in": "poke login: the device authorization that ends with an API key for the CLI.",
+    "account": "Who the key belongs to (poke whoami).",
+    "assistant runtime": "For the assistant runtime only: its signed reply to a message it accepted.",
+}
+_LAST_TAG = "assistant runtime"
+
+
+def _tag_rank(tag: str) -> tuple[int, int]:
+    listed = list(TAG_DESCRIPTIONS)
+    if tag == _LAST_TAG:
+        return (2, 0)
+    return (0, listed.index(tag)) if tag in listed else (1, 0)
+
+
+def _first_tag(item: dict[str, Any]) -> str:
+    for operation in item.values():
+        if isinstance(operation, dict) and operation.get("tags"):
+            return str(operation["tags"][0])
+    return ""
+
+
+def _deprecated(item: dict[str, Any]) -> bool:
+    return all(operation.get("deprecated", False) for operation in item.values() if isinstance(operation, dict))
+
+
 def tidy_paths_and_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """Document each path without the trailing slash the routes merely tolerate, and mark request bodies required
-    (drf-spectacular leaves hand-written request schemas optional)."""
-    paths = result.get("paths", {})
-    result["paths"] = {path.rstrip("/") or "/": item for path, item in paths.items()}
+    """Document each path without the trailing slash the routes merely tolerate, mark request bodies required
+    (drf-spectacular leaves hand-written request schemas optional), and order the sections (TAG_DESCRIPTIONS)."""
+    paths = {path.rstrip("/") or "/": item for path, item in result.get("paths", {}).items()}
+    # sorted() is stable: within a section the paths keep drf-spectacular's alphabetical order, deprecated ones last.
+    result["paths"] = dict(
+        sorted(paths.items(), key=lambda entry: (_tag_rank(_first_tag(entry[1])), _deprecated(entry[1])))
+    )
+    used = {tag for item in result["paths"].values() for operation in item.values() if isinstance(operation, dict)
+            for tag in operation.get("tags", [])}  # fmt: skip
+    result["tags"] = [
+        {"name": tag, "description": TAG_DESCRIPTIONS[tag]} if tag in TAG_DESCRIPTIONS else {"name": tag}
+        for tag in sorted(used, key=lambda tag: (_tag_rank(tag), tag))
+    ]
     for item in result["paths"].values():
         for operation in item.values():
             if isinstance(operation, dict) and "requestBody" in operation:

@@ -165,11 +165,23 @@ _LIST = (
         "(see [Rate limits](#rate-limits))",
         True,
     ),
+    ErrorCode(
+        "too_many_connection_checks",
+        429,
+        "adding or syncing a connection while another check of the same account's connections is still running "
+        "(`MCP_CHECKS_PER_ACCOUNT`; `Retry-After`)",
+    ),
     ErrorCode("headers_too_large", 431, "refused by gunicorn: more than 100 headers or one over 8190 bytes"),
     ErrorCode(
         "internal_error", 500, "a bug on our side; the log has its traceback under the response's `X-Request-ID`"
     ),
     ErrorCode("not_implemented", 501, "refused by gunicorn: a transfer coding other than chunked"),
+    ErrorCode(
+        "connection_checks_busy",
+        503,
+        "adding or syncing a connection while this web process already runs `MCP_CHECKS_PER_PROCESS` checks of "
+        "servers (`Retry-After`)",
+    ),
     ErrorCode(
         "service_unavailable",
         503,

@@ -17,7 +17,7 @@ from tests.factories import UserFactory, make_key
 
 # The suite's own rules (random order's seed, the stores it may touch, no environment leaks): a plain plugin module,
 # so that tests/test_suite_safety.py can load it into a fresh pytest on a probe file.
-pytest_plugins = ["tests.suite"]
+pytest_plugins = ["tests.suite", "tests.providers"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -6,6 +6,7 @@ import sys
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.test import Client
 
 from keys import tokens
 from keys.models import ApiKey, Generation
@@ -13,9 +14,9 @@ from keys.models import ApiKey, Generation
 pytestmark = pytest.mark.django_db
 
 
-def run(*args: str) -> list[str]:
+def run(*args: str, stderr: io.StringIO | None = None) -> list[str]:
     out = io.StringIO()
-    call_command(*args, stdout=out)
+    call_command(*args, stdout=out, stderr=stderr or io.StringIO())
     return out.getvalue().strip().splitlines()
 
 
@@ -28,6 +29,42 @@ def test_createapikey_creates_the_user_and_prints_the_key_last():
     assert key.generation == Generation.V2
     assert key.name == "backup script"
     assert key.owner.email == "ada@example.com"
+
+
+def set_password_link(lines: list[str]) -> str:
+    (link,) = [line.strip() for line in lines if "/reset/" in line]
+    return link
+
+
+def test_createapikey_prints_a_one_time_link_to_set_the_new_account_s_password(settings):
+    # The Quick start's account had no password and no way to get one: the console refused it everywhere.
+    settings.PUBLIC_BASE_URL = "http://127.0.0.1:8000"
+    terminal = io.StringIO()
+    lines = run("createapikey", "--email", "ada@example.com", "--name", "my-script", stderr=terminal)
+
+    assert lines[-1].startswith("psk_"), "the key stays the last line (the Quick start reads it with tail -n 1)"
+    assert not [line for line in lines if "/reset/" in line], "on the terminal, not in what $(…) captures"
+    link = set_password_link(terminal.getvalue().splitlines())
+    assert link.startswith("http://127.0.0.1:8000/reset/")
+    browser = Client()
+    opened = browser.get(link.removeprefix("http://127.0.0.1:8000"))
+    assert opened.status_code == 302
+    password = "a long and uncommon passphrase"
+    done = browser.post(opened["Location"], {"new_password1": password, "new_password2": password})
+    assert done.status_code == 302
+
+    assert Client().post("/login/", {"username": "ada@example.com", "password": password}).status_code == 302
+    assert Client().get(link.removeprefix("http://127.0.0.1:8000"), follow=True).status_code == 200
+    again = Client().get(link.removeprefix("http://127.0.0.1:8000"), follow=True).content.decode()
+    assert "This link no longer works" in again, "once only"
+
+
+def test_createapikey_prints_no_link_for_an_account_that_has_a_password():
+    user = get_user_model().objects.create_user(username="ada@example.com", email="ada@example.com", password="x" * 20)
+    terminal = io.StringIO()
+    lines = run("createapikey", "--email", user.email, "--name", "second", stderr=terminal)
+
+    assert not [line for line in lines + terminal.getvalue().splitlines() if "/reset/" in line]
 
 
 def test_createapikey_reuses_the_user_and_sets_contact_details():

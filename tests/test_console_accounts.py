@@ -199,6 +199,44 @@ def test_contact_settings_refuse_a_bad_number_and_keep_the_old_one(client, user)
     assert user.profile.phone_number == "+14155551234"
 
 
+@pytest.mark.parametrize("typed", ["europe/paris", "EUROPE/PARIS", " Europe/Paris ", "Europe/Paris"])
+def test_the_time_zone_is_taken_in_any_case_and_stored_as_its_iana_name(client, user, typed):
+    client.force_login(user)
+    response = client.post("/settings/", {"phone_number": "+14155551234", "channel": "sms", "time_zone": typed})
+
+    assert response.status_code == 302
+    user.profile.refresh_from_db()
+    assert user.profile.time_zone == "Europe/Paris"
+
+
+def test_an_unknown_time_zone_is_refused_next_to_the_field(client, user):
+    client.force_login(user)
+    response = client.post(
+        "/settings/", {"phone_number": "+14155551234", "channel": "sms", "time_zone": "Mars/Olympus"}
+    )
+
+    assert response.status_code == 200
+    assert "Mars/Olympus is not a time zone name" in response.context["form"].errors["time_zone"][0]
+    user.profile.refresh_from_db()
+    assert user.profile.time_zone == "UTC"
+
+
+def test_the_time_zone_field_offers_the_known_names(client, user):
+    client.force_login(user)
+    page = client.get("/settings/").content.decode()
+
+    field = re.search(r'<input[^>]*name="time_zone"[^>]*>', page)
+    assert field is not None
+    listed = re.search(r'list="([^"]+)"', field.group(0))
+    assert listed is not None, "the field names a datalist"
+    datalist = re.search(rf'<datalist id="{listed.group(1)}">(.*?)</datalist>', page, re.S)
+    assert datalist is not None
+    names = re.findall(r'<option value="([^"]+)"', datalist.group(1))
+    assert {"Europe/Paris", "America/New_York", "UTC", "Asia/Kolkata"} <= set(names)
+    assert names == sorted(names)
+    assert "data-browser-time-zone" in field.group(0), "console.js offers the browser's own zone next to it"
+
+
 def test_changing_the_password_needs_the_old_one(client):
     user = UserFactory()
     client.force_login(user)

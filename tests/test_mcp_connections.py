@@ -1,5 +1,6 @@
 """POST /api/v1/mcp/connections/cli and friends, against a real FastMCP server on 127.0.0.1."""
 
+import json
 import socket
 from contextlib import contextmanager
 
@@ -135,6 +136,10 @@ def test_a_body_that_is_not_an_object_is_400(client, v2):
         "http://169.254.169.254/latest/meta-data",
         "http://[::1]/mcp",
         "http://[::ffff:127.0.0.1]/mcp",
+        "http://[::127.0.0.1]/mcp",
+        "http://[::ffff:0:127.0.0.1]/mcp",
+        "http://[64:ff9b::127.0.0.1]/mcp",
+        "http://[2002:7f00:1::]/mcp",
         "http://0.0.0.0/mcp",
         "http://192.168.1.1/mcp",
     ],
@@ -273,3 +278,71 @@ def test_staff_see_connections_and_tools_in_the_admin_never_the_key(client, v2, 
     assert "Tracker" in page and "create_issue" in page
     assert SERVER_KEY not in page and stored.api_key_encrypted not in page
     assert client.get("/admin/connections/connection/?api_key_encrypted__startswith=g").status_code in (302, 400)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_adds_do_not_pass_the_cap_together(v2, mcp_server, settings):
+    """Each add reads the server between its first count and its insert: without the owner's row locked around the
+    second count and the insert, several adds counted the same rows (40 at once left 24 against a cap of 20)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection, connections
+
+    from connections.services import MAX_CONNECTIONS, ConnectionRefused, add_connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent transactions need PostgreSQL (CI's second pass)")
+    settings.MCP_CHECKS_PER_ACCOUNT = settings.MCP_CHECKS_PER_PROCESS = 10  # all six check the server at once
+    owner = v2[0].owner
+    Connection.objects.bulk_create(
+        Connection(owner=owner, name=f"C{n}", server_url=mcp_server.url) for n in range(MAX_CONNECTIONS - 1)
+    )
+
+    def add(n: int) -> str:
+        try:
+            add_connection(owner, f"Racer {n}", mcp_server.url)
+            return "added"
+        except ConnectionRefused:
+            return "refused"
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outcomes = list(pool.map(add, range(6)))
+
+    assert Connection.objects.filter(owner=owner).count() == MAX_CONNECTIONS
+    assert outcomes.count("added") == 1
+
+
+def test_an_answer_over_the_size_limit_is_refused_while_it_is_read(client, v2, settings):
+    """A tools/list of 16 MB was read whole into memory (six at once took a web worker past 1 GB): the client stops
+    reading at MCP_MAX_ANSWER_BYTES and says why."""
+    from tests.mcp_raw_server import running_raw_mcp_server, tool
+
+    settings.MCP_MAX_ANSWER_BYTES = 1_000_000
+    huge = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [tool("big", "x" * 16_000_000)]}}
+    body = json.dumps(huge).encode()
+    with running_raw_mcp_server(lambda cursor: body) as server:
+        response = post(client, ADD, v2[1], {"name": "Huge", "serverUrl": server.url})
+
+    assert response.status_code == 422, response.content
+    assert "larger than 1 MB" in response.json()["message"]
+    assert server.bytes_written < len(body) // 2  # it hung up, not read on
+    assert not Connection.objects.exists()
+
+
+def test_tools_are_counted_while_the_pages_are_read(client, v2):
+    """A server that pages on and on: reading stops at the first page past MAX_TOOLS, not at the fiftieth page."""
+    from connections.client import MAX_TOOLS
+    from tests.mcp_raw_server import running_raw_mcp_server, tool
+
+    def page(cursor: str | None) -> dict:
+        n = int(cursor or 0)
+        return {"tools": [tool(f"t{n}_{i}") for i in range(50)], "nextCursor": str(n + 1)}
+
+    with running_raw_mcp_server(page) as server:
+        response = post(client, ADD, v2[1], {"name": "Endless", "serverUrl": server.url})
+
+    assert response.status_code == 422, response.content
+    assert f"more than {MAX_TOOLS} tools" in response.json()["message"]
+    assert server.tools_list_calls == MAX_TOOLS // 50 + 1

@@ -8,7 +8,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from accounts import phones
 from accounts.models import Channel
 from accounts.services import find_user_by_email
-from accounts.validators import validate_e164, validate_time_zone
+from accounts.validators import canonical_time_zone, validate_e164, validate_time_zone
 
 
 class TelInput(forms.TextInput):
@@ -82,7 +82,11 @@ class SignUpForm(PhoneRegionsMixin, forms.Form):
         # With sign-ups confirmed by email, the page must not tell whether an address has an account: the email
         # says it (console/signup_confirmation.py).
         if not settings.SIGNUP_EMAIL_CONFIRMATION and find_user_by_email(email) is not None:
-            raise forms.ValidationError("An account with this email already exists. Log in instead.", code="taken")
+            raise forms.ValidationError(
+                "An account with this email already exists. Log in instead (one made with createapikey has no "
+                "password until you open the link that command printed, or use “Forgot your password?”).",
+                code="taken",
+            )
         return email
 
     def clean(self) -> dict[str, Any]:
@@ -100,16 +104,32 @@ class SignUpForm(PhoneRegionsMixin, forms.Form):
         return cleaned
 
 
+TIME_ZONE_LIST = "time-zone-names"
+
+
+class TimeZoneField(forms.CharField):
+    """An IANA time zone name typed in any case, cleaned to the name itself (europe/paris: Europe/Paris)."""
+
+    default_validators = [validate_time_zone]
+
+    def to_python(self, value: Any) -> str:
+        typed = super().to_python(value)
+        return canonical_time_zone(typed) if typed else ""
+
+
 class ContactForm(PhoneRegionsMixin, forms.Form):
     phone_number = PhoneNumberField()
     channel = ChannelField()
-    time_zone = forms.CharField(
+    time_zone = TimeZoneField(
         label="Time zone",
         max_length=64,
         required=False,
-        validators=[validate_time_zone],
-        help_text="Where you are, for reminders: a name such as Europe/Paris or America/New_York.",
-        widget=forms.TextInput(attrs={"autocomplete": "off", "placeholder": "UTC"}),
+        help_text="Where you are, for reminders and the times on these pages: a name such as Europe/Paris or "
+        "America/New_York, in any case.",
+        # The page lists every name in the datalist TIME_ZONE_LIST; console.js offers the browser's own zone.
+        widget=forms.TextInput(
+            attrs={"autocomplete": "off", "placeholder": "UTC", "list": TIME_ZONE_LIST, "data-browser-time-zone": ""}
+        ),
     )
 
 

@@ -14,8 +14,9 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from accounts import phones, services
+from accounts.validators import time_zone_names
 from console import signup_confirmation
-from console.forms.accounts import ContactForm, SignUpForm
+from console.forms.accounts import TIME_ZONE_LIST, ContactForm, SignUpForm
 from ops import metrics
 from ops.limits import AttemptLimit
 
@@ -101,7 +102,8 @@ def contact_settings(request: HttpRequest) -> HttpResponse:
         )
         messages.success(request, "Saved. Your assistant will reach you there.")
         return redirect("accounts:settings")
-    return render(request, "accounts/settings.html", {"form": form})
+    zones = {"time_zone_list": TIME_ZONE_LIST, "time_zone_names": sorted(time_zone_names())}
+    return render(request, "accounts/settings.html", {"form": form, **zones})
 
 
 class ConsolePasswordChangeView(PasswordChangeView):

@@ -8,6 +8,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
 from connections import services
+from connections.checks import ChecksBusy
 from connections.models import Connection, is_connection_id
 from console.forms.connections import ConnectionForm
 
@@ -28,6 +29,7 @@ def _owned(request: HttpRequest, public_id: str) -> Connection:
 @require_http_methods(["GET", "POST"])
 def connection_list(request: HttpRequest) -> HttpResponse:
     form = ConnectionForm(request.POST or None)
+    status = 400
     if request.method == "POST" and form.is_valid():
         try:
             connection = services.add_connection(
@@ -38,11 +40,15 @@ def connection_list(request: HttpRequest) -> HttpResponse:
             )
         except services.ConnectionRefused as refused:
             form.add_error(None, str(refused))
+        except ChecksBusy as busy:
+            form.add_error(None, str(busy))
+            status = 503 if busy.whole_process else 429
         else:
             messages.success(request, f"Connected to {connection.name}: {connection.tools.count()} tools.")
             return redirect("connections:list")
     connections = Connection.objects.filter(owner_id=request.user.pk).prefetch_related("tools")
-    status = 400 if request.method == "POST" else 200
+    if request.method == "GET":
+        status = 200
     return render(request, "connections/list.html", {"connections": connections, "form": form}, status=status)
 
 
@@ -52,7 +58,7 @@ def sync(request: HttpRequest, public_id: str) -> HttpResponse:
     connection = _owned(request, public_id)
     try:
         services.sync_tools(connection)
-    except services.ConnectionRefused as refused:
+    except (services.ConnectionRefused, ChecksBusy) as refused:
         messages.error(request, f"Could not sync {connection.name}: {refused}")
     else:
         messages.success(request, f"Synced {connection.name}: {connection.tools.count()} tools.")

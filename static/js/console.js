@@ -82,8 +82,32 @@
     );
   });
 
+  // A time zone field (Settings) offers this browser's own zone, which the server cannot know.
+  function offerBrowserTimeZone(input) {
+    var zone = "";
+    try {
+      zone = new Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+    } catch (error) {
+      return;
+    }
+    if (!zone || zone === input.value) {
+      return;
+    }
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "btn btn--secondary btn--small field__suggestion";
+    button.textContent = "Use this device's zone: " + zone;
+    button.addEventListener("click", function () {
+      input.value = zone;
+      input.focus();
+      button.remove();
+    });
+    input.insertAdjacentElement("afterend", button);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     localizeTimes(document);
+    document.querySelectorAll("input[data-browser-time-zone]").forEach(offerBrowserTimeZone);
   });
 
   window.consoleUi = { localizeTimes: localizeTimes };

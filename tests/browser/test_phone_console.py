@@ -151,6 +151,8 @@ def test_a_new_key_s_examples_and_the_api_docs_on_a_phone(browser, live_server, 
 
     page.goto("/api/docs/")
     page.locator(".swagger-ui .opblock").first.wait_for()
+    sections = page.locator(".swagger-ui .opblock-tag").all_inner_texts()
+    assert sections[0].startswith("messages") and sections[-1].startswith("assistant runtime"), sections
     shoot(page, "api-docs-phone")
     back = page.get_by_role("link", name="← Back to Assistant Inbox")
     assert back.is_visible()

@@ -1,9 +1,13 @@
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_email
 from django.db import transaction
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
 from accounts.models import Channel
 from accounts.services import get_or_create_user, update_contact
@@ -11,10 +15,19 @@ from keys.models import Generation
 from keys.services import KeyLimitReached, create_key, key_name_field
 
 
+def set_password_link(user: Any) -> str:
+    """The console's own reset link (Django's token: one use, PASSWORD_RESET_TIMEOUT) at PUBLIC_BASE_URL. The path
+    is console/urls/accounts.py's password_reset_confirm, written out: identity does not resolve the console's URLs
+    (tests/test_commands.py opens the link, so a moved route fails there)."""
+    uidb64 = urlsafe_base64_encode(force_bytes(user.pk))
+    return f"{settings.PUBLIC_BASE_URL}/reset/{uidb64}/{default_token_generator.make_token(user)}/"
+
+
 class Command(BaseCommand):
     help = (
         "Create an API key for the user with EMAIL (creating the user if needed) and print the key as the last line. "
-        "The key is shown only this once."
+        "The key is shown only this once. For an account without a password, also print a one-time link (at "
+        "PUBLIC_BASE_URL) that sets one, for the web console."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -53,6 +66,13 @@ class Command(BaseCommand):
             except KeyLimitReached as full:
                 raise CommandError(str(full)) from None
         self.stdout.write(f"{'Created' if created else 'Found'} user {email}.")
+        if not user.has_usable_password():
+            # On standard error: the Quick start keeps the key (the last line of standard output) with $(… | tail).
+            self.stderr.write(
+                "It has no password yet. To use the web console, open this link and choose one (it works once, "
+                'within an hour; later, use "Forgot your password?" on the log-in page):'
+            )
+            self.stderr.write(f"  {set_password_link(user)}")
         self.stdout.write(
             f"Created {key.generation.upper()} key {key.name!r} ({key.hint}). Store it now; it is not shown again:"
         )

@@ -1,0 +1,105 @@
+"""The one small interface every channel adapter speaks (DESIGN.md, "Channels"): send a text to an address and get
+the provider's message id; verify and parse an inbound request; parse a delivery-status callback.
+
+An adapter is configured by operator settings only (one set of provider credentials per deployment, never per
+person) and holds no state between calls beyond its HTTP client. Addresses are in the form each channel routes by:
+E.164 (``+14155550134``) for SMS, WhatsApp and iMessage, the chat id (``"123456789"``) for Telegram. The
+``whatsapp:`` prefix of Twilio, iMessage's ``chatGuid`` and the like stay inside the adapter that needs them.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from django.http import HttpRequest
+
+
+class Channel:
+    """The channels a person can link (``LinkedAddress.channel``); the first three are the spec's ``channel``."""
+
+    SMS = "sms"
+    WHATSAPP = "whatsapp"
+    IMESSAGE = "imessage"
+    TELEGRAM = "telegram"
+
+
+PHONE_CHANNELS = (Channel.SMS, Channel.WHATSAPP, Channel.IMESSAGE)
+
+# What a provider's status callback may say, in the order a message goes through them (failed and undelivered end
+# it). Each adapter maps its provider's words onto these.
+STATUSES = ("queued", "sent", "delivered", "read", "failed", "undelivered")
+
+
+@dataclass(frozen=True)
+class Sent:
+    provider_message_id: str
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """One message the person sent. ``media``: one ``{"url": ..., "contentType": ...}`` per attachment (the URL is the
+    provider's, or for providers that give an id instead, our note of it: ``{"id": ..., "contentType": ...}``); nothing
+    is downloaded while the provider's request is open. ``received_at``: the provider's timestamp, when it gives one.
+    ``extra``: what else the provider said that is worth keeping in the message's context (profile name, ...)."""
+
+    provider_message_id: str
+    address: str
+    text: str
+    media: list[dict[str, str]]
+    received_at: datetime | None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StatusUpdate:
+    provider_message_id: str
+    status: str  # one of STATUSES
+    error: str = ""
+
+
+class SendError(Exception):
+    """A send that did not happen (or may not have). ``retryable``: the same send may succeed later (the provider was
+    down, slow or rate-limited us); otherwise it never will (unknown number, blocked, refused content)."""
+
+    def __init__(self, reason: str, *, retryable: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retryable = retryable
+
+
+class VerificationFailed(Exception):
+    """The request does not prove it comes from the provider: a missing or wrong signature or secret. The view
+    answers 403 and records nothing. The reason is for the log, never for the caller."""
+
+
+class BadRequest(Exception):
+    """A request that proved its origin but cannot be read (not the provider's shape). ``code`` is an ops.errors
+    code."""
+
+    def __init__(self, message: str, code: str = "invalid_body") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class Adapter(Protocol):
+    channel: str  # a Channel value
+    max_text_length: int  # the provider's limit for one message's text, in characters
+
+    def send_text(self, address: str, text: str, *, reference: str) -> Sent:
+        """Send ``text`` (at most ``max_text_length``) to ``address``. ``reference``: our stable id of this send, used
+        for the provider's idempotency where it offers any. Raises SendError."""
+        ...
+
+    def verify(self, request: HttpRequest) -> None:
+        """Raise VerificationFailed unless the request carries the provider's valid signature or secret. Called
+        before anything else reads the request (the view has checked only its size and content type)."""
+        ...
+
+    def parse_inbound(self, request: HttpRequest) -> list[Inbound]:
+        """The person's messages in a verified request (none for a request that carries only statuses)."""
+        ...
+
+    def parse_statuses(self, request: HttpRequest) -> list[StatusUpdate]:
+        """The delivery statuses in a verified request (none for a request that carries only messages)."""
+        ...

@@ -1,0 +1,167 @@
+"""SMS and WhatsApp through Twilio's Messages API, with the official library (``twilio``).
+
+One class serves both channels: WhatsApp addresses are ``whatsapp:+E164`` on Twilio's side, plain E.164 on ours.
+Both channels' inbound messages come to one URL (``/channels/twilio/inbound``) and their statuses to another
+(``/channels/twilio/status``, given as each send's ``StatusCallback``). Twilio signs each callback with the account's
+auth token over the URL it called, byte for byte as configured in its console (PUBLIC_BASE_URL + path), and the
+form's parameters: ``twilio.request_validator.RequestValidator`` checks it.
+
+The Messages API has no idempotency key: a send that timed out may have gone out (``reference`` is unused)."""
+
+import logging
+import re
+from urllib.parse import parse_qsl
+
+import requests
+from django.conf import settings
+from django.http import HttpRequest
+from django.utils.datastructures import MultiValueDict
+from twilio.base.exceptions import TwilioException, TwilioRestException
+from twilio.http.http_client import TwilioHttpClient
+from twilio.request_validator import RequestValidator
+from twilio.rest import Client
+
+from channels.adapters.base import BadRequest, Channel, Inbound, SendError, Sent, StatusUpdate, VerificationFailed
+
+INBOUND_PATH = "/channels/twilio/inbound"
+STATUS_PATH = "/channels/twilio/status"
+# Twilio's limit for one message's Body (it splits SMS into segments itself).
+MAX_TEXT_LENGTH = 1600
+_WHATSAPP = "whatsapp:"
+# The library logs every request, body included (the person's number and text), at INFO: kept below that.
+_LIBRARY_LOG = logging.getLogger("channels.twilio.library")
+_LIBRARY_LOG.setLevel(logging.WARNING)
+# Twilio's words for where a message is, mapped onto ours (base.STATUSES). Inbound-only states are left out.
+_STATUS = {
+    "accepted": "queued",
+    "scheduled": "queued",
+    "queued": "queued",
+    "sending": "queued",
+    "sent": "sent",
+    "delivered": "delivered",
+    "read": "read",
+    "undelivered": "undelivered",
+    "failed": "failed",
+    "canceled": "failed",
+}
+_MESSAGE_SID = re.compile(r"(SM|MM)[0-9a-fA-F]{32}")
+
+
+def configured_channels() -> list[str]:
+    """The channels the operator's Twilio settings make available."""
+    if not (settings.TWILIO_ACCOUNT_SID and settings.TWILIO_AUTH_TOKEN):
+        return []
+    return [
+        channel
+        for channel, sender in (
+            (Channel.SMS, settings.TWILIO_SMS_FROM),
+            (Channel.WHATSAPP, settings.TWILIO_WHATSAPP_FROM),
+        )
+        if sender
+    ]
+
+
+def _client() -> Client:
+    http_client = TwilioHttpClient(timeout=settings.CHANNEL_TIMEOUT_SECONDS, logger=_LIBRARY_LOG)
+    # environment={}: TWILIO_EDGE / TWILIO_REGION in the process environment would move the host elsewhere.
+    client = Client(settings.TWILIO_ACCOUNT_SID, settings.TWILIO_AUTH_TOKEN, http_client=http_client, environment={})
+    client.api.base_url = settings.TWILIO_API_BASE_URL  # tests point it at a local server
+    return client
+
+
+def form_of(request: HttpRequest) -> MultiValueDict[str, str]:
+    """The callback's form, read strictly: a body that is not UTF-8 (raw or percent-encoded) is refused rather than
+    read with replacement characters (which would then not match Twilio's signature anyway). Cached on the
+    request: the validator and the parser read the same form."""
+    cached = getattr(request, "_twilio_form", None)
+    if cached is not None:
+        return cached
+    try:
+        pairs = parse_qsl(request.body.decode("utf-8"), keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise BadRequest("The body is not UTF-8.") from None
+    except ValueError:
+        raise BadRequest("The body is not a form (application/x-www-form-urlencoded).") from None
+    form: MultiValueDict[str, str] = MultiValueDict()
+    for name, value in pairs:
+        form.appendlist(name, value)
+    request._twilio_form = form  # type: ignore[attr-defined]
+    return form
+
+
+class TwilioAdapter:
+    max_text_length = MAX_TEXT_LENGTH
+
+    def __init__(self, channel: str) -> None:
+        self.channel = channel
+        self._client = _client()
+
+    def _addressed(self, number: str) -> str:
+        return _WHATSAPP + number if self.channel == Channel.WHATSAPP else number
+
+    def send_text(self, address: str, text: str, *, reference: str) -> Sent:
+        sender = settings.TWILIO_WHATSAPP_FROM if self.channel == Channel.WHATSAPP else settings.TWILIO_SMS_FROM
+        origin = {"messaging_service_sid": sender} if sender.startswith("MG") else {"from_": self._addressed(sender)}
+        try:
+            message = self._client.messages.create(
+                to=self._addressed(address),
+                body=text,
+                status_callback=settings.PUBLIC_BASE_URL + STATUS_PATH,
+                **origin,
+            )
+        except TwilioRestException as error:
+            retryable = error.status >= 500 or error.status == 429
+            # Twilio's own error code and text (21211 invalid number, 21610 unsubscribed, ...); never the URL.
+            raise SendError(
+                f"Twilio answered HTTP {error.status}: {error.code} {error.msg}"[:300], retryable=retryable
+            ) from None
+        except requests.RequestException as error:
+            raise SendError(f"Twilio did not answer: {type(error).__name__}.", retryable=True) from None
+        except TwilioException as error:
+            raise SendError(f"Twilio: {type(error).__name__}.", retryable=True) from None
+        return Sent(provider_message_id=str(message.sid))
+
+    def verify(self, request: HttpRequest) -> None:
+        signature = request.headers.get("X-Twilio-Signature", "")
+        if not signature:
+            raise VerificationFailed("no X-Twilio-Signature header")
+        url = settings.PUBLIC_BASE_URL + request.get_full_path()
+        if not RequestValidator(settings.TWILIO_AUTH_TOKEN).validate(url, form_of(request), signature):
+            raise VerificationFailed("X-Twilio-Signature does not match")
+
+    def parse_inbound(self, request: HttpRequest) -> list[Inbound]:
+        """The message, if it is this adapter's channel's (WhatsApp senders are ``whatsapp:+...``)."""
+        form = form_of(request)
+        sender = form.get("From", "")
+        sid = form.get("MessageSid", "") or form.get("SmsMessageSid", "")
+        if not _MESSAGE_SID.fullmatch(sid):
+            raise BadRequest("MessageSid is missing or malformed.")
+        is_whatsapp = sender.startswith(_WHATSAPP)
+        if is_whatsapp != (self.channel == Channel.WHATSAPP):
+            return []
+        number = sender.removeprefix(_WHATSAPP)
+        media = []
+        for index in range(min(_count(form.get("NumMedia", "0")), 10)):  # Twilio sends at most 10
+            url = form.get(f"MediaUrl{index}", "")
+            if url:
+                media.append({"url": url, "contentType": form.get(f"MediaContentType{index}", "")})
+        profile = str(form.get("ProfileName") or "")
+        extra = {"profileName": profile} if profile else {}
+        return [Inbound(sid, number, form.get("Body", ""), media, None, extra)]
+
+    def parse_statuses(self, request: HttpRequest) -> list[StatusUpdate]:
+        form = form_of(request)
+        sid = form.get("MessageSid", "") or form.get("SmsSid", "")
+        status = _STATUS.get(form.get("MessageStatus", "") or form.get("SmsStatus", ""))
+        if not _MESSAGE_SID.fullmatch(sid):
+            raise BadRequest("MessageSid is missing or malformed.")
+        if status is None:
+            return []
+        error = form.get("ErrorCode", "")
+        if error and form.get("ErrorMessage"):
+            error = f"{error} {form.get('ErrorMessage')}"
+        return [StatusUpdate(sid, status, error[:300])]
+
+
+def _count(value: str) -> int:
+    return int(value) if value.isdigit() else 0

@@ -1,0 +1,164 @@
+"""WhatsApp through Meta's Cloud API (Graph API): send with ``POST /{phone-number-id}/messages``; Meta checks the
+callback URL once with a GET (``hub.mode=subscribe``, ``hub.verify_token``, answered with ``hub.challenge``); every
+event is a POST signed with ``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body, keyed with the app
+secret>``. One event may carry several messages and statuses, for several of the business's numbers: only this
+deployment's number (WHATSAPP_CLOUD_PHONE_NUMBER_ID) counts.
+
+Media come as ids; their download URL needs the access token and a second call, so the message's context keeps the
+Graph URL that resolves the id, and nothing is fetched while Meta waits. Sends carry no idempotency key (Meta offers
+none): ``reference`` is unused."""
+
+import hashlib
+import hmac
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+
+from channels.adapters import http
+from channels.adapters.base import Channel, Inbound, SendError, Sent, StatusUpdate, VerificationFailed
+from channels.adapters.payloads import items, json_body, mapping
+
+WEBHOOK_PATH = "/channels/whatsapp/webhook"
+MAX_TEXT_LENGTH = 4096  # a text message's body
+_MEDIA_TYPES = ("image", "audio", "video", "document", "sticker")
+_STATUSES = {"sent": "sent", "delivered": "delivered", "read": "read", "failed": "failed"}
+
+
+def is_configured() -> bool:
+    return all(
+        (
+            settings.WHATSAPP_CLOUD_ACCESS_TOKEN,
+            settings.WHATSAPP_CLOUD_PHONE_NUMBER_ID,
+            settings.WHATSAPP_CLOUD_APP_SECRET,
+            settings.WHATSAPP_CLOUD_VERIFY_TOKEN,
+        )
+    )
+
+
+def signature_of(body: bytes, app_secret: str) -> str:
+    """The X-Hub-Signature-256 value Meta sends for ``body``."""
+    return "sha256=" + hmac.new(app_secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def verification_answer(mode: str, token: str, challenge: str) -> str | None:
+    """The GET handshake: the challenge to echo when Meta's subscribe request carries our verify token, else None."""
+    expected = settings.WHATSAPP_CLOUD_VERIFY_TOKEN.encode()
+    if mode != "subscribe" or not challenge or not hmac.compare_digest(token.encode(), expected):
+        return None
+    return challenge
+
+
+class WhatsAppCloudAdapter:
+    channel = Channel.WHATSAPP
+    max_text_length = MAX_TEXT_LENGTH
+
+    def send_text(self, address: str, text: str, *, reference: str) -> Sent:
+        url = f"{settings.WHATSAPP_CLOUD_API_BASE_URL}/{settings.WHATSAPP_CLOUD_PHONE_NUMBER_ID}/messages"
+        body = {
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": address.removeprefix("+"),
+            "type": "text",
+            "text": {"preview_url": False, "body": text},
+        }
+        headers = {"Authorization": f"Bearer {settings.WHATSAPP_CLOUD_ACCESS_TOKEN}"}
+        answer = http.call("WhatsApp Cloud API", url, body, headers)
+        try:
+            return Sent(provider_message_id=str(answer["messages"][0]["id"]))
+        except (KeyError, IndexError, TypeError):
+            raise SendError("WhatsApp Cloud API answered without a message id.", retryable=False) from None
+
+    def verify(self, request: HttpRequest) -> None:
+        given = request.headers.get("X-Hub-Signature-256", "")
+        if not given:
+            raise VerificationFailed("no X-Hub-Signature-256 header")
+        expected = signature_of(request.body, settings.WHATSAPP_CLOUD_APP_SECRET)
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            raise VerificationFailed("X-Hub-Signature-256 does not match")
+
+    def parse_inbound(self, request: HttpRequest) -> list[Inbound]:
+        found = []
+        for value in _values(request):
+            for message in items(value.get("messages")):
+                inbound = _inbound(message, _names(value))
+                if inbound is not None:
+                    found.append(inbound)
+        return found
+
+    def parse_statuses(self, request: HttpRequest) -> list[StatusUpdate]:
+        found = []
+        for value in _values(request):
+            for status in items(value.get("statuses")):
+                if not isinstance(status, dict) or status.get("status") not in _STATUSES or not status.get("id"):
+                    continue
+                errors = [e for e in items(status.get("errors")) if isinstance(e, dict)]
+                error = " ".join(str(errors[0].get(k, "")) for k in ("code", "title")).strip() if errors else ""
+                found.append(StatusUpdate(str(status["id"]), _STATUSES[status["status"]], error[:300]))
+        return found
+
+
+def _values(request: HttpRequest) -> list[dict[str, Any]]:
+    """Each change's ``value`` for this deployment's number, from an event of the WhatsApp Business Account."""
+    payload = json_body(request)
+    if payload.get("object") != "whatsapp_business_account":
+        return []
+    values = []
+    for entry in items(payload.get("entry")):
+        for change in items(entry.get("changes") if isinstance(entry, dict) else None):
+            if not isinstance(change, dict) or change.get("field") != "messages":
+                continue
+            value = change.get("value")
+            if not isinstance(value, dict):
+                continue
+            if (
+                str(mapping(value.get("metadata")).get("phone_number_id", ""))
+                == settings.WHATSAPP_CLOUD_PHONE_NUMBER_ID
+            ):
+                values.append(value)
+    return values
+
+
+def _names(value: dict[str, Any]) -> dict[str, str]:
+    """wa_id → the profile name the person set, from the change's contacts."""
+    names = {}
+    for contact in items(value.get("contacts")):
+        if isinstance(contact, dict) and isinstance(contact.get("profile"), dict):
+            names[str(contact.get("wa_id", ""))] = str(contact["profile"].get("name", ""))
+    return names
+
+
+def _inbound(message: Any, names: dict[str, str]) -> Inbound | None:
+    if not isinstance(message, dict) or not message.get("id") or not str(message.get("from", "")).isdigit():
+        return None
+    kind = message.get("type")
+    part = mapping(message.get(kind)) if isinstance(kind, str) else {}
+    body, media = "", []
+    if kind == "text":
+        body = str(part.get("body", ""))
+    elif kind in _MEDIA_TYPES and part.get("id"):
+        body = str(part.get("caption", ""))
+        media.append(
+            {
+                "id": str(part["id"]),
+                "contentType": str(part.get("mime_type", "")),
+                # Resolves to the download URL with the access token; never fetched inside Meta's request.
+                "url": f"{settings.WHATSAPP_CLOUD_API_BASE_URL}/{part['id']}",
+            }
+        )
+    elif kind == "button":
+        body = str(part.get("text", ""))
+    elif kind == "interactive":
+        reply = mapping(part.get("button_reply") or part.get("list_reply"))
+        body = str(reply.get("title", ""))
+    else:
+        return None  # reactions, locations, contacts, system messages: not a message for the thread
+    sender = str(message["from"])
+    extra = {"profileName": names[sender]} if names.get(sender) else {}
+    return Inbound(str(message["id"]), "+" + sender, body, media, _timestamp(message.get("timestamp")), extra)
+
+
+def _timestamp(value: Any) -> datetime | None:
+    text = str(value or "")
+    return datetime.fromtimestamp(int(text), UTC) if text.isdigit() and len(text) <= 12 else None

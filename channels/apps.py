@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+
+
+class ChannelsConfig(AppConfig):
+    name = "channels"
+    verbose_name = "Channels"
+
+    def ready(self) -> None:
+        from channels.outbound.enqueue import enqueue
+        from conversations import outbound
+
+        # Messages written for the person (replies, reminders, follow-ups) are put in the outbox in their own
+        # transaction (conversations/outbound.py).
+        outbound.listen(enqueue)
