@@ -11,7 +11,8 @@ from channels.adapters.base import StatusUpdate
 from channels.outbound import statuses
 from channels.outbound.decide import WINDOW_CLOSED
 from channels.outbound.models import OutboundMessage, OutboundStatus
-from tests.test_channel_outbox import NUMBER, assistant_writes, person, send_due, twilio  # noqa: F401
+from tests.providers import providers  # noqa: F401  (the fixture)
+from tests.test_channel_outbox import NUMBER, assistant_writes, person, refuse_next, send_due, twilio  # noqa: F401
 from tests.test_console_conversation import poll, since_of
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +37,7 @@ def test_the_bubble_says_where_the_reply_went_and_how_far_it_got(client, owner, 
     assert f"to {NUMBER}" in bubble(page, message.public_id)
 
     send_due()
-    statuses.record([StatusUpdate(twilio.created[0].sid, "delivered")])
+    statuses.record([StatusUpdate(twilio.sent[0].provider_message_id, "delivered")])
     page = client.get("/conversation/").content.decode()
     assert 'class="badge badge--delivered">SMS: delivered' in bubble(page, message.public_id)
 
@@ -48,7 +49,7 @@ def test_a_status_that_arrives_later_redraws_the_bubble_at_the_next_poll(client,
     since = since_of(client.get("/conversation/").content.decode())
     assert poll(client, since)["changed"] == []  # nothing new about it since the page was drawn
 
-    statuses.record([StatusUpdate(twilio.created[0].sid, "read")])
+    statuses.record([StatusUpdate(twilio.sent[0].provider_message_id, "read")])
     [changed] = poll(client, since)["changed"]
     assert changed["id"] == message.public_id and "SMS: read" in changed["html"]
 
@@ -65,7 +66,7 @@ def test_a_held_message_says_why_on_its_bubble(client, twilio):  # noqa: F811
 
 def test_the_message_page_lists_each_part(client, owner, twilio):  # noqa: F811
     message = assistant_writes(owner, ("word " * 300).strip() + "\n\n" + ("more " * 300).strip())
-    twilio.fail_next = 1
+    twilio.fail_next(503)
     send_due()
     page = client.get(f"/conversation/messages/{message.public_id}/").content.decode()
     assert "On your phone" in page
@@ -83,7 +84,7 @@ def test_the_thread_page_reads_the_phone_statuses_in_one_query(client, owner, dj
 
 
 def test_staff_see_the_outbox_and_can_send_a_failed_text_again(client, owner, twilio):  # noqa: F811
-    twilio.refuse.add(NUMBER)
+    refuse_next(twilio)
     message = assistant_writes(owner, "Hello")
     send_due()
     row = OutboundMessage.objects.get(message=message)
@@ -93,11 +94,10 @@ def test_staff_see_the_outbox_and_can_send_a_failed_text_again(client, owner, tw
     listing = client.get("/admin/channels/outboundmessage/").content.decode()
     assert message.public_id in listing and "21211" in listing
 
-    twilio.refuse.clear()
     answer = client.post(
         "/admin/channels/outboundmessage/", {"action": "send_again", "_selected_action": [row.pk]}, follow=True
     )
     assert "1 text(s) queued to be sent again." in answer.content.decode()
     send_due()
     row.refresh_from_db()
-    assert row.status == OutboundStatus.SENT and twilio.bodies_to(NUMBER) == ["Hello"]
+    assert row.status == OutboundStatus.SENT and twilio.texts_to(NUMBER) == ["Hello"]

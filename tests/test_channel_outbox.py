@@ -1,5 +1,5 @@
 """The outbox: what the person's assistant writes in their thread also goes to their phone, through the official
-twilio library against a Twilio on 127.0.0.1 (tests/outbox_twilio.py), with retries, never twice for a send the
+twilio library against a Twilio on 127.0.0.1 (tests/providers.py), with retries, never twice for a send the
 provider answered, statuses recorded, quiet hours and WhatsApp's window kept."""
 
 import json
@@ -21,7 +21,7 @@ from conversations import outbound
 from conversations.models import Message, Role, Source
 from conversations.services import conversation_of
 from tests.factories import UserFactory
-from tests.outbox_twilio import ACCOUNT_SID, AUTH_TOKEN, fake_twilio
+from tests.providers import configure, providers  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -29,17 +29,17 @@ NUMBER = "+14155551234"
 
 
 @pytest.fixture
-def twilio(settings):
-    with fake_twilio() as provider:
-        settings.TWILIO_ACCOUNT_SID = ACCOUNT_SID
-        settings.TWILIO_AUTH_TOKEN = AUTH_TOKEN
-        settings.TWILIO_SMS_FROM = "+15005550006"
-        settings.TWILIO_WHATSAPP_FROM = "+15005550007"
-        settings.TWILIO_API_BASE_URL = provider.url
-        settings.PUBLIC_BASE_URL = "https://assistant.example"
-        settings.CHANNEL_TIMEOUT_SECONDS = 2
-        settings.CHANNEL_RETRY_JITTER = 0
-        yield provider
+def twilio(providers, settings):  # noqa: F811
+    """Twilio for SMS and WhatsApp (the other channels configured too, through their own fakes)."""
+    configure(settings, providers, "https://assistant.example", whatsapp_through="twilio")
+    settings.CHANNEL_RETRY_JITTER = 0
+    return providers.twilio
+
+
+def refuse_next(twilio) -> None:
+    twilio.fail_next(
+        400, body={"code": 21211, "message": "The 'To' number is not a valid phone number.", "status": 400}
+    )
 
 
 def person(channel: str = "sms", *, wrote_ago: timedelta | None = None, preferred: str = "sms"):
@@ -74,13 +74,13 @@ def test_a_reply_reaches_the_persons_number_flattened_and_its_provider_id_is_kep
     assert (row.status, row.channel, row.address) == (OutboundStatus.QUEUED, "sms", NUMBER)
 
     assert send_due() == 1
-    [created] = twilio.created
-    assert created.to == NUMBER and created.form["From"] == "+15005550006"
-    assert created.body == "Done. Deep work 13:00–15:00, see calendar (https://cal.example/t)."
-    assert created.form["StatusCallback"] == "https://assistant.example/channels/twilio/status"
+    [created] = twilio.sent
+    assert created.address == NUMBER and created.fields["From"] == "+15005550006"
+    assert created.text == "Done. Deep work 13:00–15:00, see calendar (https://cal.example/t)."
+    assert created.fields["StatusCallback"] == "https://assistant.example/channels/twilio/status"
     row.refresh_from_db()
-    assert (row.status, row.provider_message_id, row.attempts) == (OutboundStatus.SENT, created.sid, 1)
-    assert send_due() == 0 and len(twilio.created) == 1  # sent once
+    assert (row.status, row.provider_message_id, row.attempts) == (OutboundStatus.SENT, created.provider_message_id, 1)
+    assert send_due() == 0 and len(twilio.sent) == 1  # sent once
 
 
 def test_nothing_linked_or_nothing_configured_means_the_thread_only(twilio, settings):
@@ -103,13 +103,13 @@ def test_a_long_reply_goes_in_parts_in_order(twilio):
     user = person()
     assistant_writes(user, ("word " * 300).strip() + "\n\n" + ("more " * 300).strip())
     assert send_due() == 2
-    bodies = twilio.bodies_to(NUMBER)
+    bodies = twilio.texts_to(NUMBER)
     assert [b[-6:] for b in bodies] == [" (1/2)", " (2/2)"]
     assert all(len(b) <= 1600 for b in bodies)
 
 
 def test_a_provider_that_fails_is_retried_with_backoff_and_sends_once(twilio):
-    twilio.fail_next = 1
+    twilio.fail_next(503)
     message = assistant_writes(person(), "Your build is green.")
     send_due()
     row = OutboundMessage.objects.get(message=message)
@@ -121,7 +121,7 @@ def test_a_provider_that_fails_is_retried_with_backoff_and_sends_once(twilio):
     assert send_due() == 1
     row.refresh_from_db()
     assert (row.status, row.attempts) == (OutboundStatus.SENT, 2)
-    assert twilio.bodies_to(NUMBER) == ["Your build is green."]  # the 503 created nothing; one message
+    assert twilio.texts_to(NUMBER) == ["Your build is green."]  # the 503 created nothing; one message
 
 
 def test_a_provider_that_is_down_is_retried(twilio, settings):
@@ -140,7 +140,7 @@ def test_a_slow_provider_within_the_timeout_sends_once(twilio):
     message = assistant_writes(person(), "Hello")
     send_due()
     assert OutboundMessage.objects.get(message=message).status == OutboundStatus.SENT
-    assert len(twilio.created) == 1
+    assert len(twilio.sent) == 1
 
 
 def test_a_provider_slower_than_the_timeout_is_the_documented_duplicate(twilio, settings):
@@ -151,11 +151,11 @@ def test_a_provider_slower_than_the_timeout_is_the_documented_duplicate(twilio, 
     send_due()
     row = OutboundMessage.objects.get(message=message)
     assert (row.status, row.attempts) == (OutboundStatus.QUEUED, 1)
-    twilio.wait_for(1)  # it did create the message, after we stopped waiting
+    assert len(twilio.requests) == 1  # it reached the provider, which took it after we stopped waiting
 
 
 def test_a_refused_number_fails_at_once(twilio):
-    twilio.refuse.add(NUMBER)
+    refuse_next(twilio)
     message = assistant_writes(person(), "Hello")
     send_due()
     row = OutboundMessage.objects.get(message=message)
@@ -166,7 +166,7 @@ def test_a_refused_number_fails_at_once(twilio):
 def test_statuses_are_recorded_in_order_and_an_unknown_message_changes_nothing(twilio):
     message = assistant_writes(person(), "Hello")
     send_due()
-    sid = twilio.created[0].sid
+    sid = twilio.sent[0].provider_message_id
     assert statuses.record([StatusUpdate(sid, "sent"), StatusUpdate(sid, "delivered")]) == 2
     assert statuses.record([StatusUpdate(sid, "sent")]) == 0  # late: never moves back
     assert statuses.record([StatusUpdate("SM" + "f" * 32, "delivered")]) == 0
@@ -187,7 +187,7 @@ def test_quiet_hours_hold_the_send_and_the_thread_shows_the_message_at_once(twil
     assert Message.objects.filter(pk=message.pk).exists()
     row = OutboundMessage.objects.get(message=message)
     assert row.shown_status == "quiet hours" and row.next_attempt_at > timezone.now() + timedelta(minutes=50)
-    assert send_due() == 0 and twilio.created == []
+    assert send_due() == 0 and twilio.sent == []
 
 
 def test_quiet_hours_that_begin_after_the_queueing_are_read_again_before_sending(twilio):
@@ -197,7 +197,7 @@ def test_quiet_hours_that_begin_after_the_queueing_are_read_again_before_sending
     send_due()
     row = OutboundMessage.objects.get(message=message)
     assert (row.status, row.attempts, row.waiting_for_quiet_hours) == (OutboundStatus.QUEUED, 0, True)
-    assert twilio.created == []
+    assert twilio.sent == []
 
 
 def test_whatsapp_outside_its_window_is_held_and_says_why_then_goes_when_the_person_writes(twilio):
@@ -206,14 +206,14 @@ def test_whatsapp_outside_its_window_is_held_and_says_why_then_goes_when_the_per
     send_due()
     row = OutboundMessage.objects.get(message=message)
     assert (row.status, row.held_reason) == (OutboundStatus.HELD, WINDOW_CLOSED)
-    assert twilio.created == []
+    assert twilio.sent == []
     from channels.outbound.queue import release_held
 
     LinkedAddress.objects.filter(user=user).update(last_inbound_at=timezone.now())
     assert release_held(user.pk, "whatsapp", NUMBER) == 1
     send_due()
-    assert twilio.bodies_to(NUMBER) == ["Your parcel has shipped."]
-    assert twilio.created[0].to == "whatsapp:" + NUMBER
+    assert twilio.texts_to(NUMBER) == ["Your parcel has shipped."]
+    assert twilio.sent[0].fields["To"] == "whatsapp:" + NUMBER
 
 
 def test_whatsapp_outside_its_window_sends_the_operators_template(twilio, settings):
@@ -221,10 +221,10 @@ def test_whatsapp_outside_its_window_sends_the_operators_template(twilio, settin
     user = person("whatsapp", wrote_ago=timedelta(hours=30), preferred="whatsapp")
     message = assistant_writes(user, "Your parcel has shipped.")
     send_due()
-    [created] = twilio.created
-    assert created.form["ContentSid"] == "HX" + "a" * 32
-    assert json.loads(created.form["ContentVariables"]) == {"1": "Your parcel has shipped."}
-    assert "Body" not in created.form
+    [created] = twilio.sent
+    assert created.fields["ContentSid"] == "HX" + "a" * 32
+    assert json.loads(created.fields["ContentVariables"]) == {"1": "Your parcel has shipped."}
+    assert "Body" not in created.fields
     row = OutboundMessage.objects.get(message=message)
     assert (row.status, row.as_template) == (OutboundStatus.SENT, True)
 
@@ -233,19 +233,19 @@ def test_whatsapp_within_its_window_sends_free_text(twilio):
     user = person("whatsapp", wrote_ago=timedelta(hours=2), preferred="sms")
     assistant_writes(user, "Hello")
     send_due()
-    assert twilio.created[0].to == "whatsapp:" + NUMBER and twilio.created[0].body == "Hello"
+    assert twilio.sent[0].fields["To"] == "whatsapp:" + NUMBER and twilio.sent[0].text == "Hello"
 
 
 def test_a_persons_texts_leave_in_order_one_at_a_time(twilio):
     user = person()
     first = assistant_writes(user, "first")
     assistant_writes(user, "second")
-    twilio.fail_next = 1
+    twilio.fail_next(503)
     send_due()
-    assert twilio.created == []  # the first failed; the second waits behind it
+    assert twilio.sent == []  # the first failed; the second waits behind it
     OutboundMessage.objects.filter(message=first).update(next_attempt_at=timezone.now())
     send_due()
-    assert twilio.bodies_to(NUMBER) == ["first", "second"]
+    assert twilio.texts_to(NUMBER) == ["first", "second"]
 
 
 def test_a_writer_whose_transaction_fails_leaves_no_outbox_row(twilio):
@@ -264,7 +264,7 @@ def test_a_due_reminder_goes_to_the_phone(twilio):
     reminder = reminders.schedule_reminder(user, "Stretch", "2099-01-01T10:00")
     assert fire(reminder.pk, reminder.next_due_at) == "fired"
     send_due()
-    assert twilio.bodies_to(NUMBER) == ["Reminder: Stretch"]
+    assert twilio.texts_to(NUMBER) == ["Reminder: Stretch"]
 
 
 def test_a_tools_follow_up_goes_to_the_phone(twilio, client, settings):
@@ -274,7 +274,6 @@ def test_a_tools_follow_up_goes_to_the_phone(twilio, client, settings):
     from ingestion.hotpath.recording import record_user_message
     from tests.conftest import post
 
-    settings.TWILIO_SMS_FROM = "+15005550006"
     user = person()
     asked = record_user_message(user=user, endpoint=Endpoint.CURRENT, text="build it")
     action = Action.objects.create(delivery=asked.delivery, kind="mcp", tool="build_report", connection_name="Reports")
@@ -283,4 +282,4 @@ def test_a_tools_follow_up_goes_to_the_phone(twilio, client, settings):
     )
     assert answer.status_code == 200
     send_due()
-    assert "Part 1 is ready." in twilio.bodies_to(NUMBER)
+    assert "Part 1 is ready." in twilio.texts_to(NUMBER)

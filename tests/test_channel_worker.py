@@ -4,14 +4,14 @@ and a text goes out twice only when its request had reached the provider and the
 record the answer (README, "When a text may arrive twice")."""
 
 import signal
-import time
 from collections import Counter
+from urllib.parse import parse_qs
 
 import psycopg
 
 from tests.delivery_stack import Worker, wait_until
 from tests.live_stack import private_database, require_postgres_and_redis, run_python
-from tests.outbox_twilio import ACCOUNT_SID, AUTH_TOKEN, fake_twilio
+from tests.providers import TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_SMS_FROM, FakeTwilio, serving
 
 SEND = ["manage.py", "sendchannels"]
 
@@ -34,6 +34,10 @@ print(json.dumps(%(people)d * %(each)d))
 """
 
 
+def form_of(body: bytes) -> dict[str, str]:
+    return {name: values[0] for name, values in parse_qs(body.decode()).items()}
+
+
 def outbox_of(database_url: str) -> list[tuple[str, str, str, int, int]]:
     """The outbox rows as the worker left them, read straight from the database (a shell process per poll would
     take seconds)."""
@@ -45,12 +49,12 @@ def outbox_of(database_url: str) -> list[tuple[str, str, str, int, int]]:
 
 def test_kill_9_mid_send_loses_nothing_and_repeats_only_what_reached_the_provider():
     require_postgres_and_redis()
-    with fake_twilio() as twilio, private_database("outbox") as database_url:
+    with serving(FakeTwilio()) as twilio, private_database("outbox") as database_url:
         env = {
             "DATABASE_URL": database_url,
-            "TWILIO_ACCOUNT_SID": ACCOUNT_SID,
-            "TWILIO_AUTH_TOKEN": AUTH_TOKEN,
-            "TWILIO_SMS_FROM": "+15005550006",
+            "TWILIO_ACCOUNT_SID": TWILIO_ACCOUNT_SID,
+            "TWILIO_AUTH_TOKEN": TWILIO_AUTH_TOKEN,
+            "TWILIO_SMS_FROM": TWILIO_SMS_FROM,
             "TWILIO_API_BASE_URL": twilio.url,
             "PUBLIC_BASE_URL": "https://assistant.example",
             "CHANNEL_LEASE_SECONDS": "2",
@@ -61,13 +65,13 @@ def test_kill_9_mid_send_loses_nothing_and_repeats_only_what_reached_the_provide
         twilio.delay = 0.6  # every send is in flight for a while
         doomed = Worker(env, "outbox-doomed", SEND)
         try:
-            twilio.wait_for(24, timeout=60)  # the second round is in flight
+            wait_until(lambda: len(twilio.requests) >= 24, timeout=60, what="the second round of sends in flight")
             doomed.signal(signal.SIGKILL)
-            killed_at = time.monotonic()
+            with twilio.lock:
+                reached_before_kill = {form_of(body)["Body"] for _, _, body in twilio.requests}
             doomed.wait(10)
         finally:
             doomed.stop()
-        reached_before_kill = {c.body for c in twilio.created if c.at <= killed_at}
         twilio.delay = 0.05
         survivor = Worker(env, "outbox-survivor", SEND)
         try:
@@ -80,19 +84,19 @@ def test_kill_9_mid_send_loses_nothing_and_repeats_only_what_reached_the_provide
             survivor.stop()
 
     assert len(rows) == total
-    sent = Counter(c.body for c in twilio.created)
+    sent = Counter(message.text for message in twilio.sent)
     assert set(sent) == {r[0] for r in rows}  # nothing lost
     twice = {body for body, count in sent.items() if count > 1}
     assert max(sent.values()) <= 2
     assert twice <= reached_before_kill  # a repeat only of a send that had reached the provider
     taken_over = {r[0] for r in rows if r[3] > 0}
     assert twice <= taken_over and taken_over, "the killed worker's sends were taken over after their lease"
-    sids = {c.sid: c.body for c in twilio.created}
+    sids = {message.provider_message_id: message.text for message in twilio.sent}
     assert all(sids[r[2]] == r[0] for r in rows)  # each row keeps the id of a message that carried its text
     # Each person's texts left in order, even across the takeover: no first text after a second one.
     seconds_seen: set[str] = set()
-    for created in twilio.created:
-        person, k = created.body.removeprefix("text ").split("-")
+    for message in twilio.sent:
+        person, k = message.text.removeprefix("text ").split("-")
         if k == "1":
             seconds_seen.add(person)
         else:
