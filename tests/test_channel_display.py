@@ -8,9 +8,9 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from channels.adapters.base import StatusUpdate
+from channels.models import OutboundMessage, OutboundStatus
 from channels.outbound import statuses
 from channels.outbound.decide import WINDOW_CLOSED
-from channels.outbound.models import OutboundMessage, OutboundStatus
 from tests.providers import providers  # noqa: F401  (the fixture)
 from tests.test_channel_outbox import NUMBER, assistant_writes, person, refuse_next, send_due, twilio  # noqa: F401
 from tests.test_console_conversation import poll, since_of

@@ -12,10 +12,9 @@ from django.utils import timezone
 
 from accounts.services import profile_of
 from channels.adapters.base import StatusUpdate
-from channels.models import LinkedAddress
+from channels.models import LinkedAddress, OutboundMessage, OutboundStatus, QuietHours
 from channels.outbound import statuses
 from channels.outbound.decide import WINDOW_CLOSED
-from channels.outbound.models import OutboundMessage, OutboundStatus, QuietHours
 from channels.outbound.sender import Sender
 from conversations import outbound
 from conversations.models import Message, Role, Source

@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from channels.outbound.models import OutboundMessage, OutboundStatus, QuietHours
+from channels.models import OutboundMessage, OutboundStatus, QuietHours
 from channels.outbound.summary import status_of
 
 

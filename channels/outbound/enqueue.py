@@ -15,8 +15,7 @@ from django.utils import timezone
 
 from accounts.models import Profile
 from channels.adapters import configured
-from channels.models import LinkedAddress
-from channels.outbound.models import OutboundMessage, QuietHours
+from channels.models import LinkedAddress, OutboundMessage, QuietHours
 from channels.outbound.quiet import quiet_until
 from channels.outbound.text import flatten_markdown, split_text
 from channels.outbound.window import Route, choose_route

@@ -20,8 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import Profile
-from channels.models import LinkedAddress
-from channels.outbound.models import OutboundMessage, OutboundStatus, QuietHours
+from channels.models import LinkedAddress, OutboundMessage, OutboundStatus, QuietHours
 from conversations import leases
 from conversations.models import Message
 

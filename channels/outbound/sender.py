@@ -28,9 +28,9 @@ from django.utils import timezone
 from channels.adapters import configured
 from channels.adapters.base import Adapter, SendError, Sent
 from channels.adapters.twilio import TwilioAdapter
+from channels.models import OutboundMessage
 from channels.outbound import queue, template
 from channels.outbound.decide import Decision, Hold, Send, Wait, decide
-from channels.outbound.models import OutboundMessage
 from channels.outbound.queue import Claim
 from conversations import leases
 

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from channels.adapters.base import StatusUpdate
-from channels.outbound.models import PROVIDER_STATUS_RANK, OutboundMessage
+from channels.models import PROVIDER_STATUS_RANK, OutboundMessage
 
 logger = logging.getLogger("channels.outbound")
 

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from channels.outbound.models import OutboundMessage, OutboundStatus
+from channels.models import OutboundMessage, OutboundStatus
 
 CHANNEL_NAMES = {"sms": "SMS", "whatsapp": "WhatsApp", "imessage": "iMessage", "telegram": "Telegram"}
 

@@ -2,7 +2,7 @@ from typing import Any
 
 from django import template
 
-from channels.outbound.models import OutboundMessage
+from channels.models import OutboundMessage
 from channels.outbound.summary import PhoneStatus, summarize
 from console import presentation
 from conversations.models import Message
