@@ -16,13 +16,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
-from accounts.models import Profile
-from channels.models import LinkedAddress, OutboundMessage, OutboundStatus, QuietHours
+from channels.models import LinkedAddress, OutboundMessage, OutboundStatus
 from conversations import leases
-from conversations.models import Message
 
 
 def policy() -> leases.LeasePolicy:
@@ -53,20 +51,35 @@ class Claim:
     last_inbound_at: datetime | None
 
 
-_CLAIM = """
+# The claimable rows, first in order, locked for this claim: ready (conversations/leases.py) and first among their
+# person's pending rows.
+_CLAIMABLE = """
+    SELECT c.id FROM {outbox} AS c
+    WHERE {ready}
+      AND NOT EXISTS (
+          SELECT 1 FROM {outbox} AS e
+          WHERE e.person_id = c.person_id AND e.status IN ('queued', 'processing') AND e.id < c.id)
+    ORDER BY c.id
+    LIMIT %(limit)s
+    {lock}
+"""
+
+# PostgreSQL: the choice made once (MATERIALIZED). Written as ``WHERE id IN (…)``, the planner may run the locking
+# subquery again for each row it compares, which took seconds on a freshly filled, not yet analyzed outbox.
+_CLAIM_POSTGRESQL = """
+    WITH claimable AS MATERIALIZED ({claimable})
+    UPDATE {outbox} AS o SET {assignments}, updated_at = %(now)s
+    FROM claimable WHERE o.id = claimable.id
+    RETURNING o.id
+"""
+
+_CLAIM_SQLITE = """
     UPDATE {outbox} SET {assignments}, updated_at = %(now)s
-    WHERE id IN (
-        SELECT c.id FROM {outbox} AS c
-        WHERE {ready}
-          AND NOT EXISTS (
-              SELECT 1 FROM {outbox} AS e
-              WHERE e.person_id = c.person_id AND e.status IN ('queued', 'processing') AND e.id < c.id)
-        ORDER BY c.id
-        LIMIT %(limit)s
-        {lock})
+    WHERE id IN ({claimable})
     RETURNING id
 """
 
+_last_reaped = 0.0
 _TAKEN_OVER_TOO_OFTEN = "Its worker was lost mid-send {} times (killed or cut off); given up."
 
 
@@ -74,17 +87,24 @@ def claim(limit: int) -> list[Claim]:
     """Claim up to ``limit`` claimable rows: each becomes processing under a fresh lease, its attempt counted."""
     if limit <= 0:
         return []
+    global _last_reaped
     now = timezone.now()
-    leases.fail_exhausted(
-        OutboundMessage, policy(), _TAKEN_OVER_TOO_OFTEN.format(settings.CHANNEL_MAX_TAKEOVERS + 1), updated_at=now
-    )
+    if now.timestamp() - _last_reaped >= 1.0:  # once a second is soon enough, and saves a query per claim
+        _last_reaped = now.timestamp()
+        leases.fail_exhausted(
+            OutboundMessage, policy(), _TAKEN_OVER_TOO_OFTEN.format(settings.CHANNEL_MAX_TAKEOVERS + 1), updated_at=now
+        )
     adapt = connection.ops.adapt_datetimefield_value
-    sql = _CLAIM.format(
-        outbox=connection.ops.quote_name(OutboundMessage._meta.db_table),
-        assignments=leases.claim_assignments_sql(),
-        ready=leases.claimable_sql("c"),
-        lock="FOR UPDATE OF c SKIP LOCKED" if connection.vendor == "postgresql" else "",
+    postgres = connection.vendor == "postgresql"
+    outbox = connection.ops.quote_name(OutboundMessage._meta.db_table)
+    claimable = _CLAIMABLE.format(
+        outbox=outbox, ready=leases.claimable_sql("c"), lock="FOR UPDATE OF c SKIP LOCKED" if postgres else ""
     )
+    assignments = leases.claim_assignments_sql()
+    if postgres:  # the SET list names the updated table's columns, unqualified
+        sql = _CLAIM_POSTGRESQL.format(claimable=claimable, outbox=outbox, assignments=assignments)
+    else:
+        sql = _CLAIM_SQLITE.format(claimable=claimable, outbox=outbox, assignments=assignments)
     params = {
         "now": adapt(now),
         "lease": adapt(policy().lease_until(now)),
@@ -99,39 +119,43 @@ def claim(limit: int) -> list[Claim]:
 
 
 def _claims(ids: Sequence[int]) -> list[Claim]:
-    rows = list(
+    """What the sends need, read with one query: the rows, their messages' ids, the people's time zones and quiet
+    hours, and when each address last wrote (WhatsApp's window)."""
+    last_heard = LinkedAddress.objects.filter(
+        user_id=OuterRef("person_id"), channel=OuterRef("channel"), address=OuterRef("address")
+    ).values("last_inbound_at")[:1]
+    rows = (
         OutboundMessage.objects.filter(pk__in=ids)
         .order_by("id")
-        .values("id", "attempts", "channel", "address", "text", "part", "person_id", "message_id")
+        .values_list(
+            "id",
+            "attempts",
+            "channel",
+            "address",
+            "text",
+            "part",
+            "message__public_id",
+            "person__profile__time_zone",
+            "person__quiet_hours__starts",
+            "person__quiet_hours__ends",
+        )
+        .annotate(last_inbound_at=Subquery(last_heard))
     )
-    people = {row["person_id"] for row in rows}
-    zones = dict(Profile.objects.filter(user_id__in=people).values_list("user_id", "time_zone"))
-    quiet = {q.person_id: q for q in QuietHours.objects.filter(person_id__in=people)}
-    public_ids = dict(Message.objects.filter(pk__in={row["message_id"] for row in rows}).values_list("pk", "public_id"))
-    heard: dict[tuple[int, str, str], Any] = {
-        (user_id, channel, address): at
-        for user_id, channel, address, at in LinkedAddress.objects.filter(user_id__in=people).values_list(
-            "user_id", "channel", "address", "last_inbound_at"
+    return [
+        Claim(
+            row_id=row_id,
+            attempt=attempt,
+            channel=channel,
+            address=address,
+            text=text,
+            reference=f"{public_id}-{part}",
+            time_zone=time_zone or "UTC",
+            quiet_starts=starts,
+            quiet_ends=ends,
+            last_inbound_at=last_inbound_at,
         )
-    }
-    claims = []
-    for row in rows:
-        hours = quiet.get(row["person_id"])
-        claims.append(
-            Claim(
-                row_id=row["id"],
-                attempt=row["attempts"],
-                channel=row["channel"],
-                address=row["address"],
-                text=row["text"],
-                reference=f"{public_ids[row['message_id']]}-{row['part']}",
-                time_zone=zones.get(row["person_id"], "UTC"),
-                quiet_starts=hours.starts if hours else None,
-                quiet_ends=hours.ends if hours else None,
-                last_inbound_at=heard.get((row["person_id"], row["channel"], row["address"])),
-            )
-        )
-    return claims
+        for row_id, attempt, channel, address, text, part, public_id, time_zone, starts, ends, last_inbound_at in rows
+    ]
 
 
 def _holding(claim: Claim) -> Any:
@@ -152,6 +176,40 @@ def record_sent(claim: Claim, provider_message_id: str, *, as_template: bool = F
             updated_at=now,
         )
     )
+
+
+_SENT = """
+    UPDATE {outbox} AS o
+    SET status = 'sent', provider_message_id = v.provider_id, as_template = v.as_template, sent_at = %(now)s,
+        lease_expires_at = NULL, last_error = '', waiting_for_quiet_hours = false, updated_at = %(now)s
+    FROM unnest(%(ids)s::bigint[], %(attempts)s::integer[], %(provider_ids)s::text[], %(templates)s::boolean[])
+        AS v(id, attempt, provider_id, as_template)
+    WHERE o.id = v.id AND o.status = 'processing' AND o.attempts = v.attempt
+    RETURNING o.id
+"""
+
+
+def record_all_sent(sent: Sequence[tuple[Claim, str, bool]]) -> set[int]:
+    """Several sends the provider took, (claim, provider message id, as template), written by one statement on
+    PostgreSQL (each only while its attempt holds the row); the rows written."""
+    if connection.vendor != "postgresql":
+        return {
+            claim.row_id
+            for claim, provider_id, template in sent
+            if record_sent(claim, provider_id, as_template=template)
+        }
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _SENT.format(outbox=connection.ops.quote_name(OutboundMessage._meta.db_table)),
+            {
+                "now": timezone.now(),
+                "ids": [claim.row_id for claim, _, _ in sent],
+                "attempts": [claim.attempt for claim, _, _ in sent],
+                "provider_ids": [provider_id for _, provider_id, _ in sent],
+                "templates": [template for _, _, template in sent],
+            },
+        )
+        return {int(row[0]) for row in cursor.fetchall()}
 
 
 def record_retry(claim: Claim, error: str, next_attempt_at: datetime) -> bool:

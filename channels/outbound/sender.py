@@ -36,7 +36,10 @@ from conversations import leases
 
 logger = logging.getLogger("channels.outbound")
 
+# How long the claimer waits when nothing was claimable, unless woken by finished sends; after being woken, how
+# long it lets more finish so that one claim serves several free slots.
 POLL_SECONDS = 0.1
+GATHER_SECONDS = 0.01
 
 
 @dataclass(slots=True)
@@ -74,13 +77,7 @@ def record(outcome: Outcome) -> str:
     if isinstance(result, Sent):
         if not queue.record_sent(claim, result.provider_message_id, as_template=outcome.as_template):
             return "skipped"
-        logger.info(
-            "outbox %s sent on %s (attempt %s, %.0f ms)",
-            claim.row_id,
-            claim.channel,
-            claim.attempt,
-            outcome.seconds * 1000,
-        )
+        _log_sent(outcome)
         return "sent"
     if isinstance(result, Wait):
         return "queued" if queue.record_quiet(claim, result.until) else "skipped"
@@ -105,6 +102,13 @@ def record(outcome: Outcome) -> str:
         return "skipped"
     logger.info("outbox %s: attempt %s failed (%s); retry at %s", claim.row_id, claim.attempt, reason, due.isoformat())
     return "queued"
+
+
+def _log_sent(outcome: Outcome) -> None:
+    claim = outcome.claim
+    logger.info(
+        "outbox %s sent on %s (attempt %s, %.0f ms)", claim.row_id, claim.channel, claim.attempt, outcome.seconds * 1000
+    )
 
 
 class Sender:
@@ -178,7 +182,8 @@ class Sender:
             self.renewals.tick(time.monotonic())
             free = self.concurrency - self.in_flight()
             if free <= 0:
-                self._sleep()
+                if self._sleep():
+                    time.sleep(GATHER_SECONDS)
                 continue
             wanted = min(free, self.batch)
             try:
@@ -200,30 +205,60 @@ class Sender:
                     self._pool.submit(self._send, claim, decision.as_template)
                 else:
                     self._outcomes.put(Outcome(claim, decision))
-            if len(claims) < wanted:
-                self._sleep()
+            if len(claims) < wanted and self._sleep():
+                time.sleep(GATHER_SECONDS)  # woken by finished sends: let a few more finish, one claim for them all
         connection.close()
 
-    def _sleep(self) -> None:
-        self._wake.wait(POLL_SECONDS)
+    def _sleep(self) -> bool:
+        """Wait until woken or POLL_SECONDS pass; whether woken."""
+        woken = self._wake.wait(POLL_SECONDS)
         self._wake.clear()
+        return woken
 
     def _send(self, claim: Claim, as_template: bool) -> None:
         self._outcomes.put(send_now(self.adapters[claim.channel], claim, as_template))
 
     def _record_loop(self) -> None:
-        while (outcome := self._outcomes.get()) is not None:
-            row_id = outcome.claim.row_id
+        while True:
+            batch = [self._outcomes.get()]
+            while batch[-1] is not None and len(batch) < self.batch:  # whatever else finished meanwhile
+                try:
+                    batch.append(self._outcomes.get_nowait())
+                except queues.Empty:
+                    break
+            outcomes = [outcome for outcome in batch if outcome is not None]
             with self._lock:
-                ours = self._in_flight.get(row_id) is outcome.claim
-            if ours:
-                self._record_until_done(outcome)
-                with self._lock:
-                    if self._in_flight.get(row_id) is outcome.claim:
-                        del self._in_flight[row_id]
-                self.renewals.discard(row_id, outcome.claim.attempt)
+                ours = [o for o in outcomes if self._in_flight.get(o.claim.row_id) is o.claim]
+            for outcome in ours:  # before recording: a renewal after the row is sent would find it gone
+                self.renewals.discard(outcome.claim.row_id, outcome.claim.attempt)
+            self._record_all(ours)
+            with self._lock:
+                for outcome in ours:
+                    if self._in_flight.get(outcome.claim.row_id) is outcome.claim:
+                        del self._in_flight[outcome.claim.row_id]
             self._wake.set()
+            if batch[-1] is None:
+                break
         connection.close()
+
+    def _record_all(self, outcomes: list[Outcome]) -> None:
+        """The sends the provider took together in one statement (the common outcome), the rest one by one."""
+        sent = [o for o in outcomes if isinstance(o.result, Sent)]
+        if len(sent) > 1:
+            try:
+                written = queue.record_all_sent(
+                    [(o.claim, o.result.provider_message_id, o.as_template) for o in sent]  # type: ignore[union-attr]
+                )
+            except Exception as error:
+                logger.warning("outbox: recording %s sends failed (%s); one by one", len(sent), type(error).__name__)
+                connection.close()
+            else:
+                for outcome in sent:
+                    if outcome.claim.row_id in written:
+                        _log_sent(outcome)
+                outcomes = [o for o in outcomes if not isinstance(o.result, Sent)]
+        for outcome in outcomes:
+            self._record_until_done(outcome)
 
     def _record_until_done(self, outcome: Outcome) -> None:
         for failures in range(1, 21):
