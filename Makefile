@@ -11,7 +11,7 @@ PORT ?= 8000
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	URLLIB3_NO_OVERRIDE=1 $(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -35,7 +35,7 @@ run: install
 	@echo "                    -d '{\"message\": \"Remind me to stretch at 3pm\"}'"
 	@echo "  Admin:          DEBUG=1 $(BIN)/python manage.py createsuperuser, then http://$(HOST):$(PORT)/admin/"
 	@echo
-	DEBUG=$${DEBUG-1} $(BIN)/python manage.py runserver $(HOST):$(PORT)
+	DEBUG=$${DEBUG-1} $(BIN)/python manage.py serve $(HOST):$(PORT)
 
 lint: install
 	$(BIN)/ruff check .

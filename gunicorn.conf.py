@@ -15,7 +15,7 @@ from gunicorn.glogging import Logger
 
 # The project folder is on sys.path: gunicorn changes to it before it reads this file.
 from ops.errors import error_body
-from ops.redaction import RedactResetLinks, secret_route
+from ops.redaction import RedactResetLinks, redact_query, redact_text, secret_route
 from ops.slow_clients import ReadDeadlineWorker
 
 
@@ -91,6 +91,12 @@ class RedactingLogger(Logger):
             for name, value in atoms.items():
                 if isinstance(value, str) and secret in value:
                     atoms[name] = value.replace(secret, route)
+        # A query that holds a secret (BlueBubbles' webhook URL): in the request line %(r)s, the raw URI, or alone.
+        query = environ.get("QUERY_STRING") or ""
+        safe_query = redact_query(environ.get("PATH_INFO") or "", query)
+        for name, value in atoms.items():
+            if isinstance(value, str):
+                atoms[name] = redact_text(value.replace(query, safe_query) if query != safe_query else value)
         return atoms
 
 

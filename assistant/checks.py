@@ -48,3 +48,17 @@ def check_task_backend_for_production(app_configs: Any = None, **kwargs: Any) ->
             id="assistant.W001",
         )
     ]
+
+
+@checks.register(checks.Tags.compatibility, deploy=True)
+def check_public_base_url(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Tools are told to post their follow-ups to PUBLIC_BASE_URL: in production nothing else can say where we are."""
+    if settings.PUBLIC_BASE_URL_FROM_ENV and str(settings.PUBLIC_BASE_URL).startswith(("http://", "https://")):
+        return []
+    return [
+        checks.Error(
+            "PUBLIC_BASE_URL is not set to this server's public http(s) address.",
+            hint="Set PUBLIC_BASE_URL, e.g. https://ingest.example.com: tools post their follow-ups there.",
+            id="assistant.E005",
+        )
+    ]

@@ -23,6 +23,9 @@ class ThreadEntry:
     role: str
     text: str
     created_at: str
+    # For a reply: the assistant backend that wrote it (local, webhook, openai); "" for anything else. A backend
+    # switched to later tells another's replies from its own (the local assistant's are receipts, not answers).
+    replied_by: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +47,13 @@ def recent_thread(message: Message) -> list[ThreadEntry]:
         Message.objects.filter(conversation_id=message.conversation_id, created_at__lte=message.created_at)
         .exclude(pk__gt=message.pk, created_at=message.created_at)
         .order_by("-created_at", "-pk")
-        .only("public_id", "role", "text", "created_at")[: settings.ASSISTANT_THREAD_MESSAGES]
+        .values_list("public_id", "role", "text", "created_at", "answered_delivery__backend")[
+            : settings.ASSISTANT_THREAD_MESSAGES
+        ]
     )
     return [
-        ThreadEntry(id=entry.public_id, role=entry.role, text=entry.text, created_at=entry.created_at.isoformat())
-        for entry in reversed(list(recent))
+        ThreadEntry(id=public_id, role=role, text=text, created_at=created_at.isoformat(), replied_by=backend or "")
+        for public_id, role, text, created_at, backend in reversed(list(recent))
     ]
 
 

@@ -11,11 +11,27 @@ class ToolKind(models.TextChoices):
     MCP = "mcp", "MCP connection"
 
 
+class ActionState(models.TextChoices):
+    """Where a tool call stands in the delivery's ledger (assistant/tools/ledger.py). More states may come between
+    ``running``'s predecessors (a call awaiting a person's approval) without changing the others' meaning."""
+
+    RUNNING = "running", "Running"  # begun; an attempt that finds it so after a takeover cannot know if it acted
+    DONE = "done", "Done"  # finished, its result recorded: never run again for this delivery
+    INTERRUPTED = "interrupted", "Interrupted"  # begun by an attempt that was lost before it recorded a result
+
+
 class Action(models.Model):
+    """One tool call of a delivery: the ledger entry that makes it act at most once (assistant/tools/ledger.py).
+    Its stable id is (delivery, call_index)."""
+
     delivery = models.ForeignKey("conversations.Delivery", on_delete=models.CASCADE, related_name="actions")
     attempt = models.PositiveIntegerField(default=1)
     round = models.PositiveIntegerField(default=1, help_text="Which round of tool calls of the attempt.")
     tool_call_id = models.CharField(max_length=100, blank=True, help_text="The model's id for the call.")
+    # The n-th tool call of the delivery (0, 1, ...): with the delivery, the call's stable id across attempts. NULL
+    # only for calls recorded before the ledger.
+    call_index = models.PositiveIntegerField(null=True, blank=True)
+    state = models.CharField(max_length=24, choices=ActionState.choices, default=ActionState.DONE)
     kind = models.CharField(max_length=16, choices=ToolKind.choices)
     tool = models.CharField(max_length=255, help_text="The tool's name as the server or the assistant knows it.")
     connection = models.ForeignKey(
@@ -32,9 +48,17 @@ class Action(models.Model):
 
     class Meta:
         ordering = ["started_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["delivery", "call_index"], name="assistant_action_one_per_call_index")
+        ]
 
     def __str__(self) -> str:
         return f"{self.label} ({'error' if self.is_error else 'ok'})"
+
+    @property
+    def call_id(self) -> str:
+        """The stable id of the call: the same for every attempt of the delivery that makes it."""
+        return f"{self.delivery_id}:{self.call_index}"
 
     @property
     def label(self) -> str:

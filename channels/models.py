@@ -95,7 +95,7 @@ class LinkHint(models.Model):
 
 # --- The outbox (channels/outbound/) -------------------------------------------------------------------------------
 # One row per text a provider is asked to send (a long message is several parts, each its own row). Its life
-# (channels/outbound/queue.py, on conversations/leases.py): queued → processing (a worker sends it under a lease) →
+# (channels/outbound/queue.py, on delivery/leases.py): queued → processing (a worker sends it under a lease) →
 # sent, or back to queued with a backoff after a failure the provider may get over, or failed; held when WhatsApp's
 # 24-hour window is closed and no approved template is configured (until the person writes there again, or staff
 # send it again). Once sent, the provider's own statuses follow in ``provider_status`` (queued, sent, delivered,

@@ -80,7 +80,9 @@ MIDDLEWARE = [
     # Django's login and flash-message middleware, passed through by /api/v1/ (see the module).
     "console.middleware.AuthenticationMiddleware",
     "console.middleware.MessageMiddleware",
+    "console.middleware.PersonTimeZoneMiddleware",  # pages show times in the person's zone (Settings)
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "ops.public_url.RememberRequestHostMiddleware",  # DEBUG without PUBLIC_BASE_URL only (see the module)
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -202,7 +204,8 @@ STORAGES = {
 # --- The API --------------------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
-    "DEFAULT_PERMISSION_CLASSES": [],
+    # Every key-authenticated method declares the scope it needs (ingestion/scopes.py).
+    "DEFAULT_PERMISSION_CLASSES": ["ingestion.scopes.KeyScopes"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["ingestion.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "ingestion.exceptions.api_exception_handler",
@@ -297,6 +300,9 @@ AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")
 # 2 seconds, 30 a minute).
 CLI_AUTH_CODE_RATE_LIMIT = env_rate("CLI_AUTH_CODE_RATE_LIMIT", "10/h")
 CLI_AUTH_POLL_RATE_LIMIT = env_rate("CLI_AUTH_POLL_RATE_LIMIT", "60/m")
+# A poll of one device code sooner than this after its last answered poll is answered slow_down (RFC 8628 3.5). The
+# interval we announce is 2 s; the margin covers timer jitter of clients that keep to it (the poke CLI sleeps 2 s).
+CLI_AUTH_POLL_MIN_SECONDS = env_float("CLI_AUTH_POLL_MIN_SECONDS", 1.5)
 # Wrong user codes typed on /device per client address before it is paused (guessing a code is the attack).
 DEVICE_CODE_FAILURE_RATE_LIMIT = env_rate("DEVICE_CODE_FAILURE_RATE_LIMIT", "10/15m")
 LOGIN_FAILURE_RATE_LIMIT = env_rate("LOGIN_FAILURE_RATE_LIMIT", "10/15m")
@@ -316,6 +322,9 @@ if TRUSTED_PROXY_NETWORKS.strip().lower() not in ("", "private", "*"):
             ) from None
 # How long an Idempotency-Key and the first response to it are kept (`manage.py pruneidempotencykeys` removes older).
 IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 60 * 60)
+# How long a webhook trigger remembers a GitHub delivery (its X-GitHub-Delivery and signed body) to acknowledge a
+# replay without a second message; GitHub redelivers for 3 days (`manage.py prunetriggerdeliveries` removes older).
+TRIGGER_DELIVERY_RETENTION_SECONDS = env_int("TRIGGER_DELIVERY_RETENTION_SECONDS", 7 * 24 * 60 * 60)
 
 # --- OpenAPI (drf-spectacular; the docs page's assets come from the sidecar package, not a CDN) -------------------
 SPECTACULAR_SETTINGS = {
@@ -341,7 +350,9 @@ SPECTACULAR_SETTINGS = {
 # After a message commits, a django.tasks task hands it to the assistant. "immediate" runs the task in the
 # request's process right after the commit (the single-process default and the tests); "database" queues it in
 # PostgreSQL for `manage.py db_worker` (production); any other value is a backend class path (README: Redis).
-TASK_BACKEND = env_str("TASK_BACKEND", "immediate")
+# The default is the production path, also under `make run` (whose `manage.py serve` runs the worker in-process);
+# only the tests default to immediate.
+TASK_BACKEND = env_str("TASK_BACKEND", "immediate" if TESTING else "database")
 _TASK_BACKEND_CLASSES = {
     "immediate": "django.tasks.backends.immediate.ImmediateBackend",
     "database": "django_tasks_db.DatabaseBackend",
@@ -378,7 +389,16 @@ DELIVERY_RECORDERS = env_int("DELIVERY_RECORDERS", 3)
 DELIVERY_CLAIM_BATCH = env_int("DELIVERY_CLAIM_BATCH", 64)
 # On SIGTERM: how long attempts in flight may still finish before they are put back (platforms SIGKILL after 30 s).
 DELIVERY_GRACE_SECONDS = env_float("DELIVERY_GRACE_SECONDS", 20)
-# An attempt's lease is ASSISTANT_TIMEOUT_SECONDS plus this; a worker that dies loses its deliveries when it ends.
+# How long an attempt holds its delivery unless renewed; the worker renews every third of it while the attempt runs,
+# so a dead or cut-off worker's deliveries are taken over at most this long after its last renewal.
+DELIVERY_LEASE_SECONDS = env_float("DELIVERY_LEASE_SECONDS", 30)
+# Takeovers (a lease expired: the worker died mid-attempt) before a delivery fails, so that a message that kills its
+# worker does not hold its thread forever.
+DELIVERY_MAX_TAKEOVERS = env_int("DELIVERY_MAX_TAKEOVERS", 3)
+# Threads (one database connection each) doing the database work of attempts in flight: tool calls' ledger and the
+# built-in tools (ops/database_work.py). Attempt threads themselves hold no connection.
+DELIVERY_DATABASE_THREADS = env_int("DELIVERY_DATABASE_THREADS", 2)
+# An attempt nobody renews (the immediate task backend) holds its lease for the longest attempt plus this margin.
 DELIVERY_LEASE_MARGIN_SECONDS = env_float("DELIVERY_LEASE_MARGIN_SECONDS", 20)
 
 ASSISTANT_WEBHOOK_URL = env_str("ASSISTANT_WEBHOOK_URL")
@@ -407,7 +427,7 @@ ASSISTANT_SYSTEM_PROMPT = env_str(
 CHANNEL_CONCURRENCY = env_int("CHANNEL_CONCURRENCY", 64)
 CHANNEL_CLAIM_BATCH = env_int("CHANNEL_CLAIM_BATCH", 64)
 # A send's lease, renewed every third of it while its worker lives; a dead worker's sends are taken over when it
-# ends, and a send whose workers died this many times more fails (conversations/leases.py).
+# ends, and a send whose workers died this many times more fails (delivery/leases.py).
 CHANNEL_LEASE_SECONDS = env_float("CHANNEL_LEASE_SECONDS", 30)
 CHANNEL_MAX_TAKEOVERS = env_int("CHANNEL_MAX_TAKEOVERS", 3)
 # A failed send the provider may get over (it was down, slow, or rate-limited us) is tried again after 10 s, 20 s,
@@ -425,7 +445,8 @@ MCP_TIMEOUT_SECONDS = env_float("MCP_TIMEOUT_SECONDS", 15)
 # Checks of a server while a person waits (adding or syncing a connection): a shorter deadline, and at most this
 # many at once per web process (well below its WEB_THREADS) and per account; beyond, 503 or 429 at once
 # (connections/checks.py).
-MCP_CHECK_TIMEOUT_SECONDS = env_float("MCP_CHECK_TIMEOUT_SECONDS", 5)
+# (Under pytest as long as a tool call's: a loaded CI machine, not the server, is what makes a local check slow.)
+MCP_CHECK_TIMEOUT_SECONDS = env_float("MCP_CHECK_TIMEOUT_SECONDS", 15 if TESTING else 5)
 MCP_CHECKS_PER_PROCESS = env_int("MCP_CHECKS_PER_PROCESS", max(1, env_int("WEB_THREADS", 4) // 2))
 MCP_CHECKS_PER_ACCOUNT = env_int("MCP_CHECKS_PER_ACCOUNT", 1)
 # The most one MCP exchange may read from the server, all its answers together (counted while reading).
@@ -435,6 +456,12 @@ MCP_MAX_ANSWER_BYTES = env_int("MCP_MAX_ANSWER_BYTES", 4_000_000)
 MCP_ALLOW_PRIVATE_ADDRESSES = env_bool("MCP_ALLOW_PRIVATE_ADDRESSES", DEBUG or TESTING)
 # Fernet keys for the servers' API keys at rest, newest first (connections/crypto.py); empty: derived from SECRET_KEY.
 MCP_ENCRYPTION_KEYS = env_list("MCP_ENCRYPTION_KEYS")
+# Mail (IMAP + SMTP) and calendar (CalDAV) connections (README, "Connections"): one exchange's time limit when a
+# connection is added, and the most one tool call may take (less when the attempt's deadline is nearer).
+MAIL_CALENDAR_TIMEOUT_SECONDS = env_float("MAIL_CALENDAR_TIMEOUT_SECONDS", 15)
+# Whether IMAP/SMTP without TLS and http:// CalDAV are accepted: the app password would travel in clear. On in
+# development and tests (local servers without certificates); off in production.
+MAIL_CALENDAR_ALLOW_PLAINTEXT = env_bool("MAIL_CALENDAR_ALLOW_PLAINTEXT", DEBUG or TESTING)
 # The tool-calling loop of the openai backend: at most this many rounds of tool calls, and this long in all.
 ASSISTANT_TOOL_ROUNDS = env_int("ASSISTANT_TOOL_ROUNDS", 6)
 ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
@@ -444,7 +471,10 @@ MCP_FOLLOW_UP_LIMIT = env_int("MCP_FOLLOW_UP_LIMIT", 10)
 MCP_FOLLOW_UP_INTERVAL_SECONDS = env_float("MCP_FOLLOW_UP_INTERVAL_SECONDS", 2)
 # This server's public address: follow-ups are posted back to it, and the channel providers call it (their
 # signatures are computed over PUBLIC_BASE_URL + path, so it must be exactly what is pasted into their consoles).
+# Required in production (`check --deploy`); under DEBUG without it, tools are told the address requests come to
+# (ops/public_url.py), so `make run PORT=8700` gets its follow-ups.
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+PUBLIC_BASE_URL_FROM_ENV = bool(env_str("PUBLIC_BASE_URL"))
 
 # --- Channels (channels/; DESIGN.md, "Channels") ----------------------------------------------------------------
 # One set of provider credentials per deployment. A channel whose settings are incomplete is not offered anywhere

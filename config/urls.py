@@ -21,6 +21,9 @@ urlpatterns = [
     path("", include("console.urls.triggers")),
     path("", include("console.urls.connections")),
     path("", include("console.urls.reminders")),
+    path("", include("console.urls.channels")),
+    # The channel providers' callbacks (Twilio, Meta, Telegram, BlueBubbles), authenticated by their signatures.
+    path("", include("channels.urls")),
     # Keep last among the /api/ routes: anything unknown under /api/ answers JSON.
     re_path(r"^api/", api_not_found),
 ]

@@ -119,14 +119,22 @@ class _Statuses:
     def __init__(self) -> None:
         self.refusals: list[int] = []
         self.content_types: list[str] = []
+        self.refused_with_a_web_page = False
 
     async def __call__(self, response: httpx2.Response) -> None:
         if response.request.method == "GET" and response.status_code == 405:
             return  # a server without a stream of its own messages (the spec allows it): not a refusal
+        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if response.status_code >= 400:
             self.refusals.append(response.status_code)
+            # An MCP server refuses in JSON-RPC, OAuth's JSON or plain text; an HTML page is a web site's (a
+            # framework's CSRF 403, say), whatever its status.
+            self.refused_with_a_web_page = self.refused_with_a_web_page or content_type in _WEB_PAGES
         elif response.request.method == "POST":
-            self.content_types.append(response.headers.get("content-type", "").split(";")[0].strip().lower())
+            self.content_types.append(content_type)
+
+
+_WEB_PAGES = ("text/html", "application/xhtml+xml")
 
 
 def _http_client(
@@ -209,6 +217,11 @@ def _leaves(error: BaseException) -> list[BaseException]:
 def _explained(error: BaseException, statuses: _Statuses) -> McpError:
     if isinstance(error, (KeyboardInterrupt, SystemExit)):
         raise error
+    if statuses.refusals and statuses.refused_with_a_web_page:
+        return McpError(
+            f"The server answered HTTP {statuses.refusals[0]} with a web page: this URL is not an MCP server "
+            "(check the URL: Streamable HTTP servers usually serve it at /mcp)."
+        )
     if statuses.refusals:
         return _refusal(statuses.refusals[0])
     if any(kind not in ("application/json", "text/event-stream") for kind in statuses.content_types):

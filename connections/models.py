@@ -63,3 +63,64 @@ class Tool(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+CALENDAR_ID_PREFIX = "cal_"
+MAILBOX_ID_PREFIX = "mbx_"
+_ACCOUNT_ID = re.compile(r"(cal|mbx)_[0-9A-Za-z]{20}")
+
+
+def new_calendar_id() -> str:
+    return CALENDAR_ID_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(20))
+
+
+def new_mailbox_id() -> str:
+    return MAILBOX_ID_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(20))
+
+
+def is_account_id(value: str, prefix: str) -> bool:
+    return value.startswith(prefix) and _ACCOUNT_ID.fullmatch(value) is not None
+
+
+class Security(models.TextChoices):
+    SSL = "ssl", "TLS (SSL)"
+    STARTTLS = "starttls", "STARTTLS"
+    NONE = "none", "None (unencrypted)"
+
+
+class CalendarAccount(models.Model):
+    """A person's CalDAV calendar (one per person): the server, the log-in, and the calendar found when added."""
+
+    public_id = models.CharField(max_length=32, unique=True, default=new_calendar_id, editable=False)
+    owner = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="calendar_account")
+    server_url = models.CharField(max_length=2000)
+    username = models.CharField(max_length=255)
+    # Fernet token of the app password (connections/crypto.py, rotated by `rotatemcpkeys`); never shown again.
+    password_encrypted = models.TextField(editable=False)
+    calendar_url = models.CharField(max_length=2000, help_text="The calendar the assistant reads and writes.")
+    calendar_name = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    def __str__(self) -> str:
+        return f"{self.username} at {self.server_url}"
+
+
+class MailAccount(models.Model):
+    """A person's mailbox (one per person): IMAP to read and keep drafts, SMTP to send, one log-in for both."""
+
+    public_id = models.CharField(max_length=32, unique=True, default=new_mailbox_id, editable=False)
+    owner = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mail_account")
+    address = models.CharField(max_length=254, help_text="The person's address: the From of drafts and mail sent.")
+    username = models.CharField(max_length=255)
+    password_encrypted = models.TextField(editable=False)  # as CalendarAccount's
+    imap_host = models.CharField(max_length=253)
+    imap_port = models.PositiveIntegerField()
+    imap_security = models.CharField(max_length=10, choices=Security.choices)
+    smtp_host = models.CharField(max_length=253)
+    smtp_port = models.PositiveIntegerField()
+    smtp_security = models.CharField(max_length=10, choices=Security.choices)
+    drafts_folder = models.CharField(max_length=255, default="Drafts")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    def __str__(self) -> str:
+        return self.address

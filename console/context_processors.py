@@ -6,6 +6,10 @@ _SECTIONS = {
     "accounts:password_change": "settings",
     "keys:advanced": "settings",
     "keys:new-legacy": "settings",
+    "channels:settings": "settings",
+    "channels:confirm": "settings",
+    "channels:telegram": "settings",
+    "channels:unlink": "settings",
 }
 
 

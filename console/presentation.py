@@ -21,7 +21,13 @@ def source_label(message: Message) -> str:
         return f"Webhook “{condition[:60]}”" if condition else "Webhook"
     if message.source == Source.TOOL_FOLLOW_UP and isinstance(message.context, dict) and message.context.get("tool"):
         return f"Follow-up from {message.context['tool']}"
+    if message.source in CHANNEL_SOURCES:  # written on a linked channel (channels/inbound.py)
+        sender = message.context.get("from") if isinstance(message.context, dict) else None
+        return f"{message.get_source_display()} from {sender}" if sender else str(message.get_source_display())
     return str(message.get_source_display())
+
+
+CHANNEL_SOURCES = (Source.SMS, Source.WHATSAPP, Source.IMESSAGE, Source.TELEGRAM)
 
 
 def actions_of(message: Message) -> list[Any]:

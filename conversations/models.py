@@ -59,6 +59,11 @@ class Source(models.TextChoices):
     ASSISTANT = "assistant", "Assistant"
     TOOL_FOLLOW_UP = "tool_follow_up", "Tool follow-up"
     REMINDER = "reminder", "Reminder"
+    # What the person wrote on a linked channel (channels/): the channel itself, shown on the message.
+    SMS = "sms", "SMS"
+    WHATSAPP = "whatsapp", "WhatsApp"
+    IMESSAGE = "imessage", "iMessage"
+    TELEGRAM = "telegram", "Telegram"
 
 
 class Message(models.Model):
@@ -96,6 +101,7 @@ class Endpoint(models.TextChoices):
     CONSOLE = "console", "Console"
     WEBHOOK_TRIGGER = "webhook_trigger", "POST /api/v1/inbound/webhook"
     FOLLOW_UP = "follow_up", "POST /api/v1/mcp/callback (a tool's follow-up)"
+    CHANNEL = "channel", "A linked channel (/channels/)"
 
 
 class DeliveryStatus(models.TextChoices):
@@ -119,7 +125,8 @@ class Delivery(models.Model):
     """How an accepted message reached (or is reaching) the user's assistant: what staff inspect.
 
     queued → processing → delivered, or back to queued (with next_attempt_at) after a transient failure, or failed
-    once the attempts are used up or the assistant refuses the message for good.
+    once the attempts or takeovers are used up or the assistant refuses the message for good. Every change of its
+    state goes through delivery/lifecycle.py (its docstring has the whole diagram).
     """
 
     message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="delivery")
@@ -151,6 +158,9 @@ class Delivery(models.Model):
     endpoint = models.CharField(max_length=16, choices=Endpoint.choices)
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.QUEUED)
     attempts = models.PositiveIntegerField(default=0)
+    # How many claims found it processing under an expired lease (its worker died or was cut off); after
+    # DELIVERY_MAX_TAKEOVERS the delivery fails (delivery/lifecycle.py).
+    takeovers = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
     request_id = models.CharField(max_length=128, blank=True)
     # The assistant backend of the latest attempt (the configured one while still queued).

@@ -11,17 +11,25 @@ from typing import Any
 
 Listener = Callable[[Sequence[int]], Any]
 
-_listeners: list[Listener] = []
+_listeners: list[tuple[Listener, Callable[[], bool]]] = []
 
 
-def listen(listener: Listener) -> None:
-    """Register ``listener`` (once, from an AppConfig.ready): it gets the new messages' primary keys."""
-    if listener not in _listeners:
-        _listeners.append(listener)
+def listen(listener: Listener, active: Callable[[], bool] = lambda: True) -> None:
+    """Register ``listener`` (once, from an AppConfig.ready): it gets the new messages' primary keys. ``active``
+    says whether it wants them at all (a way out that is not configured does not), so that a writer whose write is
+    one statement opens no transaction for nothing."""
+    if all(listener is not known for known, _ in _listeners):
+        _listeners.append((listener, active))
+
+
+def wanted() -> bool:
+    """Whether a writer must announce what it writes (and so write it inside a transaction)."""
+    return any(active() for _, active in _listeners)
 
 
 def written(message_ids: Sequence[int]) -> None:
     """Call inside the transaction that wrote these messages (assistant or tool messages of people's threads)."""
     if message_ids:
-        for listener in _listeners:
-            listener(message_ids)
+        for listener, active in _listeners:
+            if active():
+                listener(message_ids)

@@ -32,8 +32,9 @@ from django.utils import timezone
 from dramatiq.middleware import Middleware
 
 from conversations.models import Delivery, DeliveryStatus
-from delivery import queue
+from delivery import lifecycle, queue
 from delivery.engine import Engine, record
+from delivery.queue import next_in_thread
 
 logger = logging.getLogger("delivery.handoff")
 
@@ -51,11 +52,17 @@ def _broker(url: str) -> dramatiq.Broker:
     return RabbitmqBroker(url=url)
 
 
+# The attempts this process has in flight, their leases renewed by a thread of its own every third of a lease.
+renewals = lifecycle.renewals()
+
+
 class Sweeper(Middleware):
-    """In each worker process, a thread that sends the deliveries nobody was told about (see the module)."""
+    """In each worker process, a thread that sends the deliveries nobody was told about (see the module), and one
+    that renews the leases of the attempts in flight."""
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
         threading.Thread(target=self._sweep_forever, name="delivery-sweeper", daemon=True).start()
+        renewals.start("delivery-lease-renewer")
 
     def _sweep_forever(self) -> None:
         stop = threading.Event()
@@ -85,7 +92,11 @@ def deliver(delivery_id: int) -> None:
     finally:
         connection.close()  # back to the pool while the runtime answers
     claim = claims[0]
-    finished = Engine.attempt_now(claim)
+    renewals.add(claim.delivery_id, claim.attempt)
+    try:
+        finished = Engine.attempt_now(claim)
+    finally:
+        renewals.discard(claim.delivery_id, claim.attempt)
     try:
         status = record(claim, finished.outcome, finished.seconds)
         if status == DeliveryStatus.QUEUED:
@@ -116,22 +127,6 @@ def _not_claimable(delivery_id: int) -> None:
     """Delivered, failed, waiting behind an earlier message of its thread (the baton will come), not yet due, or
     held under a live lease (a worker died mid-attempt, or another is on it): only the last two are sent again."""
     _send_when_due(delivery_id)
-
-
-_NEXT_IN_THREAD = """
-    SELECT n.id FROM {delivery} AS n JOIN {delivery} AS d ON n.conversation_id = d.conversation_id
-    WHERE d.id = %s AND n.status = 'queued' ORDER BY n.id LIMIT 1
-"""
-
-
-def next_in_thread(delivery_id: int) -> int | None:
-    """The thread's first queued delivery after this one finished, if any."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _NEXT_IN_THREAD.format(delivery=connection.ops.quote_name(Delivery._meta.db_table)), [delivery_id]
-        )
-        row = cursor.fetchone()
-    return None if row is None else int(row[0])
 
 
 _STRANDED = """

@@ -5,14 +5,20 @@ Three kinds of thread, each with its own job:
 - the claimer (one database connection) claims ready deliveries in batches (delivery/queue.py: FOR UPDATE SKIP
   LOCKED, each thread's messages one at a time and in order) whenever attempt slots are free;
 - DELIVERY_CONCURRENCY attempt threads hand messages to the assistant. They never touch the database: the claim
-  brought everything the attempt needs. Each keeps its keep-alive connection to the runtime (assistant/http.py);
+  brought the message and its thread, and what a tool-using attempt must read or write (its toolbox, its tool
+  calls' ledger, a built-in tool's work) goes to DELIVERY_DATABASE_THREADS database threads (ops/database_work.py).
+  Each keeps its keep-alive connection to the runtime (assistant/http.py);
+- the claimer also renews the leases of every attempt in flight, with one statement every third of a lease
+  (DELIVERY_LEASE_SECONDS), so an attempt that takes minutes (a tool-using one) is never taken over while this process
+  lives; after kill -9 or a lost machine its deliveries are taken over within a lease of the last renewal;
 - DELIVERY_RECORDERS recorders (a database connection each) write the outcomes, the replies that finished together
   in one statement and any other outcome in one of its own, and wake the claimer: a finished attempt frees a slot,
   and may make the thread's next message claimable. Waiting on PostgreSQL for one statement per outcome was what
   limited a process (docs/benchmarks.md, "Delivery").
 
-So the process holds 1 + DELIVERY_RECORDERS database connections whatever DELIVERY_CONCURRENCY is (plus one for
-ordinary django.tasks tasks when it runs inside ``manage.py db_worker``).
+So the process holds at most 1 + DELIVERY_RECORDERS + DELIVERY_DATABASE_THREADS database connections whatever
+DELIVERY_CONCURRENCY is (the database threads only once an attempt needed one; plus one for ordinary django.tasks
+tasks when it runs inside ``manage.py db_worker``).
 
 Stopping (``stop``, on SIGTERM): claim nothing more; give the attempts in flight until the grace period ends
 (DELIVERY_GRACE_SECONDS, below the 30 s platforms wait before SIGKILL); record what finished; put the rest back,
@@ -34,10 +40,9 @@ from django.utils import timezone
 
 from assistant.backends import backend_named
 from assistant.outcomes import Outcome, PermanentFailure, Reply, TransientFailure
-from delivery import queue
-from delivery.handoff import backoff_seconds
+from delivery import lifecycle, queue
 from delivery.queue import Claim
-from ops import metrics
+from ops import database_work, metrics
 
 logger = logging.getLogger("delivery.handoff")
 
@@ -67,6 +72,7 @@ class Engine:
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._threads: list[threading.Thread] = []
+        self.renewals = lifecycle.renewals()
 
     # --- life cycle -----------------------------------------------------------------------------------------------
 
@@ -118,18 +124,19 @@ class Engine:
             unfinished = list(self._in_flight.values())
             self._in_flight.clear()  # late outcomes of these are dropped: the deliveries are no longer ours
         if unfinished:
-            returned = queue.put_back(unfinished)
+            returned = lifecycle.put_back([claim.held for claim in unfinished])
             logger.warning("delivery engine stopped: %s unfinished attempt(s) put back in the queue", returned)
         else:
             logger.info("delivery engine stopped: nothing in flight")
         self._pool.shutdown(wait=False, cancel_futures=True)
+        database_work.shutdown()
         connection.close()
 
     def drain(self) -> int:
         """Without threads of its own: deliver everything claimable now, batch after batch, until nothing is (a retry
         due later is left for later); returns how many attempts ran. For ``db_worker --batch``."""
         ran = 0
-        while claims := queue.claim(self.batch):
+        while claims := queue.claim(self.batch, lease_seconds=lifecycle.unrenewed_lease_seconds()):
             for finished in self._pool.map(self.attempt_now, claims):
                 record(finished.claim, finished.outcome, finished.seconds)
             ran += len(claims)
@@ -140,6 +147,7 @@ class Engine:
     def _claim_loop(self) -> None:
         failures = 0
         while not self._stopping.is_set():
+            self.renewals.tick(time.monotonic())
             free = self.concurrency - self.in_flight()
             if free <= 0:
                 self._sleep(POLL_SECONDS)
@@ -157,6 +165,7 @@ class Engine:
             with self._lock:
                 for claim in claims:
                     self._in_flight[claim.delivery_id] = claim
+                    self.renewals.add(claim.delivery_id, claim.attempt)
             for claim in claims:
                 self._pool.submit(self._attempt, claim)
             # Fewer than there was room for: nothing more is ready right now.
@@ -177,10 +186,12 @@ class Engine:
 
     @staticmethod
     def attempt_now(claim: Claim) -> Finished:
+        """Hand the claim to its backend, on a thread that holds no database connection (ops/database_work.py)."""
         started = time.monotonic()
         outcome: Outcome | Exception
         try:
-            outcome = backend_named(claim.backend)(claim.request)
+            with database_work.attempt_thread():
+                outcome = backend_named(claim.backend)(claim.request)
         except Exception as error:
             outcome = error
         return Finished(claim, outcome, time.monotonic() - started)
@@ -201,6 +212,7 @@ class Engine:
             self._record_all(ours)
             with self._lock:
                 for f in finished:
+                    self.renewals.discard(f.claim.delivery_id, f.claim.attempt)
                     if self._in_flight.get(f.claim.delivery_id) is f.claim:
                         del self._in_flight[f.claim.delivery_id]
             self._wake.set()
@@ -213,7 +225,9 @@ class Engine:
         replies = [f for f in finished if isinstance(f.outcome, Reply)]
         if len(replies) > 1 and connection.vendor == "postgresql":
             try:
-                recorded = queue.record_replies([(f.claim, f.outcome.text) for f in replies])  # type: ignore[union-attr]
+                recorded = lifecycle.delivered_with_replies(
+                    [(f.claim.held, f.outcome.text) for f in replies]  # type: ignore[union-attr]
+                )
             except Exception as error:
                 logger.warning(
                     "delivery engine: recording %s replies failed (%s); one by one", len(replies), type(error).__name__
@@ -252,10 +266,10 @@ def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
     """Record how an attempt ended (one statement) and log it (one line); returns the delivery's status after."""
     if not isinstance(outcome, Exception):  # a reply, or accepted (the reply comes through the callback)
         reply = outcome.text if isinstance(outcome, Reply) else None
-        if queue.record_delivered(claim, reply):
+        if lifecycle.delivered(claim.held, reply):
             _log_delivered(claim, seconds)
             return "delivered"
-        return "skipped"
+        return _refused(claim)
     if isinstance(outcome, PermanentFailure):
         return _failed(claim, str(outcome))
     if isinstance(outcome, TransientFailure):
@@ -265,11 +279,12 @@ def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
             "delivery %s: unexpected error in the %s backend", claim.delivery_id, claim.backend, exc_info=outcome
         )
         failure = TransientFailure(f"Unexpected error: {type(outcome).__name__}.")
-    if claim.attempt >= settings.ASSISTANT_MAX_ATTEMPTS:
+    policy = lifecycle.policy()
+    if policy.gives_up_after(claim.attempt):
         return _failed(claim, f"{failure} Gave up after {claim.attempt} attempts.")
-    delay = max(backoff_seconds(claim.attempt), min(failure.retry_after or 0, settings.ASSISTANT_RETRY_MAX_SECONDS))
+    delay = policy.backoff_seconds(claim.attempt, failure.retry_after)
     next_attempt_at = timezone.now() + timedelta(seconds=delay)
-    if queue.record_retry(claim, str(failure), next_attempt_at):
+    if lifecycle.retry_later(claim.held, str(failure), next_attempt_at):
         metrics.delivery_attempt_finished("retrying")
         logger.info(
             "delivery %s: attempt %s failed (%s); retry at %s",
@@ -279,6 +294,17 @@ def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
             next_attempt_at.isoformat(),
         )
         return "queued"
+    return _refused(claim)
+
+
+def _refused(claim: Claim) -> str:
+    """The attempt no longer held its delivery (taken over after its lease expired, put back, or answered by a
+    callback meanwhile): its outcome is not written."""
+    logger.warning(
+        "delivery %s: attempt %s no longer holds it (taken over, put back or answered); its outcome is dropped",
+        claim.delivery_id,
+        claim.attempt,
+    )
     return "skipped"
 
 
@@ -294,8 +320,8 @@ def _log_delivered(claim: Claim, seconds: float) -> None:
 
 
 def _failed(claim: Claim, error: str) -> str:
-    if not queue.record_failed(claim, error):
-        return "skipped"
+    if not lifecycle.failed(claim.held, error):
+        return _refused(claim)
     metrics.delivery_attempt_finished("failed")
     logger.warning("delivery %s failed after %s attempt(s): %s", claim.delivery_id, claim.attempt, error)
     return "failed"

@@ -7,14 +7,11 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, F, PositiveIntegerField, Value, When
 from django.tasks import task
-from django.utils import timezone
 from django_tasks_db import DatabaseBackend
 
 from conversations.models import Delivery, DeliveryStatus
-from delivery.handoff import retryable
-from ops import metrics
+from delivery import lifecycle
 
 logger = logging.getLogger("delivery.handoff")
 
@@ -42,9 +39,20 @@ def deliver_message(message_id: str | int) -> str:
     if status == "queued" and deferrable:  # the retry, as a task due at the delivery's next_attempt_at
         delivery = Delivery.objects.select_related("message").get(pk=delivery_id)
         enqueue_delivery(delivery.message.public_id, run_after=delivery.next_attempt_at, delivery_id=delivery.pk)
-    if status != "skipped":
-        metrics.delivery_attempt_finished("retrying" if status == "queued" else status)
+    elif status in (DeliveryStatus.DELIVERED, DeliveryStatus.FAILED):
+        _pass_the_baton(delivery_id)
     return status
+
+
+def _pass_the_baton(delivery_id: int) -> None:
+    """The thread's next message waited behind this one (its own task found it not first in its thread): its turn."""
+    from delivery.queue import next_in_thread
+
+    successor = next_in_thread(delivery_id)
+    if successor is not None:
+        public_id = Delivery.objects.filter(pk=successor).values_list("message__public_id", flat=True).first()
+        if public_id is not None:
+            enqueue_delivery(public_id, delivery_id=successor)
 
 
 def can_defer() -> bool:
@@ -90,19 +98,8 @@ def retry_delivery(delivery: Delivery) -> bool:
     progress. Only a failed one starts a fresh round (its count back to 0); a queued or abandoned one keeps its
     count, so the runtime never sees the same attempt number twice for a message it may already have received
     (a dead worker's attempt 1 is followed by attempt 2, not by another attempt 1)."""
-    now = timezone.now()
     with transaction.atomic():
-        requeued = Delivery.objects.filter(retryable(now), pk=delivery.pk).update(
-            status=DeliveryStatus.QUEUED,
-            attempts=Case(
-                When(status=DeliveryStatus.FAILED, then=Value(0)),
-                default=F("attempts"),
-                output_field=PositiveIntegerField(),
-            ),
-            next_attempt_at=None,
-            lease_expires_at=None,
-            updated_at=now,
-        )
+        requeued = lifecycle.queue_again(delivery.pk)
         if requeued:
             enqueue_delivery(delivery.message.public_id, delivery_id=delivery.pk)
     if requeued:

@@ -28,6 +28,9 @@ class DeviceAuthorization(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     api_key = models.ForeignKey("keys.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     collected_at = models.DateTimeField(null=True, blank=True)
+    # The last poll that was answered (not told to slow down): polls sooner than CLI_AUTH_POLL_MIN_SECONDS after it
+    # are answered slow_down (RFC 8628 3.5).
+    last_polled_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]

@@ -7,12 +7,14 @@ import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from devices.models import DeviceAuthorization, Status
-from keys import tokens
+from keys import scopes, tokens
 from keys.models import ApiKey
 from keys.services import KeyLimitReached, create_key
 
@@ -28,7 +30,7 @@ POLL_INTERVAL_SECONDS = 2  # what the poke CLI uses; RFC 8628's default is 5
 @dataclass(frozen=True)
 class Poll:
     """What a poll finds: status is pending, authenticated (with the token, this once), denied, expired, used,
-    full (the account may hold no more keys) or unknown."""
+    full (the account may hold no more keys), slow_down (too soon after the last poll) or unknown."""
 
     status: str
     token: str | None = None
@@ -130,6 +132,8 @@ def poll(device_code: str) -> Poll:
         return Poll("denied", authorization=authorization)
     if authorization.is_expired:
         return Poll("expired", authorization=authorization)
+    if not _paced(authorization):
+        return Poll("slow_down", authorization=authorization)
     if authorization.status == Status.PENDING:
         return Poll("pending", authorization=authorization)
     try:
@@ -138,6 +142,20 @@ def poll(device_code: str) -> Poll:
         # The account holds as many keys as it may (MAX_ACTIVE_KEYS_PER_ACCOUNT): nothing was collected, and the
         # request stays approved, so a poll after a key is revoked gets its token.
         return Poll("full", authorization=authorization)
+
+
+def _paced(authorization: DeviceAuthorization) -> bool:
+    """Note this poll, unless it comes sooner than CLI_AUTH_POLL_MIN_SECONDS after the last one answered: then
+    False (slow_down). One conditional statement, so polls racing each other are paced too."""
+    gap = settings.CLI_AUTH_POLL_MIN_SECONDS
+    if gap <= 0:
+        return True
+    now = timezone.now()
+    return bool(
+        DeviceAuthorization.objects.filter(pk=authorization.pk)
+        .filter(Q(last_polled_at__isnull=True) | Q(last_polled_at__lte=now - timedelta(seconds=gap)))
+        .update(last_polled_at=now)
+    )
 
 
 def _collect(device_code: str, authorization: DeviceAuthorization) -> Poll:
@@ -149,7 +167,7 @@ def _collect(device_code: str, authorization: DeviceAuthorization) -> Poll:
         if not collected:  # another poll collected it a moment ago (or it just expired)
             return poll(device_code)
         assert authorization.decided_by is not None
-        key, plaintext = create_key(authorization.decided_by, key_name(authorization))
+        key, plaintext = create_key(authorization.decided_by, key_name(authorization), scopes=scopes.CLI)
         DeviceAuthorization.objects.filter(pk=authorization.pk).update(api_key=key)
     authorization.status, authorization.api_key = Status.CONSUMED, key
     return Poll("authenticated", token=plaintext, authorization=authorization)

@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from ingestion import throttling
 from ingestion.exceptions import (
     AccountDisabled,
+    ExpiredApiKey,
     InvalidApiKey,
     MalformedAuthorization,
     MissingAuthorization,
@@ -106,16 +107,18 @@ class ApiKeyAuthentication(BaseAuthentication):
             raise WrongKeyGeneration(_WRONG_GENERATION[(presented.generation, self.generation)])
         if recall:
             remembered = recent.recall(presented.digest)
-            if remembered is not None:
+            if remembered is not None and not remembered.is_expired():
                 setattr(request._request, _UNCONFIRMED, True)
                 return remembered.owner, remembered
         key = lookup.key_with_owner(presented.digest, with_profile=self.with_profile)
-        if key is None or key.is_revoked or not key.owner.is_active:
+        if key is None or key.is_revoked or not key.owner.is_active or key.is_expired():
             if self.recalls:
                 recent.forget(presented.digest)
             if key is None:
                 raise InvalidApiKey()
-            raise RevokedApiKey() if key.is_revoked else AccountDisabled()
+            if key.is_revoked:
+                raise RevokedApiKey()
+            raise AccountDisabled() if not key.owner.is_active else ExpiredApiKey()
         if self.recalls:
             recent.remember(presented.digest, key)
         return key.owner, key

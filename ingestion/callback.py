@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from assistant import signing
 from conversations.models import Message, Role
-from delivery import handoff
+from delivery import lifecycle
 from ingestion import body as body_rules
 from ingestion import openapi
 from ingestion.exceptions import (
@@ -61,8 +61,8 @@ class AssistantReplyView(APIView):
         if message is None:
             raise MessageNotFound(f"No message has the id {message_id[:40]!r}.")
         try:
-            delivery, new = handoff.record_callback_reply(message, reply, webhook_id)
-        except handoff.ReplyAlreadyRecorded:
+            delivery, new = lifecycle.record_callback_reply(message, reply, webhook_id)
+        except lifecycle.ReplyAlreadyRecorded:
             raise ReplyAlreadyRecorded() from None
         assert delivery.reply is not None
         text = "Reply recorded." if new else "This reply was already recorded; nothing changed."

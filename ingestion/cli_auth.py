@@ -84,13 +84,17 @@ _REFUSED = {
     "full": (409, "invalid", "key_limit_reached",
              "The account already holds as many API keys as it may. Revoke one in the console (API Keys), then "
              "run `poke login` again."),
+    "slow_down": (400, "slow_down", "slow_down",
+                  f"Polling too fast: wait {services.POLL_INTERVAL_SECONDS} seconds between polls (RFC 8628)."),
     "expired": (400, "expired", "expired_token",
                 "The log-in request expired before it was approved (10 minutes). Run `poke login` again."),
 }  # fmt: skip
 
 
 class DevicePollView(_Unauthenticated):
-    http_method_names = ["get", "head", "options"]
+    # No HEAD: Django would answer it with the GET, which hands out the token once; a HEAD's answer has no body, so
+    # the token would be spent unseen.
+    http_method_names = ["get", "options"]
 
     @openapi.device_poll_endpoint
     def get(self, request: Request, device_code: str) -> Response:
@@ -119,4 +123,6 @@ class DevicePollView(_Unauthenticated):
         status, cli_status, code, message = _REFUSED[found.status]
         response = error_response(status, code, message)
         response.data["status"] = cli_status
+        if found.status == "slow_down":
+            response.data["interval"] = services.POLL_INTERVAL_SECONDS
         return response

@@ -61,6 +61,13 @@ class RevokedApiKey(Unauthorized):
     default_detail = "This API key has been revoked. Create a new key in the console under API Keys."
 
 
+class ExpiredApiKey(Unauthorized):
+    default_code = "expired_api_key"
+    default_detail = (
+        "This API key has expired. Create a new key in the console under API Keys, or roll this one on its page."
+    )
+
+
 class AccountDisabled(Unauthorized):
     """The key's account was deactivated (is_active off, by staff): none of its keys works until it is reactivated."""
 
@@ -83,6 +90,21 @@ class TimestampOutOfTolerance(Unauthorized):
     """A signed callback whose webhook-timestamp is too far from our clock: a replay, or a wrong clock."""
 
     default_code = "timestamp_out_of_tolerance"
+
+
+# --- 403: the key is valid but may not do this ------------------------------------------------------------------
+class InsufficientScope(ApiError):
+    """The key lacks the scope the call needs (keys/scopes.py); ``scope`` is named in the message and, as RFC 6750
+    §3.1 has it, in ``WWW-Authenticate``."""
+
+    default_code = "insufficient_scope"
+
+    def __init__(self, scope: str, action: str) -> None:
+        super().__init__(
+            f"This key may not {action}: it lacks the scope {scope}. Give it that scope on its page under API Keys, "
+            "or use a key that has it."
+        )
+        self.scope = scope
 
 
 # --- 4xx: the request itself is wrong -------------------------------------------------------------------------
@@ -232,6 +254,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     else:
         code, message = _from_drf(exc, context.get("view"))
     headers: dict[str, str] = {}
+    if isinstance(exc, InsufficientScope):
+        headers["WWW-Authenticate"] = f'Bearer realm="api", error="insufficient_scope", scope="{exc.scope}"'
     wait = getattr(exc, "wait", None)
     if wait is not None:
         headers["Retry-After"] = str(max(1, int(wait + 0.999)))

@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from assistant.models import Action, FollowUpToken
+from assistant.models import Action, FollowUpToken, ToolKind
 from assistant.tools.mcp import TOKEN_PREFIX, digest_of, new_token_for
 from conversations import outbound
 from conversations.models import Endpoint
@@ -63,12 +63,19 @@ class FollowUpView(APIView):
         if not token.startswith(TOKEN_PREFIX) or len(token) > 100:
             raise InvalidFollowUpToken()
         found = (
-            FollowUpToken.objects.select_related("action__delivery__message__conversation__user")
+            FollowUpToken.objects.select_related(
+                "action__connection",
+                "action__delivery__message__conversation__user",
+                "action__delivery__message__api_key",
+                "action__delivery__message__trigger",
+            )
             .filter(digest=digest_of(token))
             .first()
         )
         now = timezone.now()
         if found is None or found.used_at is not None or found.created_at < now - TOKEN_LIFETIME:
+            raise InvalidFollowUpToken()
+        if not still_granted(found.action):
             raise InvalidFollowUpToken()
         action = found.action
         wait = _wait_seconds(action, now)
@@ -93,6 +100,21 @@ class FollowUpView(APIView):
         return Response(
             {"success": True, "message": "Follow-up recorded.", "id": message.public_id, "nextToken": next_token}
         )
+
+
+def still_granted(action: Action) -> bool:
+    """Whether what let the tool run still holds: its connection (removed or switched off: no), the account
+    (deactivated: no) and the key or trigger that sent the message (revoked: no). A token checked only for its own
+    age outlived all three."""
+    message = action.delivery.message
+    connection = action.connection
+    if action.kind == ToolKind.MCP and (connection is None or not connection.active):
+        return False
+    if not message.conversation.user.is_active:
+        return False
+    if message.api_key is not None and message.api_key.revoked_at is not None:
+        return False
+    return not (message.trigger is not None and message.trigger.revoked_at is not None)
 
 
 def _wait_seconds(action: Action, now: Any) -> float:

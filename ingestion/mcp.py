@@ -23,6 +23,7 @@ from ingestion.authentication import ApiKeyAuthentication
 from ingestion.exceptions import ApiError, InvalidBody, NotFound
 from ingestion.negotiation import JsonOnly
 from keys.models import ApiKey, Generation
+from keys.scopes import Scope
 
 
 class McpKeyAuthentication(ApiKeyAuthentication):
@@ -98,6 +99,9 @@ def _refused(refused: services.ConnectionRefused, *, checked_form: bool) -> ApiE
 class _McpView(APIView):
     authentication_classes = [McpKeyAuthentication]
     content_negotiation_class = JsonOnly
+    # Tool servers (and the person's calendar and mailbox, ingestion/mailcal.py) the assistant then acts through:
+    # listing them too is for a key given connections:manage.
+    required_scopes = {method: Scope.CONNECTIONS_MANAGE for method in ("GET", "POST", "DELETE")}
 
     def owner_id(self, request: Request) -> int:
         key = request.auth

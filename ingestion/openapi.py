@@ -98,6 +98,7 @@ def error_description(status: int) -> str:
 
 
 _SENDING_ERRORS = (400, 401, 405, 409, 411, 413, 415, 422, 429, 503)
+_KEY_SENDING_ERRORS = (*_SENDING_ERRORS, 403)  # 403: the key lacks messages:send
 
 
 def _header(name: str, description: str, statuses: list[int] | bool = True) -> OpenApiParameter:
@@ -166,7 +167,7 @@ current_endpoint = extend_schema(
             "additionalProperties": True,
         }
     },
-    responses=responses(*_SENDING_ERRORS, success=SentSerializer),
+    responses=responses(*_KEY_SENDING_ERRORS, success=SentSerializer),
     parameters=_SENDING_REQUEST_HEADERS + COMMON_RESPONSE_HEADERS,
     examples=[_EXAMPLE],
     tags=["messages"],
@@ -188,7 +189,7 @@ legacy_endpoint = extend_schema(
             "additionalProperties": True,
         }
     },
-    responses=responses(*_SENDING_ERRORS, success=LegacySentSerializer),
+    responses=responses(*_KEY_SENDING_ERRORS, success=LegacySentSerializer),
     parameters=_SENDING_REQUEST_HEADERS + COMMON_RESPONSE_HEADERS,
     examples=[_EXAMPLE],
     tags=["messages"],
@@ -203,7 +204,7 @@ receipt_endpoint = extend_schema(
         "Status, attempts and times; the assistant's reply (`reply`) only for a key whose owner allowed it "
         '("may read replies" on the key\'s console page, off by default).'
     ),
-    responses=responses(401, 404, 429, 503, success=ReceiptSerializer),
+    responses=responses(401, 403, 404, 429, 503, success=ReceiptSerializer),
     parameters=COMMON_RESPONSE_HEADERS,
     tags=["messages"],
 )
@@ -304,7 +305,7 @@ create_trigger_endpoint = extend_schema(
         201: OpenApiResponse(TriggerCreatedSerializer, description="Created."),
         **{
             status: OpenApiResponse(ErrorSerializer, description=error_description(status))
-            for status in (400, 401, 405, 411, 413, 415, 429, 503)
+            for status in (400, 401, 403, 405, 411, 413, 415, 429, 503)
         },
         409: OpenApiResponse(
             ErrorSerializer, description="The account holds as many active triggers as it may (trigger_limit_reached)."
@@ -377,7 +378,7 @@ profile_endpoint = extend_schema(
     operation_id="get_user_profile",
     summary="Who the key belongs to (`poke whoami`)",
     description="With any key of the account, V2 or V1, or the token `poke login` stored (a V2 key).",
-    responses=responses(401, 405, 429, 503, success=ProfileSerializer),
+    responses=responses(401, 403, 405, 429, 503, success=ProfileSerializer),
     parameters=COMMON_RESPONSE_HEADERS,
     tags=["account"],
 )

@@ -1,5 +1,6 @@
 """GET /api/v1/user/profile: who a key (or the CLI's log-in token, a V2 key) belongs to; `poke whoami` prints it."""
 
+from django.contrib.auth.models import User
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -8,6 +9,7 @@ from ingestion import openapi
 from ingestion.authentication import AnyKeyAuthentication
 from ingestion.negotiation import JsonOnly
 from keys.models import ApiKey
+from keys.scopes import Scope
 
 
 class ProfileView(APIView):
@@ -16,12 +18,15 @@ class ProfileView(APIView):
     authentication_classes = [AnyKeyAuthentication]
     http_method_names = ["get", "head", "options"]
     content_negotiation_class = JsonOnly
+    required_scopes = {"GET": Scope.PROFILE_READ}
 
     @openapi.profile_endpoint
     def get(self, request: Request) -> Response:
         key = request.auth
         assert isinstance(key, ApiKey)
-        owner = key.owner
+        # The lookup loads only the owner's id and is_active (ingestion/hotpath/lookup.py): the rest in one query,
+        # not one per deferred field.
+        owner = User.objects.only("first_name", "last_name", "email").get(pk=key.owner_id)
         # null, not "", when there is no name: the CLI prints name, else email, else id.
         return Response(
             {"success": True, "id": owner.pk, "name": owner.get_full_name().strip() or None, "email": owner.email}

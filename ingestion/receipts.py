@@ -9,6 +9,8 @@ delivery's last error: it describes our side and the assistant runtime, which is
 
 from typing import Any
 
+from django.conf import settings
+
 from conversations.models import Delivery, DeliveryStatus, Message
 
 
@@ -19,6 +21,11 @@ def _summary(delivery: Delivery) -> str:
         return "Queued for the assistant."
     if delivery.status == DeliveryStatus.PROCESSING:
         return "Being handed to the assistant now."
+    if delivery.status == DeliveryStatus.FAILED and delivery.takeovers >= settings.DELIVERY_MAX_TAKEOVERS:
+        return (
+            "Could not be delivered: every attempt stopped with its worker lost, so it was given up and the "
+            "conversation's later messages went on. The message stays in the conversation; support can retry it."
+        )
     if delivery.status == DeliveryStatus.FAILED:
         return "Could not be delivered to the assistant. The message stays in the conversation; support can retry it."
     if delivery.reply_id is None:

@@ -44,18 +44,23 @@ from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
 from ingestion.throttling import WebhookTriggerRateThrottle
 from keys.models import ApiKey
+from keys.scopes import Scope
 from ops.http import declared_length
 from triggers import services
 from triggers.models import WebhookTrigger
 
 _TRIGGER_ID = re.compile(r"trg_[0-9A-Za-z]{20}")
 RECEIVED = "Webhook received"
+REPEATED_DELIVERY = (
+    "This delivery was received before (the same X-GitHub-Delivery or signed body); nothing was recorded."
+)
 
 
 class CreateTriggerView(APIView):
     authentication_classes = [V2KeyAuthentication]
     http_method_names = ["post", "options"]
     content_negotiation_class = JsonOnly
+    required_scopes = {"POST": Scope.WEBHOOKS_MANAGE}
 
     @openapi.create_trigger_endpoint
     def post(self, request: Request) -> Response:
@@ -130,10 +135,10 @@ class WebhookTriggerAuthentication(BaseAuthentication):
     def identify(self, request: Request) -> tuple[User, WebhookTrigger]:
         trigger_id = (request.parser_context or {}).get("kwargs", {}).get("trigger_id")
         header = request.META.get("HTTP_AUTHORIZATION")
-        signature = request.META.get("HTTP_X_HUB_SIGNATURE_256")
+        signature = request.META.get("HTTP_X_HUB_SIGNATURE_256", "")
         if trigger_id is not None and not _TRIGGER_ID.fullmatch(trigger_id):
             raise InvalidWebhookToken("No webhook trigger has this URL. Use the webhookUrl given when it was made.")
-        if not header and signature and trigger_id:
+        if _signed(request):
             trigger = WebhookTrigger.objects.select_related("owner").filter(public_id=trigger_id).first()
             if trigger is None or not services.signature_matches(trigger, _raw_body(request), signature):
                 raise InvalidWebhookSignature()
@@ -167,6 +172,14 @@ class KeyOrWebhookTokenAuthentication(AnyKeyAuthentication):
         return super().authenticate(request)
 
 
+def _signed(request: Request) -> bool:
+    """Whether the request authenticates with X-Hub-Signature-256 (on the trigger's own URL, no Authorization)."""
+    trigger_id = (request.parser_context or {}).get("kwargs", {}).get("trigger_id")
+    return bool(
+        trigger_id and request.META.get("HTTP_X_HUB_SIGNATURE_256") and not request.META.get("HTTP_AUTHORIZATION")
+    )
+
+
 def _raw_body(request: Request) -> bytes:
     """The exact bytes that were signed, read no further than the body size limit."""
     limit = settings.INGEST_MAX_BODY_BYTES
@@ -193,6 +206,9 @@ class FireTriggerView(APIView):
             # GitHub's hello when a webhook is set up: acknowledged, but no instruction for the assistant.
             return Response({"success": True, "message": "GitHub ping received; nothing was recorded."})
         with transaction.atomic():
+            delivery_id = request.META.get("HTTP_X_GITHUB_DELIVERY")
+            if not services.first_receipt(trigger, delivery_id, _raw_body(request) if _signed(request) else None):
+                return Response({"success": True, "message": REPEATED_DELIVERY})
             message = record_user_message(
                 user=trigger.owner,
                 endpoint=Endpoint.WEBHOOK_TRIGGER,

@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from ingestion import callback, cli_auth, followups, mcp, profile, triggers, views
+from ingestion import callback, cli_auth, followups, mailcal, mcp, profile, triggers, views
 
 # A trailing slash is tolerated: redirecting a POST would lose its body.
 urlpatterns = [
@@ -37,4 +37,7 @@ urlpatterns = [
     re_path(
         r"^api/v1/mcp/connections/(?P<connection_id>[^/]+)/?$", mcp.ConnectionView.as_view(), name="mcp-connection"
     ),
+    # The person's calendar (CalDAV) and mailbox (IMAP + SMTP), for the assistant's calendar and mail tools
+    re_path(r"^api/v1/connections/calendar/?$", mailcal.CalendarView.as_view(), name="calendar-connection"),
+    re_path(r"^api/v1/connections/mailbox/?$", mailcal.MailboxView.as_view(), name="mailbox-connection"),
 ]

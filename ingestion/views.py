@@ -32,6 +32,7 @@ from ingestion.receipts import receipt
 from ingestion.throttling import ReceiptReadThrottle
 from ingestion.triggers import KeyOrWebhookTokenAuthentication
 from keys.models import ApiKey
+from keys.scopes import Scope
 from ops.errors import json_error
 from triggers.models import WebhookTrigger
 
@@ -43,6 +44,8 @@ class _MessageView(APIView):
 
     http_method_names = ["post", "options"]
     content_negotiation_class = JsonOnly
+    required_scopes = {"POST": Scope.MESSAGES_SEND}
+    notes_key_use = False  # record_user_message notes it, once the message is written
     endpoint: Endpoint
     text_of: Callable[[Any], str]
 
@@ -60,8 +63,10 @@ class _MessageView(APIView):
             return self.record(request, text, body)
         except recent.NoLongerHolds:
             # The remembered key was revoked or deleted, or its owner's thread replaced, since it was looked up:
-            # nothing was written. Look it up afresh: an error that says why, or the message recorded after all.
+            # nothing was written. Look it up afresh: an error that says why, or the message recorded after all
+            # (if the key may still send: the scope is checked again on the fresh row).
             self.confirm_key(request)
+            self.check_permissions(request)
             return self.record(request, text, body)
 
     def record(self, request: Request, text: str, body: Any) -> tuple[ApiKey, Message]:
@@ -154,6 +159,7 @@ class MessageReceiptView(APIView):
     throttle_classes = [ReceiptReadThrottle]  # reads have their own limit, apart from what may be sent
     http_method_names = ["get"]
     content_negotiation_class = JsonOnly
+    required_scopes = {"GET": Scope.RECEIPTS_READ}
 
     @openapi.receipt_endpoint
     def get(self, request: Request, message_id: str) -> Response:

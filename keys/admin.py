@@ -18,16 +18,37 @@ class ApiKeyAdmin(admin.ModelAdmin):
         "hint",
         "owner",
         "generation",
-        "may_read_replies",
+        "scopes",
         "created_at",
         "last_used_at",
         "revoked_at",
     ]
-    list_filter = ["generation", "may_read_replies", ("revoked_at", admin.EmptyFieldListFilter), "created_at"]
+    list_filter = ["generation", ("revoked_at", admin.EmptyFieldListFilter), "created_at"]
     search_fields = ["name", "hint", "owner__email", "owner__username"]
-    fields = ["name", "hint", "owner", "generation", "may_read_replies", "created_at", "last_used_at", "revoked_at"]
-    # Whether a key may read the assistant's replies is its owner's choice (on the key's console page), not staff's.
-    readonly_fields = ["hint", "owner", "generation", "may_read_replies", "created_at", "last_used_at", "revoked_at"]
+    fields = [
+        "name",
+        "hint",
+        "owner",
+        "generation",
+        "scopes",
+        "scopes_predate_choice",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    ]
+    # What a key may do is its owner's choice (on the key's console page), not staff's.
+    readonly_fields = [
+        "hint",
+        "owner",
+        "generation",
+        "scopes",
+        "scopes_predate_choice",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    ]
     list_select_related = ["owner"]
     actions = ["revoke_selected"]
 

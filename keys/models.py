@@ -1,8 +1,11 @@
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from keys.scopes import Scope, loaded
 
 
 class Generation(models.TextChoices):
@@ -26,13 +29,14 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
-    # The assistant's reply goes to the person in their thread, not to the caller (spec): a receipt carries it only
-    # for a key whose owner allowed it, when creating the key or later on its page. Off by default.
-    may_read_replies = models.BooleanField(
-        "may read replies",
-        default=False,
-        help_text="Receipts read with this key include the assistant's reply. Off: only what became of the message.",
-    )
+    # After this time the key is refused (401 expired_api_key); null: it does not expire.
+    expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # What the key may do: scope names separated by spaces (keys/scopes.py). The assistant's reply goes to the
+    # person in their thread, not to the caller (spec): a receipt carries it only with replies:read.
+    scopes = models.CharField(max_length=200, default="", blank=True, editable=False)
+    # Set for the keys that existed before scopes did: they were given what they could do then, which the console
+    # says, until the owner chooses their scopes.
+    scopes_predate_choice = models.BooleanField(default=False, editable=False)
 
     objects = ApiKeyQuerySet.as_manager()
 
@@ -53,3 +57,17 @@ class ApiKey(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())
+
+    def has_scope(self, scope: Scope) -> bool:
+        return scope.value in self.scopes.split()
+
+    @property
+    def scope_set(self) -> frozenset[Scope]:
+        return loaded(self.scopes)
+
+    @property
+    def may_read_replies(self) -> bool:
+        return self.has_scope(Scope.REPLIES_READ)

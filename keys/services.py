@@ -1,6 +1,7 @@
 """Every way a key is created or revoked (console, admin, management command) goes through these functions."""
 
 import logging
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,6 +14,7 @@ from django.utils import timezone
 from accounts.services import lock_account
 from keys import tokens
 from keys.models import ApiKey, Generation
+from keys.scopes import CONSOLE_DEFAULT, LEGACY_V1, Scope, stored
 
 logger = logging.getLogger(__name__)
 
@@ -42,15 +44,25 @@ def has_room_for_a_key(owner: User) -> bool:
 
 
 def create_key(
-    owner: User, name: str, generation: Generation = Generation.V2, *, may_read_replies: bool = False
+    owner: User,
+    name: str,
+    generation: Generation = Generation.V2,
+    *,
+    scopes: Iterable[Scope] | None = None,
+    may_read_replies: bool = False,
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its plaintext, which exists nowhere else and cannot be recovered.
 
-    ``may_read_replies``: whether receipts read with it carry the assistant's reply (off unless the owner asks).
-    Raises KeyLimitReached when the owner already holds MAX_ACTIVE_KEYS_PER_ACCOUNT active keys."""
+    ``scopes``: what a V2 key may do (default: the console's, messages:send and receipts:read). A V1 key does what
+    V1 keys always did (keys/scopes.py LEGACY_V1). ``may_read_replies`` adds replies:read: receipts read with the
+    key carry the assistant's reply. Raises KeyLimitReached when the owner already holds
+    MAX_ACTIVE_KEYS_PER_ACCOUNT active keys."""
     name = name.strip()
     if not name:
         raise ValueError("A key needs a name, for example the automation it is for.")
+    granted = set(LEGACY_V1 if generation == Generation.V1 else CONSOLE_DEFAULT if scopes is None else scopes)
+    if may_read_replies:
+        granted.add(Scope.REPLIES_READ)
     plaintext = tokens.generate(generation)
     limit = settings.MAX_ACTIVE_KEYS_PER_ACCOUNT
     with transaction.atomic():
@@ -63,15 +75,23 @@ def create_key(
             generation=generation,
             digest=tokens.digest(plaintext),
             hint=tokens.hint(plaintext),
-            may_read_replies=may_read_replies,
+            scopes=stored(granted),
         )
     return key, plaintext
 
 
-def allow_reading_replies(key: ApiKey, allowed: bool) -> None:
-    """The owner's choice, on the key's page: whether receipts read with this key carry the assistant's reply."""
-    ApiKey.objects.filter(pk=key.pk).update(may_read_replies=allowed)
-    key.may_read_replies = allowed
+def set_scopes(key: ApiKey, scopes: Iterable[Scope]) -> bool:
+    """The owner's choice, on the key's page: what a V2 key may do from its next request on. Returns whether
+    anything changed."""
+    text = stored(scopes)
+    changed = (
+        ApiKey.objects.filter(pk=key.pk, generation=Generation.V2)
+        .exclude(scopes=text)
+        .update(scopes=text, scopes_predate_choice=False)
+    )
+    if changed:
+        key.scopes, key.scopes_predate_choice = text, False
+    return bool(changed)
 
 
 def revoke_key(key: ApiKey) -> bool:

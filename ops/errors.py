@@ -66,6 +66,13 @@ _LIST = (
     ErrorCode("malformed_authorization", 401, "the header is not `Bearer <key>`", True),
     ErrorCode("invalid_api_key", 401, "an unknown or mistyped key", True),
     ErrorCode("revoked_api_key", 401, "a revoked key", True),
+    ErrorCode(
+        "expired_api_key",
+        401,
+        "a key past the expiry its owner set, or an old secret of a rolled key after its overlap "
+        "(see [Key life cycle](#key-life-cycle))",
+        True,
+    ),
     ErrorCode("wrong_key_generation", 401, "a V1 key on the current endpoint or a V2 key on the legacy one", True),
     ErrorCode(
         "account_disabled",
@@ -97,7 +104,8 @@ _LIST = (
     ErrorCode(
         "invalid_follow_up_token",
         401,
-        "a tool's follow-up with a token that is unknown, already used or expired (see [Follow-ups](#follow-ups))",
+        "a tool's follow-up with a token that is unknown, already used or expired, or whose connection, sending "
+        "key or account is gone (see [Follow-ups](#follow-ups))",
     ),
     ErrorCode("unauthorized", 401, "the metrics path without its bearer token (`METRICS_TOKEN`)"),
     # 403
@@ -106,9 +114,33 @@ _LIST = (
         400,
         "`poke login`'s poll after the token was handed out (see [CLI log-in](#cli-log-in-poke-login))",
     ),
+    ErrorCode(
+        "slow_down",
+        400,
+        "`poke login`'s poll sooner than `CLI_AUTH_POLL_MIN_SECONDS` after the last one for the same device code "
+        "(RFC 8628 `slow_down`; the CLI polls on)",
+    ),
     ErrorCode("access_denied", 400, "`poke login`'s poll: the log-in was denied on `/device`"),
     ErrorCode("expired_token", 400, "`poke login`'s poll: 10 minutes passed before the token was collected"),
     ErrorCode("invalid_device_code", 404, "`poke login`'s poll with a device code that matches no log-in request"),
+    ErrorCode(
+        "insufficient_scope",
+        403,
+        "the key lacks the scope this call needs; the message names it (see [Scopes](#scopes))",
+        True,
+    ),
+    ErrorCode(
+        "invalid_channel_signature",
+        403,
+        "a channel provider's callback under `/channels/` without its provider's valid signature or secret "
+        "(`X-Twilio-Signature`, `X-Hub-Signature-256`, Telegram's secret token, BlueBubbles' URL secret); nothing "
+        "is recorded",
+    ),
+    ErrorCode(
+        "channel_not_offered",
+        404,
+        "a callback under `/channels/` for a provider this server is not configured for",
+    ),
     ErrorCode("forbidden", 403, "the metrics path from an address outside `METRICS_ALLOWED_IPS`; refused by gunicorn"),
     # 404 - 415
     ErrorCode(
@@ -122,6 +154,11 @@ _LIST = (
     ),
     ErrorCode(
         "not_acceptable", 406, "`/api/schema/` and `/api/docs/` only, for an `Accept` that allows none of their formats"
+    ),
+    ErrorCode(
+        "connection_exists",
+        409,
+        "connecting a calendar or a mailbox when the account already has one: remove it first",
     ),
     ErrorCode(
         "idempotency_in_progress", 409, "a request with the same `Idempotency-Key` is still being processed", True
@@ -146,9 +183,20 @@ _LIST = (
         "client); the connection is closed",
     ),
     ErrorCode("length_required", 411, "a chunked body without `Content-Length`", True),
-    ErrorCode("payload_too_large", 413, "body over `INGEST_MAX_BODY_BYTES`", True),
+    ErrorCode(
+        "payload_too_large",
+        413,
+        "body over `INGEST_MAX_BODY_BYTES` (a provider's callback under `/channels/`: `CHANNEL_MAX_BODY_BYTES`)",
+        True,
+    ),
     ErrorCode("uri_too_long", 414, "refused by gunicorn before the API: a request line over 4094 bytes"),
-    ErrorCode("unsupported_media_type", 415, "Content-Type is not JSON, or declares a charset other than UTF-8", True),
+    ErrorCode(
+        "unsupported_media_type",
+        415,
+        "Content-Type is not JSON, or declares a charset other than UTF-8 (a provider's callback under `/channels/`: "
+        "not the type that provider sends)",
+        True,
+    ),
     ErrorCode("expectation_failed", 417, "refused by gunicorn: an `Expect` other than `100-continue`"),
     # 422 - 503
     ErrorCode("idempotency_key_reused", 422, "the same `Idempotency-Key` was used with a different body", True),
@@ -158,6 +206,17 @@ _LIST = (
         "an MCP server could not be used (unreachable, no answer in time, not MCP); the message says what failed",
     ),
     ErrorCode("mcp_authentication_required", 422, "an MCP server answered 401 or 403: add it with its API key"),
+    ErrorCode(
+        "mail_calendar_unusable",
+        422,
+        "a calendar or mail server could not be used (unreachable, no answer in time, no TLS, a private address, "
+        "not CalDAV/IMAP/SMTP); the message says what failed",
+    ),
+    ErrorCode(
+        "mail_calendar_login_refused",
+        422,
+        "a calendar or mail server refused the username or password (many providers want an app password)",
+    ),
     ErrorCode(
         "rate_limited",
         429,

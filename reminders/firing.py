@@ -13,9 +13,8 @@ from django.tasks import task
 from django.utils import timezone
 from django_tasks_db import DatabaseBackend
 
-from conversations import outbound
-from conversations.models import Message, Role, Source
-from conversations.services import conversation_of
+from conversations.models import Source
+from conversations.services import assistant_message, conversation_of
 from reminders.models import Reminder, ReminderStatus
 from reminders.schedules import next_occurrence, schedule_of
 
@@ -52,11 +51,10 @@ def fire(reminder_id: int, due_at: datetime) -> str:
         if reminder is None or reminder.status != ReminderStatus.SCHEDULED or reminder.next_due_at != due_at:
             return "skipped"  # cancelled, already fired, or rescheduled: another task owns the next occurrence
         now = timezone.now()
-        fired = Message.objects.create(
-            conversation=conversation_of(reminder.owner),
-            role=Role.ASSISTANT,
+        assistant_message(
+            conversation_of(reminder.owner).pk,
+            f"Reminder: {reminder.text}",
             source=Source.REMINDER,
-            text=f"Reminder: {reminder.text}",
             context={"reminder": reminder.public_id, "due_at": due_at.isoformat()},
         )
         reminder.fired_count += 1
@@ -69,7 +67,6 @@ def fire(reminder_id: int, due_at: datetime) -> str:
         reminder.save(update_fields=["fired_count", "last_fired_at", "next_due_at", "status"])
         if upcoming is not None:
             enqueue_firing(reminder)
-        outbound.written([fired.pk])
     logger.info("reminder %s fired (%s)", reminder.public_id, reminder.fired_count)
     return "fired"
 

@@ -183,3 +183,44 @@ def poke_sdk_env(live_server, poke_home, monkeypatch):
     api = f"{live_server.url}/api/v1"
     sdk_environment(monkeypatch, poke_home, api)
     return api
+
+
+# Mail and calendar servers on 127.0.0.1 (tests/mail_servers.py): Radicale, Dovecot, aiosmtpd.
+
+
+@pytest.fixture
+def radicale_server(tmp_path):
+    """Radicale in this process with the user ann (an empty calendar "personal"); cheap enough to be per test."""
+    import caldav
+
+    from tests.mail_servers import PASSWORD, radicale
+
+    with radicale(tmp_path, {"ann": PASSWORD}) as server:
+        caldav.DAVClient(url=server.url, username="ann", password=PASSWORD).principal().make_calendar(
+            name="Personal", cal_id="personal"
+        )
+        yield server
+
+
+@pytest.fixture(scope="session")
+def dovecot_server():
+    from tests.mail_servers import dovecot
+
+    with dovecot() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def smtp_server():
+    from tests.mail_servers import smtp
+
+    with smtp() as server:
+        yield server
+
+
+@pytest.fixture
+def mail_user(dovecot_server, smtp_server):
+    """A fresh IMAP account (an empty inbox) on the shared Dovecot; SMTP's record of received mail emptied."""
+    smtp_server.received.clear()
+    smtp_server.envelopes.clear()
+    return dovecot_server.next_user()

@@ -4,6 +4,9 @@ import re
 
 from django.test import Client
 
+# What Add API Key's form sends when the person leaves its scopes as they are (a list: one checkbox each).
+DEFAULT_SCOPES = {"scopes": ["messages:send", "receipts:read"]}
+
 _NONCE = re.compile(r'name="nonce" value="([^"]+)"')
 
 

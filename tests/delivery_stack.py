@@ -25,7 +25,7 @@ from django.contrib.auth import get_user_model
 from keys.services import create_key
 made = []
 for n in range(%d):
-    user = get_user_model().objects.create_user(f"person{n}", f"person{n}@example.com", "pw")
+    user = get_user_model().objects.create_user(f"person{n}", f"person{n}@example.com")  # no password: no hashing
     made.append(create_key(user, "script")[1])
 print(json.dumps(made))
 """

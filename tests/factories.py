@@ -1,7 +1,9 @@
 import factory
 from django.contrib.auth import get_user_model
 
+from conversations.models import Delivery
 from keys.models import Generation
+from keys.scopes import BEFORE_SCOPES
 from keys.services import create_key
 
 
@@ -15,6 +17,24 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.django.Password("correct horse battery staple")
 
 
-def make_key(owner=None, name: str = "ci job", generation: Generation = Generation.V2, *, may_read_replies=False):
-    """A key and its plaintext, created the way the product creates them."""
-    return create_key(owner or UserFactory(), name, generation, may_read_replies=may_read_replies)
+def make_key(
+    owner=None, name: str = "ci job", generation: Generation = Generation.V2, *, may_read_replies=False, scopes=None
+):
+    """A key and its plaintext, created the way the product creates them. Unless ``scopes`` says otherwise, it may
+    do what every V2 key could before keys had scopes (all but replies:read, which ``may_read_replies`` adds), so
+    that a test of one endpoint is not a test of scopes; tests/test_scopes.py is that."""
+    return create_key(
+        owner or UserFactory(),
+        name,
+        generation,
+        scopes=BEFORE_SCOPES if scopes is None else scopes,
+        may_read_replies=may_read_replies,
+    )
+
+
+def attempt_when_due(delivery_id: int) -> str:
+    """The delivery's next attempt, as if its retry's time had come (the tests do not wait for the backoff)."""
+    from delivery.handoff import attempt_delivery
+
+    Delivery.objects.filter(pk=delivery_id).update(next_attempt_at=None)
+    return attempt_delivery(delivery_id)

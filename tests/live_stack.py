@@ -83,6 +83,7 @@ def service_env(**overrides: str) -> dict[str, str]:
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "LOG_LEVEL": "WARNING",
             "REDIS_URL": "",
+            "TASK_BACKEND": "immediate",  # the hand-off inside the request unless a test says otherwise
         }
     )
     env.update(overrides)
@@ -177,9 +178,9 @@ class CuttableProxy:
     """A TCP proxy on 127.0.0.1 in front of a server. ``cut()`` drops every connection and refuses new ones (the
     database went away); ``restore()`` lets connections through again."""
 
-    def __init__(self, upstream_host: str, upstream_port: int) -> None:
+    def __init__(self, upstream_host: str, upstream_port: int, listen_host: str = "127.0.0.1") -> None:
         self.upstream = (upstream_host, upstream_port)
-        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener = socket.create_server((listen_host, 0))
         self.port = self.listener.getsockname()[1]
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()

@@ -7,7 +7,7 @@ from django.test import Client
 
 from keys.models import ApiKey, Generation
 from keys.services import KeyLimitReached, create_key, revoke_key
-from tests.console import form_nonce
+from tests.console import DEFAULT_SCOPES, form_nonce
 from tests.factories import UserFactory, make_key
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +45,9 @@ def test_the_console_says_why_no_key_was_created(client, user, cap):
         make_key(user, f"key {n}")
     client.force_login(user)
 
-    page = client.post("/keys/new/", {"name": "deploy bot", "nonce": form_nonce(client, "/keys/new/")})
+    page = client.post(
+        "/keys/new/", {"name": "deploy bot", "nonce": form_nonce(client, "/keys/new/"), **DEFAULT_SCOPES}
+    )
 
     assert page.status_code == 200
     assert "3 active API keys" in page.content.decode()
@@ -97,8 +99,9 @@ def test_sign_ups_per_address_are_limited(settings):
     assert sign_up(elsewhere, 4).status_code == 302
 
 
-def test_poke_login_on_a_full_account_says_why_and_issues_its_key_once_there_is_room(client, user, cap):
+def test_poke_login_on_a_full_account_says_why_and_issues_its_key_once_there_is_room(client, user, cap, settings):
     # Engineer h16's device log-in creates V2 keys: the cap answers there too, clearly, never a 500.
+    settings.CLI_AUTH_POLL_MIN_SECONDS = 0  # polls back to back (slow_down is tested in test_cli_login)
     keys = [make_key(user, f"key {n}")[0] for n in range(cap)]
     body = client.post("/api/v1/cli-auth/code", headers={"User-Agent": "node"}).json()
     client.force_login(user)

@@ -204,8 +204,8 @@ def test_a_reply_that_arrives_before_our_attempt_ends_is_kept(client, v2, runtim
     Delivery.objects.update(status=DeliveryStatus.PROCESSING, attempts=1)
 
     assert call_back(client, {"message_id": message_id, "reply": "quick"}).status_code == 200
-    from delivery.handoff import _record_delivered
+    from delivery.lifecycle import Held, delivered
 
-    _record_delivered(delivery().pk, None, attempt_finished=True)
+    assert not delivered(Held(delivery().pk, 1), None)  # the attempt no longer holds it: nothing written
     assert (delivery().status, delivery().reply.text) == (DeliveryStatus.DELIVERED, "quick")
     assert delivery().finished_at is not None

@@ -7,7 +7,7 @@ import socket
 from datetime import time, timedelta
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.services import profile_of
@@ -16,8 +16,9 @@ from channels.models import LinkedAddress, OutboundMessage, OutboundStatus, Quie
 from channels.outbound import statuses
 from channels.outbound.decide import WINDOW_CLOSED
 from channels.outbound.sender import Sender
+from channels.outbound.text import flatten_markdown
 from conversations import outbound
-from conversations.models import Message, Role, Source
+from conversations.models import Endpoint, Message, Role, Source
 from conversations.services import conversation_of
 from tests.factories import UserFactory
 from tests.providers import configure, providers  # noqa: F401  (the fixture)
@@ -41,14 +42,14 @@ def refuse_next(twilio) -> None:
     )
 
 
-def person(channel: str = "sms", *, wrote_ago: timedelta | None = None, preferred: str = "sms"):
+def person(channel: str = "sms", *, wrote_ago: timedelta | None = None, preferred: str = "sms", address: str = NUMBER):
     user = UserFactory()
     profile = profile_of(user)
     profile.channel = preferred
     profile.time_zone = "Europe/Paris"
     profile.save()
     last = None if wrote_ago is None else timezone.now() - wrote_ago
-    LinkedAddress.objects.create(user=user, channel=channel, address=NUMBER, last_inbound_at=last)
+    LinkedAddress.objects.create(user=user, channel=channel, address=address, last_inbound_at=last)
     return user
 
 
@@ -266,19 +267,55 @@ def test_a_due_reminder_goes_to_the_phone(twilio):
     assert twilio.texts_to(NUMBER) == ["Reminder: Stretch"]
 
 
-def test_a_tools_follow_up_goes_to_the_phone(twilio, client, settings):
+def test_a_tools_follow_up_goes_to_the_phone(twilio, client):
     from assistant.models import Action
     from assistant.tools.mcp import new_token_for
+    from connections.models import Connection
     from conversations.models import Endpoint
     from ingestion.hotpath.recording import record_user_message
     from tests.conftest import post
+    from tests.factories import make_key
 
     user = person()
-    asked = record_user_message(user=user, endpoint=Endpoint.CURRENT, text="build it")
-    action = Action.objects.create(delivery=asked.delivery, kind="mcp", tool="build_report", connection_name="Reports")
+    key, _ = make_key(user)
+    asked = record_user_message(user=user, endpoint=Endpoint.CURRENT, text="build it", api_key=key)
+    reports = Connection.objects.create(owner=user, name="Reports", server_url="https://mcp.example.com/mcp")
+    action = Action.objects.create(
+        delivery=asked.delivery, kind="mcp", tool="build_report", connection=reports, connection_name="Reports"
+    )
     answer = post(
         client, "/api/v1/mcp/callback", new_token_for(action), {"content": "Part 1 is ready.", "hasMore": False}
     )
     assert answer.status_code == 200
     send_due()
     assert "Part 1 is ready." in twilio.texts_to(NUMBER)
+
+
+def test_the_assistants_reply_to_an_api_message_goes_to_the_phone(twilio, send):
+    from tests.factories import make_key
+
+    user = person()
+    _, key = make_key(user)
+    assert send(key, {"message": "Deploy of shop-api finished"}).status_code == 200
+    [reply] = Message.objects.filter(role=Role.ASSISTANT)
+    assert OutboundMessage.objects.get().message == reply  # written with the reply
+    send_due()
+    assert twilio.texts_to(NUMBER) == [flatten_markdown(reply.text)]
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_replies_recorded_by_one_statement_are_enqueued_in_it(twilio, together):
+    """The engine's PostgreSQL paths (one statement per reply, or one for several); SQLite goes through the ORM."""
+    from delivery import lifecycle
+    from ingestion.hotpath.recording import record_user_message
+
+    users = [person(), person(address="+14155550000")]
+    for user in users:
+        record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="hello")
+    held = [lifecycle.Held(row[0], row[2] if len(row) == 4 else row[1]) for row in lifecycle.claim(10)]
+    if together and connection.vendor == "postgresql":
+        assert len(lifecycle.delivered_with_replies([(h, f"reply {h.delivery_id}") for h in held])) == 2
+    else:
+        assert all(lifecycle.delivered(h, f"reply {h.delivery_id}") for h in held)
+    replies = Message.objects.filter(role=Role.ASSISTANT)
+    assert sorted(OutboundMessage.objects.values_list("message_id", flat=True)) == sorted(r.pk for r in replies)

@@ -29,6 +29,12 @@ def poll(client, device_code):
     return client.get(POLL + device_code)
 
 
+@pytest.fixture(autouse=True)
+def _back_to_back_polls(settings):
+    """Most tests here poll back to back; pacing per device code (slow_down) is tested on its own below."""
+    settings.CLI_AUTH_POLL_MIN_SECONDS = 0
+
+
 @pytest.fixture
 def signed_in(client, user):
     client.force_login(user)
@@ -297,3 +303,39 @@ def test_simultaneous_polls_after_approval_hand_out_one_token(user):
     assert statuses.count("authenticated") == 1
     assert set(statuses) == {"authenticated", "used"}
     assert ApiKey.objects.count() == 1
+
+
+def test_a_head_after_approval_does_not_spend_the_approval(client, signed_in):
+    """A HEAD ran the GET: it created the key and returned no body, and the CLI's next GET got device_code_used."""
+    body = start(client)
+    signed_in.post("/device", {"code": body["userCode"], "decision": "approve"})
+
+    head = client.head(POLL + body["deviceCode"])
+
+    assert head.status_code == 405
+    assert ApiKey.objects.count() == 0
+    collected = poll(client, body["deviceCode"])
+    assert (collected.status_code, collected.json()["status"]) == (200, "authenticated")
+    assert ApiKey.objects.count() == 1
+
+
+def test_polls_faster_than_the_interval_are_told_to_slow_down(client, signed_in, settings):
+    """RFC 8628 3.5: slow_down, per device code. The poke CLI polls every 2 s and goes on polling on any status it
+    does not know, so it is never refused; a client polling in a loop gets no answer but slow_down."""
+    settings.CLI_AUTH_POLL_MIN_SECONDS = 1.5
+    body, other = start(client), start(client)
+    assert poll(client, body["deviceCode"]).json()["status"] == "pending"
+
+    fast = poll(client, body["deviceCode"])
+
+    assert fast.status_code == 400
+    assert (fast.json()["status"], fast.json()["code"]) == ("slow_down", "slow_down")
+    assert fast.json()["interval"] == services.POLL_INTERVAL_SECONDS
+    assert poll(client, other["deviceCode"]).json()["status"] == "pending"  # per device code, not per address
+
+    signed_in.post("/device", {"code": body["userCode"], "decision": "approve"})
+    assert poll(client, body["deviceCode"]).json()["status"] == "slow_down"  # the token is not handed to it either
+    assert ApiKey.objects.count() == 0
+    DeviceAuthorization.objects.update(last_polled_at=timezone.now() - timedelta(seconds=2))  # the CLI's 2 s later
+    collected = poll(client, body["deviceCode"])
+    assert (collected.status_code, collected.json()["status"]) == (200, "authenticated")

@@ -11,7 +11,7 @@ from conversations.models import Delivery, Endpoint
 from ingestion.hotpath.recording import record_user_message
 from keys import tokens
 from keys.models import ApiKey, Generation
-from tests.console import form_nonce, secret_on
+from tests.console import DEFAULT_SCOPES, form_nonce, secret_on
 from tests.factories import UserFactory, make_key
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,8 @@ def strangers_key():
 
 
 def add_key(client: Client, name: str = "deploy bot", path: str = "/keys/new/", form_page: str = "/keys/new/"):
-    return client.post(path, {"name": name, "nonce": form_nonce(client, form_page)})
+    # A browser sends the scopes ticked by default (messages:send, receipts:read); the legacy form has none.
+    return client.post(path, {"name": name, "nonce": form_nonce(client, form_page), **DEFAULT_SCOPES})
 
 
 def test_the_list_shows_every_key_of_the_user_and_no_one_elses(signed_in, user, strangers_key):
@@ -76,8 +77,8 @@ def test_the_secret_never_reaches_the_session_the_messages_or_a_later_page(signe
 
 def test_submitting_the_same_form_again_creates_no_second_key(signed_in, user):
     nonce = form_nonce(signed_in, "/keys/new/")
-    first = signed_in.post("/keys/new/", {"name": "deploy bot", "nonce": nonce})
-    again = signed_in.post("/keys/new/", {"name": "deploy bot", "nonce": nonce}, follow=True)
+    first = signed_in.post("/keys/new/", {"name": "deploy bot", "nonce": nonce, **DEFAULT_SCOPES})
+    again = signed_in.post("/keys/new/", {"name": "deploy bot", "nonce": nonce, **DEFAULT_SCOPES}, follow=True)
 
     assert first.status_code == 200
     assert ApiKey.objects.filter(owner=user).count() == 1
@@ -91,7 +92,7 @@ def test_a_form_token_of_another_user_creates_nothing(signed_in, user):
     other = Client()
     other.force_login(UserFactory())
     nonce = form_nonce(other, "/keys/new/")
-    signed_in.post("/keys/new/", {"name": "sneaky", "nonce": nonce})
+    signed_in.post("/keys/new/", {"name": "sneaky", "nonce": nonce, **DEFAULT_SCOPES})
     assert not ApiKey.objects.exists()
 
 
@@ -102,7 +103,7 @@ def test_a_key_needs_a_name(signed_in):
     assert not ApiKey.objects.exists()
     # The same form can then be sent again with a name: the token was not used up by the failed attempt.
     nonce = response.context["form"]["nonce"].value()
-    assert signed_in.post("/keys/new/", {"name": "named", "nonce": nonce}).status_code == 200
+    assert signed_in.post("/keys/new/", {"name": "named", "nonce": nonce, **DEFAULT_SCOPES}).status_code == 200
     assert ApiKey.objects.get().name == "named"
 
 

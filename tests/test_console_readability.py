@@ -68,7 +68,7 @@ def test_times_say_their_time_zone(signed_in, user):
     record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="hi")
     html = signed_in.get("/conversation/").content.decode()
     (shown,) = re.findall(r"<time [^>]*>([^<]+)</time>", html)
-    assert shown.endswith(" UTC")  # console.js rewrites it in the reader's zone, naming that one
+    assert shown.endswith(" UTC")  # the person's zone (Settings), UTC until they choose one
 
 
 def test_a_delivery_on_the_key_page_links_to_the_message_what_became_of_it_and_the_reply(signed_in, user, v2, send):

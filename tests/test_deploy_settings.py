@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def production_env(**overrides: str | None) -> dict[str, str]:
     # Not what an operator sets: DJANGO_* comes from the test run (browser tests set DJANGO_ALLOW_ASYNC_UNSAFE).
-    ignored = {"DEBUG", "SENTRY_DSN", "HTTPS_ONLY", "LOG_FORMAT", "TASK_BACKEND"}
+    ignored = {"DEBUG", "SENTRY_DSN", "HTTPS_ONLY", "LOG_FORMAT", "TASK_BACKEND", "PUBLIC_BASE_URL"}
     env: dict[str, str | None] = {
         name: value for name, value in os.environ.items() if name not in ignored and not name.startswith("DJANGO")
     }
@@ -22,7 +22,7 @@ def production_env(**overrides: str | None) -> dict[str, str]:
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="ingest.example.com",
         CSRF_TRUSTED_ORIGINS="https://ingest.example.com",
-        TASK_BACKEND="database",  # the hand-off runs in the Procfile's worker process
+        PUBLIC_BASE_URL="https://ingest.example.com",
     )
     env.update(overrides)
     return {name: value for name, value in env.items() if value is not None}
@@ -131,3 +131,15 @@ def test_in_development_without_an_smtp_server_emails_are_printed_in_the_termina
     assert result.returncode == 0, result.stderr
     assert "Open http://127.0.0.1:8000/reset/MQ/abc-123/" in result.stdout
     assert result.stdout.split()[-1] == "True"
+
+
+def test_without_debug_the_default_task_backend_is_the_database_queue():
+    code = "from django.conf import settings; print(settings.TASK_BACKEND)"
+    result = manage("shell", "-c", code, env=production_env())
+    assert result.stdout.strip().splitlines()[-1] == "database", result.stderr
+
+
+def test_check_deploy_fails_without_a_public_base_url():
+    result = manage("check", "--deploy", env=production_env(PUBLIC_BASE_URL=None))
+    assert result.returncode != 0
+    assert "assistant.E005" in result.stderr

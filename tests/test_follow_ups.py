@@ -70,11 +70,16 @@ def test_with_callbacks_follow_ups_reach_the_thread_and_the_assistant_continues(
 
 @pytest.fixture
 def action(v2, db):
+    from connections.models import Connection
     from conversations.models import Endpoint
     from ingestion.hotpath.recording import record_user_message
 
-    message = record_user_message(user=v2[0].owner, endpoint=Endpoint.CURRENT, text="build it")
-    return Action.objects.create(delivery=message.delivery, kind="mcp", tool="build_report", connection_name="Reports")
+    owner = v2[0].owner
+    message = record_user_message(user=owner, endpoint=Endpoint.CURRENT, text="build it", api_key=v2[0])
+    connection = Connection.objects.create(owner=owner, name="Reports", server_url="https://mcp.example.com/mcp")
+    return Action.objects.create(
+        delivery=message.delivery, kind="mcp", tool="build_report", connection=connection, connection_name="Reports"
+    )
 
 
 def follow_up(client, token, body):
@@ -164,3 +169,36 @@ def test_wrong_tokens_count_against_the_address_like_wrong_keys(client, action, 
     for _ in range(3):
         assert follow_up(client, "pfu_" + "x" * 43, {"content": "x"}).status_code == 401
     assert follow_up(client, "pfu_" + "y" * 43, {"content": "x"}).status_code == 429
+
+
+def _remove_connection(action):
+    connections.remove_connection(action.connection)
+
+
+def _revoke_key(action):
+    from keys.services import revoke_key
+
+    revoke_key(action.delivery.message.api_key)
+
+
+def _deactivate_account(action):
+    owner = action.delivery.message.conversation.user
+    owner.is_active = False
+    owner.save(update_fields=["is_active"])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("end", [_remove_connection, _revoke_key, _deactivate_account])
+def test_a_token_dies_with_the_connection_the_key_or_the_account(client, action, settings, end):
+    """A follow-up token outlived what it was handed out under: 200, a nextToken, and the text went to the
+    assistant. The tool's access ends with the connection, the key that sent the message or the account."""
+    settings.MCP_FOLLOW_UP_INTERVAL_SECONDS = 0
+    token = new_token_for(action)
+    end(action)
+
+    refused = follow_up(client, token, {"content": "part 1", "hasMore": True})
+
+    assert (refused.status_code, refused.json()["code"]) == (401, "invalid_follow_up_token")
+    assert "nextToken" not in refused.json()
+    assert not Message.objects.filter(role=Role.TOOL).exists()
+    assert Delivery.objects.count() == 1  # only the message that called the tool

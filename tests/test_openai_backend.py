@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from conversations.models import Delivery, DeliveryStatus, Role
-from delivery.handoff import attempt_delivery
+from tests.factories import attempt_when_due
 
 pytestmark = pytest.mark.django_db
 
@@ -65,6 +65,35 @@ def test_it_sends_the_system_prompt_and_the_thread_and_records_the_reply(send, l
     assert delivery_of_last().reply.role == Role.ASSISTANT
 
 
+def test_after_a_switch_from_the_local_assistant_its_replies_are_left_out_of_the_model_s_history(
+    send, llm, v2, settings
+):
+    settings.ASSISTANT_BACKEND = "local"
+    send(v2[1], {"message": "Water the plants at 6pm"})
+    local_reply = delivery_of_last().reply.text
+    settings.ASSISTANT_BACKEND = "openai"
+    llm.answer(200, completion("Watering set for 6pm."))
+    send(v2[1], {"message": "And feed the cat"})
+
+    messages = llm.received[0].json()["messages"]
+    assert local_reply not in [message["content"] for message in messages]
+    assert messages[1:] == [
+        {"role": "user", "content": "Water the plants at 6pm"},
+        {"role": "user", "content": "And feed the cat"},
+    ]
+
+
+def test_the_history_a_model_sees_starts_with_a_user_turn(send, llm, v2, settings):
+    settings.ASSISTANT_THREAD_MESSAGES = 4  # the window cuts between a message and its reply
+    for number in range(3):
+        llm.answer(200, completion(f"Reply {number}"))
+        send(v2[1], {"message": f"Message {number}"})
+
+    window = [(message["role"], message["content"]) for message in llm.received[2].json()["messages"][1:]]
+    # The last four messages were: Reply 0, Message 1, Reply 1, Message 2; the reply without its question goes.
+    assert window == [("user", "Message 1"), ("assistant", "Reply 1"), ("user", "Message 2")]
+
+
 def test_no_authorization_header_without_a_key(send, llm, v2, settings):
     settings.OPENAI_API_KEY = ""  # a local Ollama or llama.cpp server needs none
     llm.answer(200, completion("hi"))
@@ -81,7 +110,7 @@ def test_server_errors_and_rate_limits_are_retried(send, llm, v2, status):
 
     assert delivery().status == DeliveryStatus.QUEUED
     assert f"HTTP {status}: overloaded" in delivery().last_error
-    attempt_delivery(delivery().pk)
+    attempt_when_due(delivery().pk)
     assert (delivery().status, delivery().attempts) == (DeliveryStatus.DELIVERED, 2)
 
 

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from connections.models import Connection
+from keys.scopes import CLI, CONSOLE_DEFAULT
 from tests.factories import make_key
 from tests.mcp_server import SERVER_KEY, running_mcp_server
 
@@ -13,10 +14,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def logged_in(poke_home):
-    key, plaintext = make_key()
+    key, plaintext = make_key(scopes=CLI)  # what `poke login` grants
     poke_home.credentials_file.parent.mkdir(parents=True)
     poke_home.credentials_file.write_text(json.dumps({"token": plaintext}))
     return key
+
+
+def test_mcp_add_with_a_key_that_may_not_prints_the_missing_scope(poke_cli, poke_home):
+    _, plaintext = make_key(scopes=CONSOLE_DEFAULT)
+    poke_home.credentials_file.parent.mkdir(parents=True)
+    poke_home.credentials_file.write_text(json.dumps({"token": plaintext}))
+    with running_mcp_server() as server:
+        done = poke_cli.run("mcp", "add", server.url, "--name", "Tracker")
+
+    assert done.returncode != 0
+    assert "it lacks the scope connections:manage" in done.output
+    assert not Connection.objects.exists()
 
 
 def test_mcp_add_connects_to_a_fastmcp_server_and_reports_its_tools(poke_cli, logged_in):
@@ -40,6 +53,19 @@ def test_mcp_add_without_the_servers_key_prints_what_to_do(poke_cli, logged_in):
     assert done.returncode == 1
     assert "Failed to add MCP connection: The MCP server answered HTTP 401: it needs an API key" in done.stderr
     assert "--api-key" in done.stderr
+    assert not Connection.objects.exists()
+
+
+@pytest.mark.parametrize("path", ["/", "/keys/", "/login/"])
+def test_mcp_add_of_a_server_that_is_not_an_mcp_server_says_so(poke_cli, logged_in, live_server, path):
+    # This server's own pages answer the CLI's POST with a web page (Django's CSRF 403): not an MCP server asking for
+    # a key, which is what the person was told before.
+    done = poke_cli.run("mcp", "add", f"{live_server.url}{path}", "--name", "Not MCP", "--api-key", "anything")
+
+    assert done.returncode == 1
+    assert "not an MCP server" in done.stderr, done.stderr
+    assert "needs an API key" not in done.stderr
+    assert "OAuth" not in done.stderr
     assert not Connection.objects.exists()
 
 

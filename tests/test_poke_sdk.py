@@ -21,15 +21,15 @@ def base_url(live_server, monkeypatch):
 def test_send_message_succeeds_with_a_v2_key(base_url):
     _key, plaintext = make_key(generation=Generation.V2)
 
-    result = Poke(api_key=plaintext).send_message("Water the plants at 6pm")
+    result = Poke(api_key=plaintext).send_message("Remind me to water the plants in 2 hours")
 
     assert result["success"] is True
     assert result["message"] == "Message sent successfully"
     sent = Message.objects.get(role=Role.USER)
-    assert sent.text == "Water the plants at 6pm"
+    assert sent.text == "Remind me to water the plants in 2 hours"
     assert result["id"] == sent.public_id
-    # The live server runs the default hand-off: the local assistant has answered in the thread.
-    assert Message.objects.get(role=Role.ASSISTANT).text.startswith("Received through your API key")
+    # The live server runs the default hand-off: the local assistant has acted and answered in the thread.
+    assert Message.objects.get(role=Role.ASSISTANT).text.startswith("Okay! I'll remind you to water the plants")
 
 
 def test_send_message_raises_the_authentication_error_with_a_v1_key(base_url):

@@ -83,3 +83,30 @@ def test_the_credentials_file_stands_in_for_the_api_key(poke_sdk_env, poke_home)
         "success"
     ]
     assert Message.objects.filter(role=Role.USER).count() == 2
+
+
+def test_a_console_default_key_sends_but_create_webhook_is_the_sdks_forbidden_error(poke_sdk_env):
+    # What Add API Key gives by default (messages:send, receipts:read): the SDK's send works unmodified, and its
+    # create_webhook fails with the SDK's own error for a 403 (it shows its own sentence, not the body's).
+    from poke import ForbiddenError
+
+    from keys.scopes import CONSOLE_DEFAULT
+
+    _, plaintext = make_key(scopes=CONSOLE_DEFAULT)
+    poke = Poke(api_key=plaintext)
+    assert poke.send_message("Water the plants at 6pm")["success"] is True
+
+    with pytest.raises(ForbiddenError) as raised:
+        poke.create_webhook(condition="When X", action="Do Y")
+
+    assert raised.value.status == 403
+    assert "doesn't have permission" in str(raised.value)
+    assert not WebhookTrigger.objects.exists()
+
+
+def test_a_key_given_webhooks_manage_creates_webhooks_through_the_sdk(poke_sdk_env):
+    from keys.scopes import Scope
+
+    _, plaintext = make_key(scopes=[Scope.WEBHOOKS_MANAGE])
+    created = Poke(api_key=plaintext).create_webhook(condition="When X", action="Do Y")
+    assert created["webhookToken"].startswith("pwh_")

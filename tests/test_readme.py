@@ -50,7 +50,7 @@ def test_make_run_serves_on_the_port_the_readme_says_how_to_change():
     dry_run = subprocess.run(
         ["make", "-n", "run", "PORT=8123"], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True
     ).stdout
-    assert "runserver 127.0.0.1:8123" in dry_run
+    assert "manage.py serve 127.0.0.1:8123" in dry_run
 
 
 def test_the_readme_says_how_to_try_password_reset_locally():

@@ -14,7 +14,7 @@ from tests.factories import make_key
 pytestmark = pytest.mark.django_db
 
 RECEIPTS = "/api/v1/inbound/messages/"
-REPLY_TEXT = "I confirm receipt"  # words of the local assistant's reply
+REPLY_TEXT = "When should I remind you to call Sam?"  # the local assistant's question back
 
 
 def get_receipt(client, key: str, message_id: str):
@@ -55,7 +55,7 @@ def test_without_the_permission_the_receipt_says_what_became_of_the_message_but_
 
 def test_with_the_permission_the_receipt_carries_the_reply(client, user, send):
     _, reader = make_key(user, "reads replies", may_read_replies=True)
-    message_id = send(reader, {"message": "hi"}).json()["id"]
+    message_id = send(reader, {"message": "Remind me to call Sam"}).json()["id"]
 
     body = get_receipt(client, reader, message_id).json()
 
@@ -68,36 +68,37 @@ def test_a_legacy_key_reads_its_own_messages_receipt(client, send, v1):
     assert body["status"] == "delivered" and "reply" not in body
 
 
-def test_the_owner_allows_and_withdraws_it_on_the_keys_page(client, user, v2, sent):
+def test_the_owner_gives_and_withdraws_it_on_the_keys_page(client, user, v2, sent):
     client.force_login(user)
     page = client.get(f"/keys/{v2[0].pk}/").content.decode()
-    assert "May read replies" in page and "Let this key read replies" in page
+    assert 'value="replies:read"' in page and "Read the assistant" in page
+    kept = [scope for scope in v2[0].scopes.split()]
 
-    client.post(f"/keys/{v2[0].pk}/replies/", {"may_read_replies": "on"})
+    client.post(f"/keys/{v2[0].pk}/scopes/", {"scopes": [*kept, "replies:read"]})
     assert REPLY_TEXT in get_receipt(client, v2[1], sent).json()["reply"]["text"]
-    assert "Stop sharing replies" in client.get(f"/keys/{v2[0].pk}/").content.decode()
 
-    client.post(f"/keys/{v2[0].pk}/replies/", {})
+    client.post(f"/keys/{v2[0].pk}/scopes/", {"scopes": kept})
     assert "reply" not in get_receipt(client, v2[1], sent).json()
     assert ApiKey.objects.get(pk=v2[0].pk).may_read_replies is False
 
 
-def test_someone_elses_key_cannot_be_switched(client, v2):
+def test_someone_elses_key_cannot_be_changed(client, v2):
     from tests.factories import UserFactory
 
     client.force_login(UserFactory(email="mallory@example.com"))
-    assert client.post(f"/keys/{v2[0].pk}/replies/", {"may_read_replies": "on"}).status_code == 404
+    assert client.post(f"/keys/{v2[0].pk}/scopes/", {"scopes": ["replies:read"]}).status_code == 404
     assert ApiKey.objects.get(pk=v2[0].pk).may_read_replies is False
 
 
-@pytest.mark.parametrize(("ticked", "expected"), [({}, False), ({"may_read_replies": "on"}, True)])
+@pytest.mark.parametrize(("ticked", "expected"), [([], False), (["replies:read"], True)])
 def test_the_add_key_form_offers_it_off_by_default(client, user, ticked, expected):
     client.force_login(user)
     form = client.get("/keys/new/").content.decode()
-    assert 'name="may_read_replies"' in form
-    assert "checked" not in form.split('name="may_read_replies"')[1].split(">")[0]
+    assert 'value="replies:read"' in form
+    assert "checked" not in form.split('value="replies:read"')[1].split(">")[0]
 
-    client.post("/keys/new/", {"name": "deploy bot", "nonce": form_nonce(client, "/keys/new/"), **ticked})
+    nonce = form_nonce(client, "/keys/new/")
+    client.post("/keys/new/", {"name": "deploy bot", "nonce": nonce, "scopes": ["messages:send", *ticked]})
 
     assert ApiKey.objects.get(owner=user).may_read_replies is expected
 
@@ -108,9 +109,9 @@ def test_the_admin_shows_it(client, v2):
     staff = get_user_model().objects.create_superuser("admin@example.com", "admin@example.com", "x")
     client.force_login(staff)
     listing = client.get("/admin/keys/apikey/").content.decode()
-    assert "May read replies" in listing or "may read replies" in listing.lower()
+    assert "receipts:read" in listing
     page = client.get(f"/admin/keys/apikey/{v2[0].pk}/change/").content.decode()
-    assert "may read replies" in page.lower()
+    assert "webhooks:manage" in page
 
 
 @pytest.mark.parametrize("method", ["head", "options", "put", "delete"])

@@ -6,10 +6,9 @@ from datetime import UTC, datetime
 import pytest
 
 from conversations.models import Delivery, DeliveryStatus, Message, Role
-from delivery.handoff import attempt_delivery
 from keys.services import revoke_key
 from tests.conftest import CURRENT, LEGACY, post
-from tests.factories import UserFactory, make_key
+from tests.factories import UserFactory, attempt_when_due, make_key
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +50,7 @@ def test_a_delivered_message_shows_its_status_and_the_reply(client, send, user):
             "text": delivery.reply.text,
             "created_at": stamp(delivery.reply.created_at),
         },
-        "actions": [],  # the local assistant calls no tools
+        "actions": [],  # no time said: the local assistant asks when, and calls no tool
     }
     assert body["created_at"] <= body["started_at"] <= body["finished_at"] <= body["reply"]["created_at"]
     assert "last_error" not in body  # staff-only
@@ -82,7 +81,7 @@ def test_a_retry_and_a_failure_are_told_without_the_internal_error(client, send,
     assert retrying["next_attempt_at"] is not None
     assert "another attempt" in retrying["message"]
 
-    attempt_delivery(Delivery.objects.get().pk)
+    attempt_when_due(Delivery.objects.get().pk)
     failed = get_receipt(client, v2[1], message_id)
     assert (failed.json()["status"], failed.json()["attempts"]) == ("failed", 2)
     assert "internal detail" not in failed.content.decode()

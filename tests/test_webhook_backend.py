@@ -13,8 +13,9 @@ from django.utils import timezone
 
 from assistant.signing import secret_bytes
 from conversations.models import Delivery, DeliveryStatus, Message, Role
-from delivery.handoff import attempt_delivery, backoff_seconds
+from delivery.lifecycle import policy
 from tests.conftest import fixture_body
+from tests.factories import attempt_when_due
 
 pytestmark = pytest.mark.django_db
 
@@ -122,12 +123,12 @@ def test_a_5xx_is_retried_with_exponential_backoff_then_fails(send, runtime, v2,
     assert 28 < seconds_until(first.next_attempt_at) <= 30
     assert "HTTP 503" in first.last_error and "runtime restarting" in first.last_error
 
-    assert attempt_delivery(first.pk) == "queued"
+    assert attempt_when_due(first.pk) == "queued"
     second = delivery()
     assert second.attempts == 2
     assert 58 < seconds_until(second.next_attempt_at) <= 60  # doubled
 
-    assert attempt_delivery(first.pk) == "failed"
+    assert attempt_when_due(first.pk) == "failed"
     last = delivery()
     assert (last.status, last.attempts, last.next_attempt_at) == (DeliveryStatus.FAILED, 3, None)
     assert "Gave up after 3 attempts" in last.last_error
@@ -145,13 +146,13 @@ def test_the_backoff_is_capped(send, runtime, v2, settings):
         runtime.answer(500)
     send(v2[1], {"message": "hi"})
     for _ in range(3):
-        attempt_delivery(delivery().pk)
+        attempt_when_due(delivery().pk)
     assert 98 < seconds_until(delivery().next_attempt_at) <= 100  # 30, 60, 120 → capped at 100
 
 
 def test_the_waits_are_spread_at_random_below_the_exponential_one(settings):
     settings.ASSISTANT_RETRY_BASE_SECONDS, settings.ASSISTANT_RETRY_JITTER = 30, 0.2
-    waits = [backoff_seconds(2) for _ in range(500)]  # 60 s without jitter
+    waits = [policy().backoff_seconds(2) for _ in range(500)]  # 60 s without jitter
 
     assert all(48 <= wait <= 60 for wait in waits)
     assert max(waits) - min(waits) > 6  # spread over the band, not one value
@@ -239,7 +240,7 @@ def test_a_new_round_after_failure_can_succeed(send, runtime, v2):
 
     runtime.answer(200, {"reply": "got it this time"})
     assert retry_delivery(delivery())
-    attempt_delivery(delivery().pk)  # the immediate backend runs on commit; here we run the attempt ourselves
+    attempt_when_due(delivery().pk)  # the immediate backend runs on commit; here we run the attempt ourselves
     assert (delivery().status, delivery().attempts) == (DeliveryStatus.DELIVERED, 1)
     assert delivery().reply.text == "got it this time"
     assert delivery().finished_at - delivery().started_at < timedelta(seconds=5)

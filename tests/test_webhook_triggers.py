@@ -419,3 +419,75 @@ def test_an_account_holds_at_most_max_active_triggers(client, v2, settings):
     assert WebhookTrigger.objects.count() == 2
     services.revoke_trigger(WebhookTrigger.objects.first())
     assert post(client, CREATE, v2[1], ORDER).status_code == 201  # a revoked one makes room
+
+
+def test_a_signature_that_is_not_ascii_is_401_and_counts_as_a_failure(client, signed, settings):
+    """hmac.compare_digest refuses str with non-ASCII characters: a 500 before, and not counted."""
+    settings.AUTH_FAILURE_RATE_LIMIT = "2/m"
+    made, _, _ = signed
+    raw = b'{"zen": "x"}'
+    statuses = []
+    for _ in range(3):
+        response = client.post(
+            f"{FIRE}/{made.public_id}", data=raw, content_type="application/json",
+            headers={"X-Hub-Signature-256": "sha256=" + "é" * 64},
+        )  # fmt: skip
+        statuses.append((response.status_code, response.json()["code"]))
+    assert statuses == [(401, "invalid_signature"), (401, "invalid_signature"), (429, "rate_limited")]
+    assert not Message.objects.exists()
+
+
+def _deliver(client, made, secret, raw, delivery_id, event="push"):
+    headers = {"X-Hub-Signature-256": _github_signature(secret, raw), "X-GitHub-Event": event}
+    if delivery_id is not None:
+        headers["X-GitHub-Delivery"] = delivery_id
+    return client.post(f"{FIRE}/{made.public_id}", data=raw, content_type="application/json", headers=headers)
+
+
+def test_a_replayed_github_delivery_is_acknowledged_without_a_second_message(client, signed, user):
+    made, _, secret = signed
+    raw = b'{"ref": "refs/heads/main", "after": "1a2b"}'
+
+    first = _deliver(client, made, secret, raw, "72d3162e-cc78-11e3-81ab-4c9367dc0958")
+    again = _deliver(client, made, secret, raw, "72d3162e-cc78-11e3-81ab-4c9367dc0958")
+    new_id_same_body = _deliver(client, made, secret, raw, "0b4a5c1e-0000-11e3-81ab-4c9367dc0958")
+
+    assert first.status_code == 200 and "id" in first.json()
+    for repeat in (again, new_id_same_body):
+        assert repeat.status_code == 200
+        assert repeat.json()["success"] is True
+        assert "received before" in repeat.json()["message"]
+    assert Message.objects.filter(role=Role.USER).count() == 1
+    made.refresh_from_db()
+    assert made.fire_count == 1
+
+
+def test_a_delivery_id_counts_per_trigger_and_new_deliveries_go_on(client, signed, user):
+    made, _, secret = signed
+    other, _, other_secret = services.create_trigger(user, "Another repository", "Check it", signed=True)
+    raw = b'{"after": "1"}'
+    assert "id" in _deliver(client, made, secret, raw, "same-id").json()
+    assert "id" in _deliver(client, other, other_secret, raw, "same-id").json()  # another trigger: its own record
+    assert "id" in _deliver(client, made, secret, b'{"after": "2"}', "next-id").json()
+    assert Message.objects.filter(role=Role.USER).count() == 3
+
+
+def test_old_delivery_records_are_pruned(client, signed, settings):
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from triggers.models import ReceivedDelivery
+
+    made, _, secret = signed
+    _deliver(client, made, secret, b'{"after": "1"}', "old")
+    _deliver(client, made, secret, b'{"after": "2"}', "recent")
+    ReceivedDelivery.objects.filter(fingerprint__in=services.delivery_fingerprints("old", b'{"after": "1"}')).update(
+        received_at=timezone.now() - timedelta(seconds=settings.TRIGGER_DELIVERY_RETENTION_SECONDS + 60)
+    )
+
+    call_command("prunetriggerdeliveries", stdout=open("/dev/null", "w"))  # noqa: SIM115
+
+    left = set(ReceivedDelivery.objects.values_list("fingerprint", flat=True))
+    assert left == set(services.delivery_fingerprints("recent", b'{"after": "2"}'))

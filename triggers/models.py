@@ -63,3 +63,22 @@ class WebhookTrigger(models.Model):
     @property
     def signs(self) -> bool:
         return bool(self.signing_salt)
+
+
+class ReceivedDelivery(models.Model):
+    """A delivery a trigger recorded a message for, by GitHub's delivery id (X-GitHub-Delivery) and, for a signed
+    request, the digest of its signed body: a replay of either is acknowledged without a second message. Kept
+    TRIGGER_DELIVERY_RETENTION_SECONDS (`manage.py prunetriggerdeliveries`)."""
+
+    trigger = models.ForeignKey(WebhookTrigger, on_delete=models.CASCADE, related_name="+")
+    fingerprint = models.CharField(max_length=70)  # "id:" or "body:" + SHA-256 hex, never the raw header
+    received_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["trigger", "fingerprint"], name="one_record_per_delivery_per_trigger")
+        ]
+        verbose_name = "received delivery"
+
+    def __str__(self) -> str:
+        return f"{self.fingerprint[:16]}… for trigger {self.trigger_id}"

@@ -4,10 +4,11 @@ these functions; so does anything that lists a person's triggers (``triggers_of`
 import hashlib
 import hmac
 import secrets
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
@@ -15,7 +16,7 @@ from django.utils.crypto import salted_hmac
 from accounts.services import lock_account
 from keys import tokens
 from keys.models import ApiKey
-from triggers.models import ACTION_MAX_LENGTH, CONDITION_MAX_LENGTH, WebhookTrigger
+from triggers.models import ACTION_MAX_LENGTH, CONDITION_MAX_LENGTH, ReceivedDelivery, WebhookTrigger
 from triggers.summaries import summarise
 
 # pwh_ + 32 base62 characters (190 random bits) + a 6-character checksum, like a V2 key: a typo is refused before
@@ -158,13 +159,52 @@ def signature_matches(trigger: WebhookTrigger, body: bytes, header: str) -> bool
     X-Hub-Signature-256), with the current SECRET_KEY or a fallback."""
     if not trigger.signs or not header.startswith("sha256="):
         return False
-    presented = header.removeprefix("sha256=").strip().lower()
+    # Compared as bytes: compare_digest raises on str with non-ASCII characters, and a header is whatever was sent.
+    presented = header.removeprefix("sha256=").strip().lower().encode("utf-8", errors="replace")
     for server_key in (settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])):
         secret = _secret_with(trigger, server_key).encode("ascii")
-        expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
+        expected = hmac.new(secret, body, hashlib.sha256).hexdigest().encode("ascii")
         if hmac.compare_digest(expected, presented):
             return True
     return False
+
+
+# --- replays (X-GitHub-Delivery, signed bodies) -------------------------------------------------------------------
+
+
+def delivery_fingerprints(delivery_id: str | None, signed_body: bytes | None) -> list[str]:
+    """What identifies a delivery: GitHub's delivery id when sent, and the signed body's digest when the request was
+    signed (the id is not covered by the signature, so a replay with a made-up id still repeats the signed body)."""
+    found = []
+    if delivery_id:
+        found.append("id:" + hashlib.sha256(delivery_id.encode("utf-8", errors="replace")).hexdigest())
+    if signed_body is not None:
+        found.append("body:" + hashlib.sha256(signed_body).hexdigest())
+    return found
+
+
+def first_receipt(trigger: WebhookTrigger, delivery_id: str | None, signed_body: bytes | None) -> bool:
+    """Record the delivery for the trigger; False when it was recorded before (a replay, or GitHub redelivering).
+    Call it inside the transaction that records the message, so a failure there forgets the delivery too."""
+    fingerprints = delivery_fingerprints(delivery_id, signed_body)
+    if not fingerprints:
+        return True
+    try:
+        # A savepoint: the unique constraint, not a read first, settles two copies arriving together.
+        with transaction.atomic():
+            ReceivedDelivery.objects.bulk_create(
+                ReceivedDelivery(trigger=trigger, fingerprint=fingerprint) for fingerprint in fingerprints
+            )
+    except IntegrityError:
+        return False
+    return True
+
+
+def prune_received_deliveries() -> int:
+    """Forget deliveries older than TRIGGER_DELIVERY_RETENTION_SECONDS; returns how many."""
+    cutoff = timezone.now() - timedelta(seconds=settings.TRIGGER_DELIVERY_RETENTION_SECONDS)
+    deleted, _ = ReceivedDelivery.objects.filter(received_at__lt=cutoff).delete()
+    return deleted
 
 
 # --- what a firing says --------------------------------------------------------------------------------------------

@@ -1,28 +1,146 @@
-"""The built-in assistant: no network, no model. It confirms what it received, through which key, and what the
-request carried, and says plainly that it takes no action. For `make run`, demos and tests."""
+"""The built-in assistant: no network, no model, and it acts. It understands a few requests in English
+(assistant/local/intents.py: reminders once or repeating, listing and cancelling them, the calendar and unread mail
+when they are connected, the person's webhooks) and carries them out through the same Toolbox as the model-backed
+assistant, so every call is an Action shown under the reply and on the receipt. It asks back when a time is unclear,
+and says plainly what it cannot do. Times are the person's (the profile's time zone)."""
 
+import time
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.utils import timezone
 
 from assistant.conversation import AssistantRequest
+from assistant.local import replies
+from assistant.local.intents import ANSWER_HINT, Act, Ask, CancelNamed, Intent, Refuse, understand
 from assistant.outcomes import Reply
-from conversations.models import Source
+from assistant.tools import Toolbox
+from assistant.tools.toolbox import toolbox_for_request
+from conversations.models import Role, Source
 
 QUOTE_LIMIT = 280
 MEMBERS_LISTED = 10
 
 
-def deliver(request: AssistantRequest) -> Reply:
+def deliver(request: AssistantRequest, now: datetime | None = None) -> Reply:
+    """Times are read from when the person sent the message ("in 20 minutes" is 20 minutes after they wrote it), so
+    an attempt that replays a lost one makes the very same calls, which the tool ledger then does not repeat; ``now``
+    (aware) stands for that moment in tests. Everything is said in the person's time zone."""
+    toolbox = toolbox_for_request(request)
+    if toolbox is None or not request.text.strip():
+        return Reply(f"{_receipt(request)}\n\n{replies.CAPABILITIES}")
+    zone = ZoneInfo(toolbox.time_zone)  # read with the toolbox: an attempt thread holds no connection
+    local_now = (now or _sent_at(request)).astimezone(zone).replace(tzinfo=None)
+    text = request.text
+    if request.source == Source.WEBHOOK_TRIGGER:
+        text = text.split("\n", 1)[0]  # the trigger's action; the next line only says which trigger fired
+    intent = understand(text, local_now, toolbox.tools.keys(), earlier=_asked_about(request))
+    return Reply(_Turn(toolbox, zone, local_now).carry_out(intent, request))
+
+
+def _sent_at(request: AssistantRequest) -> datetime:
+    try:
+        sent = datetime.fromisoformat(request.created_at)
+    except ValueError:
+        return timezone.now()
+    return sent if sent.tzinfo is not None else timezone.now()
+
+
+def _asked_about(request: AssistantRequest) -> str | None:
+    """The person's earlier message when this one answers our question about its time."""
+    thread = request.thread
+    if len(thread) >= 3 and thread[-1].id == request.message_id:
+        question, earlier = thread[-2], thread[-3]
+        if question.role == Role.ASSISTANT and question.text.endswith(ANSWER_HINT) and earlier.role == Role.USER:
+            return earlier.text
+    return None
+
+
+class _Turn:
+    """One answer: its tool calls, numbered like a model's, within the same time limit as the model's."""
+
+    def __init__(self, toolbox: Toolbox, zone: ZoneInfo, now: datetime) -> None:
+        self.toolbox, self.zone, self.now = toolbox, zone, now
+        self.calls = 0
+        self.deadline = time.monotonic() + settings.ASSISTANT_TOOL_SECONDS
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """(result, ok) of one call through the toolbox, which records it as an Action."""
+        self.calls += 1
+        result = self.toolbox.call(f"local_{self.calls}", tool, arguments, 1, self.deadline)
+        failed = result.startswith("Error: ")
+        return result.removeprefix("Error: "), not failed
+
+    def carry_out(self, intent: Intent, request: AssistantRequest) -> str:
+        if isinstance(intent, Act):
+            return self.act(intent)
+        if isinstance(intent, CancelNamed):
+            return self.cancel(intent.words)
+        if isinstance(intent, (Ask, Refuse)):
+            return intent.question if isinstance(intent, Ask) else intent.reason
+        if request.source in (Source.WEBHOOK_TRIGGER, Source.TOOL_FOLLOW_UP) or _context_summary(request.context):
+            return f"{_receipt(request)}\n\n{replies.CAPABILITIES}"
+        return f"Sorry, I didn't understand that. {replies.CAPABILITIES}"
+
+    def act(self, intent: Act) -> str:
+        result, ok = self.call(intent.tool, intent.arguments)
+        if not ok:
+            return f"I couldn't do that: {result}"
+        if intent.done and intent.tool != "calendar_list_events":
+            return intent.done + self.zone_hint()
+        if intent.tool == "list_reminders":
+            return replies.reminders(result, self.now)
+        if intent.tool == "list_webhook_triggers":
+            return replies.webhooks(result)
+        if intent.tool == "calendar_list_events":
+            return replies.events(result, intent.done, self.zone, self.now)
+        return replies.mail(result)
+
+    def zone_hint(self) -> str:
+        if self.zone.key != "UTC":
+            return ""
+        return " (That is UTC: set your time zone under Settings if you live elsewhere.)"
+
+    def cancel(self, words: str) -> str:
+        result, ok = self.call("list_reminders", {})
+        if not ok:
+            return f"I couldn't look at your reminders: {result}"
+        found = replies.parsed(result, "reminders") or []
+        if not found:
+            return "You have no reminders scheduled."
+        matching = [item for item in found if _matches(item, words)] if words else []
+        if len(matching) != 1:
+            listed = "\n".join(f"- {replies.reminder_line(item, self.now)}" for item in found[: replies.LISTED])
+            if not words or len(matching) > 1:
+                return f"Which one should I cancel? Say “cancel the … reminder” with its words:\n{listed}"
+            return f"I found no reminder about “{words}”. Your reminders:\n{listed}"
+        result, ok = self.call("cancel_reminder", {"id": matching[0]["id"]})
+        if not ok:
+            return f"I couldn't cancel it: {result}"
+        return f"Cancelled your reminder “{matching[0].get('text', '')}”."
+
+
+def _matches(item: dict[str, Any], words: str) -> bool:
+    if words.startswith("rem_"):
+        return item.get("id") == words
+    text = str(item.get("text", "")).lower()
+    return all(word in text for word in words.lower().split())
+
+
+# --- a message that is not a request in words (a webhook's payload, a JSON body without text) -------------------
+
+
+def _receipt(request: AssistantRequest) -> str:
     parts = [_arrival(request)]
     if request.text:
         parts.append(f"You wrote: “{_shorten(request.text, QUOTE_LIMIT)}”.")
     summary = _context_summary(request.context)
     if summary:
         parts.append(summary)
-    parts.append(
-        "I am the built-in local assistant: I confirm receipt and take no action. "
-        "Set ASSISTANT_BACKEND to webhook or openai to connect a real assistant."
-    )
-    return Reply(" ".join(parts))
+    parts.append("I found no request in it that I can act on.")
+    return " ".join(parts)
 
 
 def _arrival(request: AssistantRequest) -> str:
@@ -32,6 +150,8 @@ def _arrival(request: AssistantRequest) -> str:
         return "Received through one of your webhook triggers."
     if request.source == Source.TOOL_FOLLOW_UP:
         return "Received a follow-up from a tool."
+    if request.source in (Source.SMS, Source.WHATSAPP, Source.IMESSAGE, Source.TELEGRAM):
+        return f"Received by {Source(request.source).label}."
     return "Received from the app."
 
 

@@ -18,16 +18,14 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.contrib.auth.models import User
 from django.utils import timezone
 
-from accounts.services import profile_of
 from assistant import http
 from assistant.conversation import AssistantRequest, ThreadEntry
 from assistant.outcomes import DeliveryFailure, PermanentFailure, Reply, storable_reply
 from assistant.tools import Toolbox
-from assistant.tools.toolbox import toolbox_for
-from conversations.models import Delivery, Role, Source
+from assistant.tools.toolbox import toolbox_for_request
+from conversations.models import AssistantBackend, Role, Source
 
 SERVICE = "The chat-completions API"
 MAX_CALLS_PER_ROUND = 8
@@ -38,11 +36,17 @@ TOOLS_PROMPT = (
 
 
 def chat_messages(request: AssistantRequest) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": settings.ASSISTANT_SYSTEM_PROMPT}]
+    history: list[dict[str, Any]] = []
     for entry in request.thread:
+        if entry.role == Role.ASSISTANT and entry.replied_by == AssistantBackend.LOCAL:
+            continue  # the built-in local assistant's receipts ("I take no action"): not words for a model to go on
         content = _content_of_current(request) if entry.id == request.message_id else _content(entry)
-        messages.append({"role": "assistant" if entry.role == Role.ASSISTANT else "user", "content": content})
-    return messages
+        history.append({"role": "assistant" if entry.role == Role.ASSISTANT else "user", "content": content})
+    # The window of recent messages may begin with an answer whose question fell outside it: a chat starts with the
+    # person speaking (some servers refuse anything else, and a model would take the orphan for its own opening).
+    while history and history[0]["role"] != "user":
+        history.pop(0)
+    return [{"role": "system", "content": settings.ASSISTANT_SYSTEM_PROMPT}, *history]
 
 
 def _content(entry: ThreadEntry) -> str:
@@ -64,21 +68,13 @@ def _content_of_current(request: AssistantRequest) -> str:
 
 
 def deliver(request: AssistantRequest) -> Reply:
-    toolbox = _toolbox(request)
+    toolbox = toolbox_for_request(request)
     messages = chat_messages(request)
     if toolbox is not None and toolbox.tools:
-        zone = profile_of(toolbox.user).time_zone
+        zone = toolbox.time_zone
         now = timezone.now().astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M (%A)")
         messages[0]["content"] += "\n\n" + TOOLS_PROMPT.format(zone=zone, now=now)
     return _converse(messages, toolbox)
-
-
-def _toolbox(request: AssistantRequest) -> Toolbox | None:
-    delivery = Delivery.objects.filter(message__public_id=request.message_id).first()
-    user = User.objects.filter(pk=request.user_id).first()
-    if delivery is None or user is None:
-        return None
-    return toolbox_for(user, delivery, request.attempt)
 
 
 def _converse(messages: list[dict[str, Any]], toolbox: Toolbox | None) -> Reply:

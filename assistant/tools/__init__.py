@@ -1,21 +1,29 @@
 """The tools the assistant may call while answering a message: built-in ones (reminders, webhook triggers) and the
-tools of the person's active MCP connections. Each call is recorded as an ``Action`` of the delivery; whatever
-happens (an unknown tool, arguments that are not JSON, a server that hangs or fails) becomes a result text for the
-model, flagged as an error, never an exception out of the delivery."""
+tools of the person's active MCP connections. ``Toolbox.call`` is the one way to run a call, whichever assistant
+asks for it: each call is recorded as an ``Action`` of the delivery, in the ledger that makes it act at most once
+per delivery across attempts (assistant/tools/ledger.py); whatever happens (an unknown tool, arguments that are not
+JSON, a server that hangs or fails) becomes a result text for the model, flagged as an error, never an exception out
+of the delivery.
+
+Attempt threads hold no database connection (ops/database_work.py): the ledger's writes, and every tool with
+``uses_database`` (the default), run on the process's small pool of database threads; a tool that mostly waits on
+the network (an MCP server) sets ``uses_database=False``, runs on the attempt's own thread, and sends its few
+database writes through ``ops.database_work.database``."""
 
 import json
 import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.utils import timezone
 
 from assistant.models import Action, ToolKind
+from assistant.tools import ledger
 from conversations.models import Delivery
+from ops.database_work import database
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +57,13 @@ class Tool:
     run: Callable[[dict[str, Any], Call], str]
     original_name: str = ""  # the name on the MCP server, when it differs
     connection: Any = None  # connections.models.Connection for MCP tools
+    # Whether calling it changes nothing (listing, searching, reading). Unknown means side-effecting: an MCP
+    # server's tool, or anything not marked, is treated as one that acts. A read-only call a lost attempt left
+    # unfinished simply runs again; others are not repeated (assistant/tools/ledger.py).
+    read_only: bool = False
+    # Runs on the database threads (ops/database_work.py); False for a tool that mostly waits on the network and
+    # sends its few database writes through ops.database_work.database itself.
+    uses_database: bool = True
 
     def as_openai(self) -> dict[str, Any]:
         return {
@@ -63,6 +78,8 @@ class Toolbox:
     delivery: Delivery
     attempt: int
     tools: dict[str, Tool] = field(default_factory=dict)
+    time_zone: str = "UTC"  # the person's, read with the toolbox (an attempt thread cannot read the profile)
+    next_index: int = 0  # the index the next call gets in the delivery's ledger
 
     def add(self, tool: Tool) -> None:
         name = tool_name(tool.name)
@@ -70,26 +87,19 @@ class Toolbox:
         while name in self.tools:
             name = tool_name(f"{tool.name[:58]}_{suffix}")
             suffix += 1
-        self.tools[name] = Tool(
-            name=name,
-            description=tool.description,
-            parameters=tool.parameters,
-            kind=tool.kind,
-            run=tool.run,
-            original_name=tool.original_name or tool.name,
-            connection=tool.connection,
-        )
+        self.tools[name] = replace(tool, name=name, original_name=tool.original_name or tool.name)
 
     def as_openai(self) -> list[dict[str, Any]]:
         return [tool.as_openai() for tool in self.tools.values()]
 
     def call(self, call_id: str, name: str, raw_arguments: Any, round_number: int, deadline: float) -> str:
-        """Run one tool call the model asked for, record it, and return what the model is told."""
+        """Run one tool call the model asked for, at most once for the delivery, and return what the model is told."""
         tool = self.tools.get(name) if isinstance(name, str) else None
         arguments, problem = _arguments(raw_arguments)
-        action = Action.objects.create(
-            delivery=self.delivery,
+        planned = ledger.Planned(
+            delivery_id=self.delivery.pk,
             attempt=self.attempt,
+            index=self.next_index,
             round=round_number,
             tool_call_id=str(call_id)[:100],
             kind=tool.kind if tool else ToolKind.BUILT_IN,
@@ -97,14 +107,29 @@ class Toolbox:
             connection=tool.connection if tool else None,
             connection_name=tool.connection.name if tool and tool.connection is not None else "",
             arguments=arguments if problem is None else {"_unparsed": str(raw_arguments)[:1000]},
+            read_only=tool.read_only if tool else True,
         )
+        entry = database(ledger.begin, planned)
+        self.next_index = entry.index + 1
+        if entry.verdict is ledger.Verdict.LOST:
+            return "Error: this attempt no longer holds the message (another worker took it over); nothing was done."
+        if entry.verdict is ledger.Verdict.UNKNOWN:
+            return (
+                "Error: an earlier attempt at this message started this same call and was interrupted before it "
+                "could record the result, so whether it took effect is unknown. It is not repeated: tell the person."
+            )
+        action = entry.action
+        assert action is not None  # RUN and REUSE carry their ledger entry
+        if entry.verdict is ledger.Verdict.REUSE:
+            return action.result
         if tool is None:
             known = ", ".join(sorted(self.tools)) or "none"
             return _finish(action, f"Error: there is no tool named {str(name)[:100]!r}. The tools are: {known}.", True)
         if problem is not None:
             return _finish(action, f"Error: {problem} Call {tool.name} again with a JSON object of arguments.", True)
+        call = Call(self.user, action, deadline)
         try:
-            result = tool.run(arguments, Call(self.user, action, deadline))
+            result = database(tool.run, arguments, call) if tool.uses_database else tool.run(arguments, call)
         except ToolError as error:
             return _finish(action, f"Error: {error}", True)
         except Exception as error:  # a bug in a tool must not end the delivery: the model hears it failed
@@ -141,8 +166,5 @@ def _finish(action: Action, result: str, is_error: bool) -> str:
     text = result.replace("\x00", "")
     if len(text) > MAX_RESULT_CHARACTERS:
         text = text[:MAX_RESULT_CHARACTERS] + "… (cut)"
-    action.result = text
-    action.is_error = is_error
-    action.finished_at = timezone.now()
-    action.save(update_fields=["result", "is_error", "finished_at"])
+    database(ledger.finish, action, text, is_error)
     return text

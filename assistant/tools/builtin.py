@@ -93,6 +93,7 @@ def tools() -> list[Tool]:
             parameters={"type": "object", "properties": {}},
             kind=ToolKind.BUILT_IN,
             run=list_reminders,
+            read_only=True,
         ),
         Tool(
             name="cancel_reminder",
@@ -114,5 +115,6 @@ def tools() -> list[Tool]:
             parameters={"type": "object", "properties": {}},
             kind=ToolKind.BUILT_IN,
             run=list_webhook_triggers,
+            read_only=True,
         ),
     ]

@@ -1,5 +1,7 @@
 """The tools of the person's active MCP connections, called over Streamable HTTP with the connection's key, and
-with X-Poke-Callback-Url / X-Poke-Callback-Token so a long-running tool can post follow-ups (poke.mcp)."""
+with X-Poke-Callback-Url / X-Poke-Callback-Token so a long-running tool can post follow-ups (poke.mcp). A call runs
+on the attempt's own thread (it waits on the server for up to MCP_TIMEOUT_SECONDS); its database writes go to the
+database threads (ops/database_work.py)."""
 
 import hashlib
 import secrets
@@ -12,6 +14,8 @@ from assistant.models import Action, FollowUpToken, ToolKind
 from assistant.tools import Call, Tool, ToolError, tool_name
 from connections import client, crypto
 from connections.models import Connection
+from ops import public_url
+from ops.database_work import database
 
 CALLBACK_PATH = "/api/v1/mcp/callback"
 TOKEN_PREFIX = "pfu_"
@@ -28,21 +32,25 @@ def digest_of(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def _note_error(connection_id: int, error: str) -> None:
+    Connection.objects.filter(pk=connection_id).update(last_error=error)
+
+
 def _runner(connection: Connection, name: str) -> Any:
     def run(arguments: dict[str, Any], call: Call) -> str:
         seconds = min(settings.MCP_TIMEOUT_SECONDS, call.seconds_left())
         if seconds < 0.5:
             raise ToolError("No time is left for this tool call in this turn.")
         headers = {
-            "X-Poke-Callback-Url": settings.PUBLIC_BASE_URL + CALLBACK_PATH,
-            "X-Poke-Callback-Token": new_token_for(call.action),
+            "X-Poke-Callback-Url": public_url.base_url() + CALLBACK_PATH,
+            "X-Poke-Callback-Token": database(new_token_for, call.action),
         }
         try:
             result = client.call_tool(
                 connection.server_url, crypto.decrypt(connection.api_key_encrypted), name, arguments, headers, seconds
             )
         except (client.McpError, crypto.UnreadableSecret) as failed:
-            Connection.objects.filter(pk=connection.pk).update(last_error=f"Calling {name}: {failed}"[:1000])
+            database(_note_error, connection.pk, f"Calling {name}: {failed}"[:1000])
             raise ToolError(str(failed)) from None
         if result.is_error:
             raise ToolError(result.text)
@@ -69,6 +77,7 @@ def tools_of(user: User) -> list[Tool]:
                     run=_runner(connection, tool.name),
                     original_name=tool.name,
                     connection=connection,
+                    uses_database=False,  # it waits on the server; its two writes go through database()
                 )
             )
     return found

@@ -19,6 +19,8 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
             raise BadRequest("The body is not UTF-8.") from None
         except ValueError:
             raise BadRequest("The body is not JSON.", "invalid_json") from None
+        except RecursionError:
+            raise BadRequest("The body is nested too deeply.") from None
         if not isinstance(cached, dict):
             raise BadRequest("The body is not a JSON object.")
         request._channel_payload = cached  # type: ignore[attr-defined]
@@ -35,3 +37,21 @@ def items(value: Any) -> list[Any]:
 
 def text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def is_reasonable_id(value: str, limit: int) -> bool:
+    """An id or address a provider could have sent: printable, not empty, within the column's length. Anything else
+    (a NUL, which PostgreSQL cannot store; kilobytes of text) is not looked up or stored."""
+    return 0 < len(value) <= limit and value.isprintable()
+
+
+def storable(value: Any) -> Any:
+    """A provider's value as the database can keep it: NUL characters dropped and lone surrogates (JSON's "\\ud800")
+    replaced, in every string of it."""
+    if isinstance(value, str):
+        return value.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [storable(item) for item in value]
+    return value

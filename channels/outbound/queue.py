@@ -1,5 +1,5 @@
 """The outbox as a queue: rows claimed in batches by the channel workers (channels/outbound/sender.py), with the
-delivery engine's guarantees, from the same policy module (conversations/leases.py): a claim holds a row under a
+delivery engine's guarantees, from the same policy module (delivery/leases.py): a claim holds a row under a
 lease the worker renews; a row whose worker died is taken over once its lease expires, and failed after
 CHANNEL_MAX_TAKEOVERS takeovers; failures retry with backoff; every outcome is written only while the attempt still
 holds the row, so a worker that comes back late writes nothing.
@@ -20,7 +20,7 @@ from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from channels.models import LinkedAddress, OutboundMessage, OutboundStatus
-from conversations import leases
+from delivery import leases
 
 
 def policy() -> leases.LeasePolicy:
@@ -51,7 +51,7 @@ class Claim:
     last_inbound_at: datetime | None
 
 
-# The claimable rows, first in order, locked for this claim: ready (conversations/leases.py) and first among their
+# The claimable rows, first in order, locked for this claim: ready (delivery/leases.py) and first among their
 # person's pending rows.
 _CLAIMABLE = """
     SELECT c.id FROM {outbox} AS c

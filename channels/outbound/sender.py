@@ -2,7 +2,7 @@
 
 - One claimer (a database connection) claims ready outbox rows in batches whenever send slots are free, decides
   each without the database (channels/outbound/decide.py: send, send the approved template, wait for quiet hours,
-  hold) and renews the leases of the sends in flight (conversations/leases.py ``Renewals``).
+  hold) and renews the leases of the sends in flight (delivery/leases.py ``Renewals``).
 - CHANNEL_CONCURRENCY send threads call the providers through the adapters, one HTTP request per row. They never
   touch the database.
 - One recorder (a database connection) writes each outcome while its attempt still holds the row.
@@ -32,7 +32,7 @@ from channels.models import OutboundMessage
 from channels.outbound import queue, template
 from channels.outbound.decide import Decision, Hold, Send, Wait, decide
 from channels.outbound.queue import Claim
-from conversations import leases
+from delivery import leases
 
 logger = logging.getLogger("channels.outbound")
 

@@ -2,6 +2,7 @@ from typing import Any
 
 from django import forms
 
+from keys.scopes import CONSOLE_DEFAULT, Scope, parse
 from keys.services import key_name_field
 
 
@@ -10,14 +11,6 @@ class NewKeyForm(forms.Form):
         label="Name",
         help_text="What the key is for, so you know which one to revoke later. For example “GitHub deploys”.",
         widget=forms.TextInput(attrs={"autocomplete": "off"}),
-    )
-    may_read_replies = forms.BooleanField(
-        required=False,
-        label="May read replies",
-        help_text=(
-            "Receipts read with this key (GET /api/v1/inbound/messages/{id}) include the assistant's reply. Leave it "
-            "off unless the script needs the reply: the reply is meant for you, in your conversation."
-        ),
     )
     # The one-time token that makes resubmitting the same form (reload, Back, a double click) harmless.
     nonce = forms.CharField(widget=forms.HiddenInput, max_length=64)
@@ -28,7 +21,32 @@ class NewKeyForm(forms.Form):
             self.fields["name"].widget.attrs["autofocus"] = True
 
 
-class ReplyPermissionForm(forms.Form):
-    """On a key's page: turn "may read replies" on or off."""
+def _scopes_field() -> forms.MultipleChoiceField:
+    return forms.MultipleChoiceField(
+        label="What this key may do",
+        choices=Scope.choices,
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "Choose at least one thing the key may do."},
+    )
 
-    may_read_replies = forms.BooleanField(required=False)
+
+class NewV2KeyForm(NewKeyForm):
+    """Add API Key: a name and the key's scopes (by default what a script that sends messages needs)."""
+
+    scopes = _scopes_field()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scopes"].initial = [scope.value for scope in Scope if scope in CONSOLE_DEFAULT]
+
+    def chosen_scopes(self) -> frozenset[Scope]:
+        return parse(self.cleaned_data["scopes"])
+
+
+class ScopesForm(forms.Form):
+    """On a key's page: change what it may do."""
+
+    scopes = _scopes_field()
+
+    def chosen_scopes(self) -> frozenset[Scope]:
+        return parse(self.cleaned_data["scopes"])

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from devices import services
 from devices.models import DeviceAuthorization
+from keys.scopes import CLI, Scope
 from keys.services import has_room_for_a_key
 from ops import metrics
 from ops.limits import AttemptLimit
@@ -58,7 +59,7 @@ def device(request: HttpRequest) -> HttpResponse:
         return refused
     if found is None:
         return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=404)
-    return render(request, "devices/confirm.html", {"authorization": found})
+    return render(request, "devices/confirm.html", {"authorization": found, "scopes": _cli_scopes()})
 
 
 def _decide(request: HttpRequest) -> HttpResponse:
@@ -78,8 +79,14 @@ def _decide(request: HttpRequest) -> HttpResponse:
             f"This account already has {settings.MAX_ACTIVE_KEYS_PER_ACCOUNT} active API keys, the most it may hold: "
             "revoke one under API Keys, then approve."
         )
-        return render(request, "devices/confirm.html", {"authorization": found, "error": full}, status=409)
+        context = {"authorization": found, "error": full, "scopes": _cli_scopes()}
+        return render(request, "devices/confirm.html", context, status=409)
     decided = services.approve(found, user) if decision == "approve" else services.deny(found, user)
     if not decided:  # approved or denied in another tab a moment ago, or it expired just now
         return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=409)
     return render(request, "devices/done.html", {"authorization": found, "approved": decision == "approve"})
+
+
+def _cli_scopes() -> list[Scope]:
+    """What the key a CLI log-in creates may do (keys/scopes.py CLI), in the order scopes are listed everywhere."""
+    return [scope for scope in Scope if scope in CLI]

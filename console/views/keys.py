@@ -9,10 +9,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console import activity, examples, nonces
-from console.forms.keys import NewKeyForm, ReplyPermissionForm
+from console.forms.keys import NewKeyForm, NewV2KeyForm, ScopesForm
 from conversations.models import Delivery
 from keys import services
 from keys.models import ApiKey, Generation
+from keys.scopes import Scope
 
 RECENT_DELIVERIES = 20
 
@@ -35,8 +36,13 @@ def _keys_of(request: HttpRequest, generation: Generation | None = None) -> Quer
     return keys.order_by(F("revoked_at").desc(nulls_first=True), "-created_at")
 
 
-def _fresh_form(request: HttpRequest, *, autofocus: bool = False) -> NewKeyForm:
-    return NewKeyForm(initial={"nonce": nonces.issue(request.user.pk)}, autofocus=autofocus)  # type: ignore[arg-type]
+def _form_class(generation: Generation) -> type[NewKeyForm]:
+    return NewV2KeyForm if generation == Generation.V2 else NewKeyForm
+
+
+def _fresh_form(request: HttpRequest, generation: Generation, *, autofocus: bool = False) -> NewKeyForm:
+    nonce = nonces.issue(request.user.pk)  # type: ignore[arg-type]
+    return _form_class(generation)(initial={"nonce": nonce}, autofocus=autofocus)
 
 
 def _list_url_of(generation: str) -> str:
@@ -45,7 +51,7 @@ def _list_url_of(generation: str) -> str:
 
 def _refused_form(request: HttpRequest, form: NewKeyForm, generation: Generation, reason: str) -> HttpResponse:
     """The form again, saying why no key was created, with a fresh one-time token (the old one is spent)."""
-    refused = NewKeyForm(
+    refused = _form_class(generation)(
         {**form.cleaned_data, "nonce": nonces.issue(request.user.pk)},  # type: ignore[arg-type]
         autofocus=generation == Generation.V2,
     )
@@ -67,7 +73,7 @@ def _create_and_show_once(request: HttpRequest, form: NewKeyForm, generation: Ge
             request.user,  # type: ignore[arg-type]
             form.cleaned_data["name"],
             generation,
-            may_read_replies=form.cleaned_data["may_read_replies"],
+            scopes=form.chosen_scopes() if isinstance(form, NewV2KeyForm) else None,
         )
     except services.KeyLimitReached as full:
         return _refused_form(request, form, generation, str(full))
@@ -92,12 +98,13 @@ def key_list(request: HttpRequest) -> HttpResponse:
 @never_cache
 @require_http_methods(["GET", "POST"])
 def new_key(request: HttpRequest) -> HttpResponse:
+    form: NewKeyForm
     if request.method == "POST":
-        form = NewKeyForm(request.POST, autofocus=True)
+        form = NewV2KeyForm(request.POST, autofocus=True)
         if form.is_valid():
             return _create_and_show_once(request, form, Generation.V2)
     else:
-        form = _fresh_form(request, autofocus=True)
+        form = _fresh_form(request, Generation.V2, autofocus=True)
     return render(request, "keys/new.html", {"form": form})
 
 
@@ -113,23 +120,26 @@ def key_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "series": series,
         "chart": activity.bar_chart(series),
         "back_url": _list_url_of(key.generation),
+        "scopes_form": ScopesForm(initial={"scopes": sorted(key.scope_set)}),
+        "scopes": [scope for scope in Scope if key.has_scope(scope)],
     }
     return render(request, "keys/detail.html", context)
 
 
 @login_required
 @require_POST
-def reply_permission(request: HttpRequest, pk: int) -> HttpResponse:
-    """The key page's switch: whether receipts read with this key carry the assistant's reply."""
+def key_scopes(request: HttpRequest, pk: int) -> HttpResponse:
+    """The key page's form: what a V2 key may do, from its next request on."""
     key = _owned_key(request, pk)
-    form = ReplyPermissionForm(request.POST)
-    if form.is_valid() and not key.is_revoked:
-        allowed = form.cleaned_data["may_read_replies"]
-        services.allow_reading_replies(key, allowed)
-        if allowed:
-            messages.success(request, f"Receipts read with “{key.name}” now include the assistant's reply.")
-        else:
-            messages.success(request, f"Receipts read with “{key.name}” no longer include the assistant's reply.")
+    if key.is_revoked or key.generation != Generation.V2:
+        return redirect("keys:detail", pk=key.pk)
+    form = ScopesForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Nothing was changed: choose at least one thing the key may do.")
+    elif services.set_scopes(key, form.chosen_scopes()):
+        messages.success(request, f"“{key.name}” may now: {', '.join(s.value for s in Scope if key.has_scope(s))}.")
+    else:
+        messages.info(request, f"“{key.name}” already had exactly these scopes.")
     return redirect("keys:detail", pk=key.pk)
 
 
@@ -152,7 +162,7 @@ def revoke(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def advanced(request: HttpRequest) -> HttpResponse:
     """Settings → Advanced: the deprecated V1 keys of the legacy webhook."""
-    context = {"keys": _keys_of(request, Generation.V1), "form": _fresh_form(request)}
+    context = {"keys": _keys_of(request, Generation.V1), "form": _fresh_form(request, Generation.V1)}
     return render(request, "keys/advanced.html", context)
 
 

@@ -5,11 +5,12 @@ its owner's thread and make model instances of them (about a tenth of the messag
 A key that sends once usually sends again, so each gunicorn worker remembers the keys it found valid.
 
 A remembered key is never taken on trust. It is *unconfirmed* until the message's own insert confirms it: the
-statement writes the message only if the key still exists with that digest, is not revoked, its owner's account is
-still active and their thread is still the one remembered (``still_holds``; ingestion.hotpath.inserts ``only_if``),
-and writes nothing otherwise. When it did not hold, or the request ends in any other answer than the recorded
-message, the view looks the key up afresh before it answers (ingestion/views.py). So revoking or deleting a key,
-or deactivating its account, takes effect from the next request, as with a lookup every time.
+statement writes the message only if the key still exists with that digest, is not revoked or expired, still has
+the scope messages:send, its owner's account is still active and their thread is still the one remembered
+(``still_holds``; ingestion.hotpath.inserts ``only_if``), and writes nothing otherwise. When it did not hold, or the
+request ends in any other answer than the recorded message, the view looks the key up afresh before it answers
+(ingestion/views.py). So revoking or deleting a key, or deactivating its account, takes effect from the next
+request, as with a lookup every time.
 
 What is remembered is the lookup's model instances, shared by the worker's threads: they are read, not changed,
 except ``last_used_at``, which keys.services.note_key_used moves forward (so a busy key is still noted once per
@@ -27,11 +28,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
+from django.utils import timezone
 
 from conversations.models import Conversation
 from ingestion.hotpath.inserts import Condition
 from ingestion.hotpath.lookup import column_of
 from keys.models import ApiKey
+from keys.scopes import Scope
 
 _lock = threading.Lock()
 _remembered: dict[str, "_Entry"] = {}  # insertion order is age order: the first entry is the oldest
@@ -82,9 +85,11 @@ class NoLongerHolds(Exception):
 
 
 def still_holds(key: ApiKey, conversation: Conversation) -> Condition:
-    """The condition on which a message from a remembered key is written: the key, with the same digest, exists and
-    is not revoked, its owner's account is active, and ``conversation`` is still its owner's."""
-    return Condition(_still_holds_sql(), [key.pk, key.digest, conversation.pk])
+    """The condition on which a message from a remembered key is written: the key, with the same digest, exists, is
+    not revoked, has not expired and may still send (messages:send), its owner's account is active, and
+    ``conversation`` is still its owner's."""
+    scope = f"% {Scope.MESSAGES_SEND.value} %"
+    return Condition(_still_holds_sql(), [key.pk, key.digest, timezone.now(), scope, conversation.pk])
 
 
 @cache
@@ -103,6 +108,10 @@ def _still_holds_sql() -> str:
         f"JOIN {quote(Conversation._meta.db_table)} c ON c.{user} = k.{owner} "
         f"JOIN {users} u ON u.{user_id} = k.{owner} "
         f"WHERE k.{column(ApiKey, 'id')} = %s AND k.{column(ApiKey, 'digest')} = %s "
-        f"AND k.{column(ApiKey, 'revoked_at')} IS NULL AND c.{column(Conversation, 'id')} = %s "
+        f"AND k.{column(ApiKey, 'revoked_at')} IS NULL "
+        f"AND (k.{column(ApiKey, 'expires_at')} IS NULL OR k.{column(ApiKey, 'expires_at')} > %s) "
+        # the scope names are separated by spaces: padded, a name matches only whole
+        f"AND (' ' || k.{column(ApiKey, 'scopes')} || ' ') LIKE %s "
+        f"AND c.{column(Conversation, 'id')} = %s "
         f"AND u.{column(user_model, 'is_active')})"
     )

@@ -23,6 +23,7 @@ _SOURCE_OF_ENDPOINT = {
     Endpoint.CONSOLE: Source.APP,
     Endpoint.WEBHOOK_TRIGGER: Source.WEBHOOK_TRIGGER,
     Endpoint.FOLLOW_UP: Source.TOOL_FOLLOW_UP,
+    Endpoint.CHANNEL: Source.SMS,  # the caller names the channel (``source``)
 }
 
 
@@ -36,6 +37,7 @@ def record_user_message(
     request_id: str = "",
     confirm_key: bool = False,
     trigger: WebhookTrigger | None = None,
+    source: Source | None = None,
 ) -> Message:
     """Record a message in the user's thread and its delivery record (with the database task backend, the delivery
     queue's entry: delivery/queue.py), together or not at all (DESIGN.md, "Conversations and the assistant
@@ -45,7 +47,9 @@ def record_user_message(
     if it
     still holds, else nothing is and ``recent.NoLongerHolds`` is raised.
 
-    ``trigger``: the webhook trigger whose firing this is (then there is no key)."""
+    ``trigger``: the webhook trigger whose firing this is (then there is no key).
+
+    ``source``: where the person wrote it, when the endpoint alone does not say (a linked channel: sms, ...)."""
     # Keys by id rather than by instance: nothing reads the related objects back from these rows, and setting an
     # instance goes through Django's related-object descriptor (type and router checks, caches) for each.
     api_key_id = None if api_key is None else api_key.pk
@@ -53,7 +57,7 @@ def record_user_message(
     message = Message(
         conversation_id=conversation.pk,
         role=Role.TOOL if endpoint == Endpoint.FOLLOW_UP else Role.USER,
-        source=_SOURCE_OF_ENDPOINT[endpoint],
+        source=source or _SOURCE_OF_ENDPOINT[endpoint],
         text=text,
         context=context,
         api_key_id=api_key_id,

@@ -2,23 +2,7 @@
 (function () {
   "use strict";
 
-  var timeFormat = new Intl.DateTimeFormat(undefined, {
-    month: "short",
-    day: "numeric",
-    hour: "2-digit",
-    minute: "2-digit",
-    timeZoneName: "short",
-  });
-
-  // The server writes times in UTC, saying so; show them in the reader's own time zone, saying which.
-  function localizeTimes(root) {
-    root.querySelectorAll("time[datetime]").forEach(function (element) {
-      var moment = new Date(element.getAttribute("datetime"));
-      if (!isNaN(moment.getTime())) {
-        element.textContent = timeFormat.format(moment);
-      }
-    });
-  }
+  // Times are not rewritten here: the server writes every one in the person's own time zone (Settings), one way.
 
   function copyWithSelection(text) {
     var scratch = document.createElement("textarea");
@@ -106,9 +90,6 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    localizeTimes(document);
     document.querySelectorAll("input[data-browser-time-zone]").forEach(offerBrowserTimeZone);
   });
-
-  window.consoleUi = { localizeTimes: localizeTimes };
 })();

@@ -43,9 +43,6 @@
       var element = holder.content.firstElementChild;
       element.classList.add("msg--new");
       thread.appendChild(element);
-      if (window.consoleUi) {
-        window.consoleUi.localizeTimes(element);
-      }
       added += 1;
     });
     if (added) {
@@ -142,9 +139,6 @@
         var shown = document.getElementById(data.id);
         if (shown && whole) {
           shown.replaceWith(whole);
-          if (window.consoleUi) {
-            window.consoleUi.localizeTimes(whole);
-          }
         }
       })
       .catch(function () {

@@ -224,3 +224,32 @@ def _shoot_what_the_assistant_does(page, user) -> None:
     page.get_by_text("What the assistant did").click()
     page.get_by_text("What the assistant did").scroll_into_view_if_needed()
     _shoot(page, "conversation-actions", full_page=False)
+
+
+def test_channel_screenshots(context, live_server, settings, providers):
+    """Settings → Channels with every provider configured (the fake ones of tests/providers.py): a number linked by
+    SMS and a Telegram chat, a WhatsApp code just sent and waiting to be typed."""
+    from channels.models import LinkedAddress
+    from tests.providers import configure
+
+    configure(settings, providers, live_server.url)
+    user = create_account(email=EMAIL, password=PASSWORD, phone_number="+14155551234", channel="sms")
+    now = timezone.now()
+    sms = LinkedAddress.objects.create(user=user, channel="sms", address="+14155551234")
+    LinkedAddress.objects.filter(pk=sms.pk).update(
+        linked_at=now - timedelta(days=12), last_inbound_at=now - timedelta(minutes=42)
+    )
+    chat = LinkedAddress.objects.create(user=user, channel="telegram", address="518204377")
+    LinkedAddress.objects.filter(pk=chat.pk).update(linked_at=now - timedelta(days=3))
+    page = context.new_page()
+    page.goto("/login/")
+    page.get_by_label("Email").fill(EMAIL)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/keys/")
+    page.goto("/settings/channels/")
+    page.get_by_label("WhatsApp").check()
+    page.get_by_label("Phone number").fill("+44 20 7946 0958")
+    page.get_by_role("button", name="Send a code").click()
+    page.get_by_role("heading", name="Type the code").wait_for()
+    _shoot(page, "settings-channels")

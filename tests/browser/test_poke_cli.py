@@ -10,6 +10,7 @@ from poke import Poke
 
 from conversations.models import Message, Role
 from keys.models import ApiKey, Generation
+from keys.scopes import CLI
 from tests.factories import UserFactory
 from triggers.models import WebhookTrigger
 
@@ -64,8 +65,11 @@ def test_login_whoami_sdk_and_logout(page, live_server, poke_cli, poke_home, pok
     page.goto("/keys/")
     page.get_by_role("link", name=key.name, exact=True).wait_for()
 
+    assert key.scope_set == CLI  # what the CLI calls, as /device said before the approval
     whoami = poke_cli.run("whoami")
     assert (whoami.returncode, whoami.stdout.strip()) == (0, "ada@example.com")
+    key.refresh_from_db()
+    assert key.last_used_at is not None  # a profile read is a use of the key, not only a send
 
     # The PyPI SDK, given no key, uses the token the CLI stored.
     sent = Poke().send_message("Water the plants at 6pm")
@@ -106,7 +110,7 @@ def test_a_revoked_cli_key_logs_the_cli_out(poke_cli, poke_home):
     """The CLI's own rule: a 401 from the server deletes the stored token. Revoking the key on API Keys does that."""
     from keys.services import create_key, revoke_key
 
-    key, plaintext = create_key(UserFactory(), "poke CLI (Node.js) log-in · 2026-11-24")
+    key, plaintext = create_key(UserFactory(), "poke CLI (Node.js) log-in · 2026-11-24", scopes=CLI)
     poke_home.credentials_file.parent.mkdir(parents=True)
     poke_home.credentials_file.write_text(json.dumps({"token": plaintext}))
     assert poke_cli.run("whoami").returncode == 0

@@ -1,30 +1,40 @@
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Model
 
 from connections import crypto
-from connections.models import Connection
+from connections.models import CalendarAccount, Connection, MailAccount
+
+# Every encrypted secret: the MCP servers' API keys, the calendars' and mailboxes' app passwords.
+ENCRYPTED: list[tuple[type[Model], str]] = [
+    (Connection, "api_key_encrypted"),
+    (CalendarAccount, "password_encrypted"),
+    (MailAccount, "password_encrypted"),
+]
 
 
 class Command(BaseCommand):
     help = (
-        "Re-encrypt every stored MCP server API key with the first key of MCP_ENCRYPTION_KEYS. Run it after "
-        "putting a new key in front; then the old key can be removed from the setting."
+        "Re-encrypt every stored secret (MCP server API keys, calendar and mailbox passwords) with the first key of "
+        "MCP_ENCRYPTION_KEYS. Run it after putting a new key in front; then the old key can be removed."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
         rotated = unreadable = 0
-        for connection in Connection.objects.exclude(api_key_encrypted="").only("pk", "api_key_encrypted"):
-            try:
-                token = crypto.rotate(connection.api_key_encrypted)
-            except crypto.UnreadableSecret:
-                unreadable += 1
-                continue
-            Connection.objects.filter(pk=connection.pk).update(api_key_encrypted=token)
-            rotated += 1
-        self.stdout.write(f"Re-encrypted {rotated} API key(s) with the first key of MCP_ENCRYPTION_KEYS.")
+        for model, field in ENCRYPTED:
+            manager = model._default_manager
+            for pk, token in manager.exclude(**{field: ""}).values_list("pk", field):
+                try:
+                    fresh = crypto.rotate(token)
+                except crypto.UnreadableSecret:
+                    unreadable += 1
+                    continue
+                manager.filter(pk=pk, **{field: token}).update(**{field: fresh})
+                rotated += 1
+        self.stdout.write(f"Re-encrypted {rotated} secret(s) with the first key of MCP_ENCRYPTION_KEYS.")
         if unreadable:
             raise CommandError(
-                f"{unreadable} stored key(s) could not be decrypted with any configured key; keep the key they were "
-                "written with in MCP_ENCRYPTION_KEYS, or have their owners add the connections again."
+                f"{unreadable} stored secret(s) could not be decrypted with any configured key; keep the key they "
+                "were written with in MCP_ENCRYPTION_KEYS, or have their owners add the connections again."
             )

@@ -12,6 +12,7 @@ from django.utils.http import urlsafe_base64_encode
 from accounts.models import Channel
 from accounts.services import get_or_create_user, update_contact
 from keys.models import Generation
+from keys.scopes import CONSOLE_DEFAULT, Scope, UnknownScope, parse
 from keys.services import KeyLimitReached, create_key, key_name_field
 
 
@@ -35,9 +36,16 @@ class Command(BaseCommand):
         parser.add_argument("--name", required=True, help="A label for the key, such as the automation it is for.")
         parser.add_argument("--generation", choices=["v1", "v2"], default="v2", help="v2 (default) or legacy v1.")
         parser.add_argument(
+            "--scopes",
+            help=(
+                "What a V2 key may do, comma-separated, from: "
+                f"{', '.join(Scope.values)} (default: {','.join(s.value for s in Scope if s in CONSOLE_DEFAULT)})."
+            ),
+        )
+        parser.add_argument(
             "--may-read-replies",
             action="store_true",
-            help="Receipts read with this key carry the assistant's reply (off by default: the reply is the user's).",
+            help="Adds replies:read: receipts read with this key carry the assistant's reply (off by default).",
         )
         parser.add_argument("--phone", help="Set the owner's phone number (E.164, for example +14155551234).")
         parser.add_argument("--channel", choices=Channel.values, help="Set the owner's preferred channel.")
@@ -52,6 +60,16 @@ class Command(BaseCommand):
             name = key_name_field().clean(options["name"])
         except ValidationError as error:
             raise CommandError(f"--name: {' '.join(error.messages)}") from None
+        scopes = None
+        if options["scopes"] is not None:
+            if options["generation"] == "v1":
+                raise CommandError("--scopes is for V2 keys: a V1 key does what V1 keys always did.")
+            try:
+                scopes = parse(options["scopes"].split(","))
+            except UnknownScope as error:
+                raise CommandError(f"--scopes: {error}") from None
+            if not scopes:
+                raise CommandError("--scopes: name at least one scope.")
         with transaction.atomic():
             user, created = get_or_create_user(email)
             if options["phone"] is not None or options["channel"] is not None:
@@ -61,7 +79,11 @@ class Command(BaseCommand):
                     raise CommandError("; ".join(error.messages)) from None
             try:
                 key, plaintext = create_key(
-                    user, name, Generation(options["generation"]), may_read_replies=options["may_read_replies"]
+                    user,
+                    name,
+                    Generation(options["generation"]),
+                    scopes=scopes,
+                    may_read_replies=options["may_read_replies"],
                 )
             except KeyLimitReached as full:
                 raise CommandError(str(full)) from None
@@ -74,6 +96,7 @@ class Command(BaseCommand):
             )
             self.stderr.write(f"  {set_password_link(user)}")
         self.stdout.write(
-            f"Created {key.generation.upper()} key {key.name!r} ({key.hint}). Store it now; it is not shown again:"
+            f"Created {key.generation.upper()} key {key.name!r} ({key.hint}) with scopes "
+            f"{key.scopes.replace(' ', ',')}. Store it now; it is not shown again:"
         )
         self.stdout.write(plaintext)

@@ -1,0 +1,111 @@
+"""The built-in assistant's words: what a tool's result says, put briefly for a person, and what it can do."""
+
+import json
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from assistant.local import times
+
+LISTED = 10
+
+CAPABILITIES = (
+    "I'm the built-in assistant and work without a language model, so I understand only a few requests:\n"
+    "- reminders: “remind me to stretch at 3pm”, “in 20 minutes”, “every weekday at 9”\n"
+    "- “what reminders do I have”, “cancel the stretch reminder”\n"
+    "- “what's on my calendar today”, “add lunch with Sam on Friday at 1pm” (with a calendar connected)\n"
+    "- “show my unread mail” (with a mailbox connected), “list my webhooks”\n"
+    "For anything else, this server needs a model (ASSISTANT_BACKEND=openai) or an assistant runtime."
+)
+
+
+def parsed(result: str, member: str) -> list[dict[str, Any]] | None:
+    """The list under ``member`` of a tool's JSON result; None when the result is not that (a sentence instead)."""
+    try:
+        found = json.loads(result)
+    except ValueError:
+        return None
+    items = found.get(member) if isinstance(found, dict) else found
+    if not isinstance(items, list):
+        return None
+    return [item for item in items if isinstance(item, dict)]
+
+
+def reminders(result: str, now: datetime) -> str:
+    found = parsed(result, "reminders")
+    if not found:
+        return "You have no reminders scheduled." if found is not None or "No reminders" in result else result
+    lines = [f"- {reminder_line(item, now)}" for item in found[:LISTED]]
+    more = [f"…and {len(found) - LISTED} more (see the Reminders page)."] if len(found) > LISTED else []
+    noun = "reminder" if len(found) == 1 else "reminders"
+    return "\n".join([f"You have {len(found)} {noun}:", *lines, *more])
+
+
+def reminder_line(item: dict[str, Any], now: datetime) -> str:
+    text, repeats = str(item.get("text", "")), " (repeating)" if item.get("rrule") else ""
+    try:
+        when = datetime.fromisoformat(str(item.get("next"))).replace(tzinfo=None)
+    except ValueError:
+        return f"{text}{repeats}"
+    return f"{text}: {times.spoken(when, now)}{repeats}"
+
+
+def webhooks(result: str) -> str:
+    found = parsed(result, "triggers")
+    if not found:
+        if found is None and "no webhook" not in result:
+            return result
+        return "You have no webhooks. Add one on the Webhooks page."
+    lines = []
+    for item in found[:LISTED]:
+        fired = item.get("fireCount") or 0
+        lines.append(f"- when {item.get('condition', '')}: {item.get('action', '')} (fired {_times(fired)})")
+    noun = "webhook" if len(found) == 1 else "webhooks"
+    return "\n".join([f"You have {len(found)} {noun}:", *lines])
+
+
+def _times(count: Any) -> str:
+    return "once" if count == 1 else f"{count} times"
+
+
+def events(result: str, label: str, zone: ZoneInfo, now: datetime) -> str:
+    found = parsed(result, "events")
+    if found is None:
+        return result
+    if not found:
+        return f"Nothing on your calendar {label}."
+    lines = [f"- {_event_line(item, zone, now)}" for item in found[:LISTED]]
+    return "\n".join([f"On your calendar {label}:", *lines])
+
+
+def _event_line(item: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
+    summary = str(item.get("summary") or "(no title)")
+    try:
+        start = datetime.fromisoformat(str(item.get("start")))
+    except ValueError:
+        return summary
+    if start.tzinfo is not None:
+        start = start.astimezone(zone).replace(tzinfo=None)
+    where = f" ({item['location']})" if item.get("location") else ""
+    if item.get("allDay"):
+        return f"{summary}{where}, all day"
+    return f"{times.clock(start)} {summary}{where}"
+
+
+def mail(result: str) -> str:
+    found = parsed(result, "messages")
+    if not found:
+        return "No unread mail." if found is not None or result.startswith("No message") else result
+    lines = [f"- {item.get('from', '')}: {item.get('subject') or '(no subject)'}" for item in found[:LISTED]]
+    total = _matched(result, len(found))
+    if total > len(lines):
+        lines.append(f"…and {total - len(lines)} more.")
+    noun = "message" if total == 1 else "messages"
+    return "\n".join([f"{total} unread {noun}:", *lines])
+
+
+def _matched(result: str, listed: int) -> int:
+    """How many matched in all: the search lists only the newest."""
+    found = json.loads(result)
+    matched = found.get("matched") if isinstance(found, dict) else None
+    return matched if isinstance(matched, int) and matched > listed else listed

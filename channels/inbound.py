@@ -1,0 +1,155 @@
+"""What the person sends on a channel, after its provider's signature was checked (channels/views.py).
+
+From a linked address it lands in their thread exactly as if typed in the app: the same recording path
+(ingestion.hotpath.recording.record_user_message: the message and its delivery together, the same per-thread order
+and hand-off to the assistant), with the channel as its source and what the provider said (media links, the
+provider's id) as its context. The provider's message id is written under a unique constraint in the same
+transaction: a provider's retry, even one racing the first delivery, fails on it and rolls back whatever it wrote.
+
+An unknown sender gets no thread: at most one short answer per address per day saying how to link (LinkHint), sent
+after the commit. Telegram's ``/start <token>`` (the console's one-time deep link) links the chat."""
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from channels import linking
+from channels.adapters.base import Channel, Inbound
+from channels.adapters.payloads import storable
+from channels.models import InboundEvent, LinkedAddress, LinkHint
+from channels.notify import send_notice
+from channels.outbound.queue import release_held
+from conversations.models import Endpoint, Message, Source
+from ingestion.hotpath.recording import record_user_message
+
+logger = logging.getLogger(__name__)
+
+HINT_INTERVAL = timedelta(days=1)
+
+
+@dataclass
+class Received:
+    """What became of one inbound message (for the log and the tests)."""
+
+    outcome: str  # recorded | duplicate | unknown_sender | linked | link_refused | ignored
+    message_id: str = ""
+    notices: list[tuple[str, str, str]] = field(default_factory=list)  # (channel, address, text) sent after commit
+
+
+def receive(channel: str, inbound: Inbound, request_id: str = "") -> Received:
+    """Record one inbound message (see the module); notices to the sender go out after the commit."""
+    try:
+        with transaction.atomic():
+            received = _route(channel, inbound, request_id)
+            for notice in received.notices:
+                transaction.on_commit(lambda notice=notice: send_notice(*notice), robust=True)  # type: ignore[misc]
+    except IntegrityError:
+        # The provider's id is taken: a retry (or its twin racing it, which waited on the unique index for the
+        # first to commit). Everything this one wrote is rolled back with it.
+        if not InboundEvent.objects.filter(channel=channel, provider_message_id=inbound.provider_message_id).exists():
+            raise
+        received = Received("duplicate")
+    logger.info("channel message %s: %s", channel, received.outcome)
+    return received
+
+
+def _note_event(channel: str, inbound: Inbound, message: Message | None = None) -> None:
+    """The provider's id, once: IntegrityError when it is already there (caught by ``receive``)."""
+    InboundEvent.objects.create(
+        channel=channel, provider_message_id=inbound.provider_message_id, address=inbound.address, message=message
+    )
+
+
+def _route(channel: str, inbound: Inbound, request_id: str) -> Received:
+    """The common case, a linked person writing, in four statements: the address with its person and thread, the
+    message with its delivery (ingestion.hotpath), the provider's id, the address's last inbound time. The other
+    cases note the provider's id first, then act."""
+    if channel == Channel.TELEGRAM and inbound.text.startswith("/start"):
+        _note_event(channel, inbound)
+        return _telegram_start(inbound)
+    linked = (
+        LinkedAddress.objects.select_related("user__conversation")
+        .filter(channel=channel, address=inbound.address)
+        .first()
+    )
+    if linked is None:
+        _note_event(channel, inbound)
+        return _unknown_sender(channel, inbound.address)
+    if not linked.user.is_active or (not inbound.text.strip() and not inbound.media):
+        # Staff deactivated the account (its channels fall silent, like its keys), or nothing to say.
+        _note_event(channel, inbound)
+        return Received("ignored")
+    message = record_user_message(
+        user=linked.user,
+        endpoint=Endpoint.CHANNEL,
+        source=Source(channel),
+        text=storable(inbound.text),
+        context=storable(_context(channel, inbound)),
+        request_id=request_id,
+    )
+    _note_event(channel, inbound, message)
+    LinkedAddress.objects.filter(pk=linked.pk).update(last_inbound_at=timezone.now())
+    # WhatsApp's window is open again: what was held for this address goes out now (channels/outbound/queue.py).
+    release_held(linked.user_id, channel, inbound.address)
+    return Received("recorded", message.public_id)
+
+
+def _context(channel: str, inbound: Inbound) -> dict[str, Any]:
+    """What the assistant gets beside the text, as for a JSON body sent to the API."""
+    context: dict[str, Any] = {
+        "message": inbound.text,
+        "channel": channel,
+        "from": inbound.address,
+        "providerMessageId": inbound.provider_message_id,
+    }
+    if inbound.media:
+        context["media"] = inbound.media
+    if inbound.received_at is not None:
+        context["sentAt"] = inbound.received_at.isoformat()
+    context.update(inbound.extra)
+    return context
+
+
+def _unknown_sender(channel: str, address: str) -> Received:
+    if not _may_hint(channel, address):
+        return Received("unknown_sender")
+    where = settings.PUBLIC_BASE_URL + reverse("channels:settings")
+    text = f"This {_name(channel)} is not linked to an assistant. To link it, sign in at {where}"
+    return Received("unknown_sender", notices=[(channel, address, text)])
+
+
+def _may_hint(channel: str, address: str) -> bool:
+    """Claim this address's one "how to link" answer of the day: a conditional update, or the first row."""
+    now = timezone.now()
+    claimed = LinkHint.objects.filter(channel=channel, address=address, sent_at__lte=now - HINT_INTERVAL).update(
+        sent_at=now
+    )
+    if claimed:
+        return True
+    try:
+        with transaction.atomic():
+            LinkHint.objects.create(channel=channel, address=address, sent_at=now)
+    except IntegrityError:
+        return False  # told within the day
+    return True
+
+
+def _name(channel: str) -> str:
+    return "Telegram account" if channel == Channel.TELEGRAM else "number"
+
+
+def _telegram_start(inbound: Inbound) -> Received:
+    """``/start <token>`` from the console's deep link; a bare ``/start`` is someone who found the bot."""
+    parts = inbound.text.split()
+    if len(parts) < 2:
+        if LinkedAddress.objects.filter(channel=Channel.TELEGRAM, address=inbound.address).exists():
+            return Received("ignored")
+        return _unknown_sender(Channel.TELEGRAM, inbound.address)
+    result = linking.link_telegram(parts[1], inbound.address)
+    return Received(result.outcome, notices=[(Channel.TELEGRAM, inbound.address, result.text)])

@@ -1,0 +1,196 @@
+"""Adding and removing a person's calendar (CalDAV) and mailbox (IMAP + SMTP): what the API and the console call.
+
+Adding checks first, within MAIL_CALENDAR_TIMEOUT_SECONDS: the address (public unless MCP_ALLOW_PRIVATE_ADDRESSES),
+TLS (unless MAIL_CALENDAR_ALLOW_PLAINTEXT), then a real log-in; nothing is stored unless all of that worked. The
+password is stored encrypted (connections/crypto.py, the key MCP servers' API keys use and `rotatemcpkeys`
+rotates) and never shown again. One calendar and one mailbox per person: the tools then need no account argument.
+"""
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+
+from connections import calendars, crypto, mailboxes
+from connections.models import CalendarAccount, MailAccount, Security
+from connections.network import ServiceError, check_host, plaintext_allowed
+
+logger = logging.getLogger(__name__)
+
+MAX_USERNAME = 255
+MAX_PASSWORD = 1024
+
+
+class AccountRefused(Exception):
+    """The calendar or mailbox cannot be added; the text says why. ``checked``: the form was fine but the server
+    could not be used; ``authentication``: the server refused the username or password; ``exists``: the person
+    already has one."""
+
+    def __init__(
+        self, message: str, *, checked: bool = False, authentication: bool = False, exists: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.checked = checked
+        self.authentication = authentication
+        self.exists = exists
+
+
+def _text(value: object, field: str, limit: int, example: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise AccountRefused(f'"{field}" must be a non-blank string, e.g. {example}.')
+    value = value.strip()
+    if len(value) > limit or any(not ch.isprintable() for ch in value):
+        raise AccountRefused(f'"{field}" must be printable text of at most {limit} characters.')
+    return value
+
+
+def _password(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise AccountRefused('"password" is required: the account\'s app password.')
+    if len(value) > MAX_PASSWORD or any(not ch.isprintable() for ch in value):
+        raise AccountRefused(f'"password" must be printable text of at most {MAX_PASSWORD} characters.')
+    return value
+
+
+def _port(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise AccountRefused(f'"{field}" must be a port number from 1 to 65535.')
+    try:
+        port = int(value)
+    except ValueError:
+        raise AccountRefused(f'"{field}" must be a port number from 1 to 65535.') from None
+    if not 1 <= port <= 65535:
+        raise AccountRefused(f'"{field}" must be a port number from 1 to 65535.')
+    return port
+
+
+def _security(value: object, field: str) -> str:
+    if value not in Security.values:
+        raise AccountRefused(f'"{field}" must be one of {", ".join(Security.values)}.')
+    if value == Security.NONE and not plaintext_allowed():
+        raise AccountRefused(
+            f'"{field}" is none: without TLS the app password would cross the network unencrypted; choose ssl or '
+            "starttls (this server refuses unencrypted mail servers: MAIL_CALENDAR_ALLOW_PLAINTEXT is off)."
+        )
+    return str(value)
+
+
+def _host(value: object, field: str) -> str:
+    try:
+        return check_host(_text(value, field, 253, '"imap.example.com"'), f'"{field}"')
+    except ServiceError as refused:
+        raise AccountRefused(str(refused)) from None
+
+
+def _seconds() -> float:
+    return float(settings.MAIL_CALENDAR_TIMEOUT_SECONDS)
+
+
+def add_calendar(owner: User, server_url: object, username: object, password: object) -> CalendarAccount:
+    if CalendarAccount.objects.filter(owner=owner).exists():
+        raise AccountRefused("You already have a calendar connected; remove it first.", exists=True)
+    try:
+        url = calendars.check_url(server_url)
+    except ServiceError as refused:
+        raise AccountRefused(str(refused)) from None
+    server = calendars.CalendarServer(
+        url=url,
+        username=_text(username, "username", MAX_USERNAME, '"you@example.com"'),
+        password=_password(password),
+    )
+    try:
+        calendar_url, calendar_name = calendars.check(server, _seconds())
+    except ServiceError as failed:
+        raise AccountRefused(str(failed), checked=True, authentication=failed.authentication) from None
+    try:
+        with transaction.atomic():
+            account = CalendarAccount.objects.create(
+                owner=owner,
+                server_url=url,
+                username=server.username,
+                password_encrypted=crypto.encrypt(server.password),
+                calendar_url=calendar_url[:2000],
+                calendar_name=calendar_name[:100],
+            )
+    except IntegrityError:  # added meanwhile by another request
+        raise AccountRefused("You already have a calendar connected; remove it first.", exists=True) from None
+    logger.info("calendar %s added for user %s", account.public_id, owner.pk)
+    return account
+
+
+def add_mailbox(owner: User, fields: dict[str, Any]) -> MailAccount:
+    """fields: address, username (defaults to the address), password, imapHost, imapPort, imapSecurity, smtpHost,
+    smtpPort, smtpSecurity (the API's names)."""
+    if MailAccount.objects.filter(owner=owner).exists():
+        raise AccountRefused("You already have a mailbox connected; remove it first.", exists=True)
+    address = _text(fields.get("address"), "address", 254, '"you@example.com"')
+    try:
+        mailboxes.recipients(address)
+    except ServiceError:
+        raise AccountRefused('"address" must be an email address, e.g. "you@example.com".') from None
+    username = fields.get("username") or address
+    server = mailboxes.MailServer(
+        address=address,
+        username=_text(username, "username", MAX_USERNAME, '"you@example.com"'),
+        password=_password(fields.get("password")),
+        imap_host=_host(fields.get("imapHost"), "imapHost"),
+        imap_port=_port(fields.get("imapPort"), "imapPort"),
+        imap_security=_security(fields.get("imapSecurity"), "imapSecurity"),
+        smtp_host=_host(fields.get("smtpHost"), "smtpHost"),
+        smtp_port=_port(fields.get("smtpPort"), "smtpPort"),
+        smtp_security=_security(fields.get("smtpSecurity"), "smtpSecurity"),
+    )
+    try:
+        drafts = mailboxes.check(server, _seconds())
+    except ServiceError as failed:
+        raise AccountRefused(str(failed), checked=True, authentication=failed.authentication) from None
+    try:
+        with transaction.atomic():
+            account = MailAccount.objects.create(
+                owner=owner,
+                address=server.address,
+                username=server.username,
+                password_encrypted=crypto.encrypt(server.password),
+                imap_host=server.imap_host,
+                imap_port=server.imap_port,
+                imap_security=server.imap_security,
+                smtp_host=server.smtp_host,
+                smtp_port=server.smtp_port,
+                smtp_security=server.smtp_security,
+                drafts_folder=drafts[:255],
+            )
+    except IntegrityError:
+        raise AccountRefused("You already have a mailbox connected; remove it first.", exists=True) from None
+    logger.info("mailbox %s added for user %s", account.public_id, owner.pk)
+    return account
+
+
+def remove(account: CalendarAccount | MailAccount) -> None:
+    account.delete()
+    logger.info("%s %s removed", type(account).__name__, account.public_id)
+
+
+def calendar_server(account: CalendarAccount) -> calendars.CalendarServer:
+    """The account as the calendar client takes it; UnreadableSecret when the password cannot be decrypted."""
+    return calendars.CalendarServer(
+        url=account.server_url,
+        username=account.username,
+        password=crypto.decrypt(account.password_encrypted),
+        calendar_url=account.calendar_url,
+    )
+
+
+def mail_server(account: MailAccount) -> mailboxes.MailServer:
+    return mailboxes.MailServer(
+        address=account.address,
+        username=account.username,
+        password=crypto.decrypt(account.password_encrypted),
+        imap_host=account.imap_host,
+        imap_port=account.imap_port,
+        imap_security=account.imap_security,
+        smtp_host=account.smtp_host,
+        smtp_port=account.smtp_port,
+        smtp_security=account.smtp_security,
+    )

@@ -1,0 +1,12 @@
+from django.urls import path
+
+from console.views import channels as views
+
+app_name = "channels"
+
+urlpatterns = [
+    path("settings/channels/", views.channel_list, name="settings"),
+    path("settings/channels/code/", views.confirm_code, name="confirm"),
+    path("settings/channels/telegram/", views.telegram_link, name="telegram"),
+    path("settings/channels/<int:linked_id>/unlink/", views.unlink, name="unlink"),
+]

@@ -1,0 +1,110 @@
+"""Settings → Channels: the numbers and chats a person linked, linking another (a code sent on that channel, or a
+Telegram deep link), unlinking. The rules are in channels/linking.py."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_POST
+
+from channels import linking
+from channels.adapters import configured, telegram
+from channels.adapters.base import PHONE_CHANNELS, Channel
+from channels.models import ChannelKind
+from channels.notify import send_notice
+from console.forms.channels import CodeForm, PhoneLinkForm
+from console.views.accounts import browser_regions
+
+
+def _page(
+    request: HttpRequest, form: PhoneLinkForm, code_form: CodeForm | None = None, status: int = 200
+) -> HttpResponse:
+    user: User = request.user  # type: ignore[assignment]
+    offered = configured()
+    pending = linking.pending_phone_code(user)
+    return render(
+        request,
+        "channels/settings.html",
+        {
+            "linked": user.linked_addresses.order_by("channel", "linked_at"),
+            "offers_phone": any(c in PHONE_CHANNELS for c in offered),
+            "offers_telegram": Channel.TELEGRAM in offered,
+            "offered": [ChannelKind(c).label for c in offered],
+            "form": form,
+            "pending": pending,
+            "pending_channel": ChannelKind(pending.channel).label if pending else "",
+            "code_form": code_form or CodeForm(),
+        },
+        status=status,
+    )
+
+
+@login_required
+@never_cache
+@require_http_methods(["GET", "POST"])
+def channel_list(request: HttpRequest) -> HttpResponse:
+    """The page; its form asks for a code for a number (POST), sends it, and shows where to type it."""
+    form = PhoneLinkForm(request.POST or None, phone_regions=browser_regions(request))
+    if request.method != "POST":
+        return _page(request, form)
+    if not form.is_valid():
+        return _page(request, form, status=400)
+    channel, number = form.cleaned_data["channel"], form.cleaned_data["phone_number"]
+    try:
+        row, code = linking.new_phone_code(request.user, channel, number)  # type: ignore[arg-type]
+    except linking.LinkRefused as refusal:
+        form.add_error(None, str(refusal))
+        return _page(request, form, status=429 if "Wait" in str(refusal) else 400)
+    minutes = row.expires_at - row.created_at
+    problem = send_notice(
+        channel,
+        number,
+        f"Your code to link this number to your assistant: {code}. It expires in {minutes.seconds // 60} minutes.",
+    )
+    if problem:
+        linking.void(row)
+        form.add_error(None, f"The code could not be sent ({problem}). Check the number, or try again later.")
+        return _page(request, form, status=502)
+    messages.success(request, f"We sent a code to {number} by {ChannelKind(channel).label}. Type it below.")
+    return redirect("channels:settings")
+
+
+@login_required
+@require_POST
+def confirm_code(request: HttpRequest) -> HttpResponse:
+    code_form = CodeForm(request.POST)
+    form = PhoneLinkForm(phone_regions=browser_regions(request))
+    if not code_form.is_valid():
+        return _page(request, form, code_form, status=400)
+    result = linking.confirm_phone_code(request.user, code_form.cleaned_data["code"])  # type: ignore[arg-type]
+    if result.outcome == "linked":
+        messages.success(request, "Linked. What you send from that number now reaches your assistant.")
+        return redirect("channels:settings")
+    code_form.add_error("code", result.text)
+    return _page(request, form, code_form, status=400)
+
+
+@login_required
+@never_cache
+@require_POST
+def telegram_link(request: HttpRequest) -> HttpResponse:
+    """A one-time t.me link, shown once (only its digest is kept)."""
+    if Channel.TELEGRAM not in configured():
+        messages.error(request, "Telegram is not offered on this server.")
+        return redirect("channels:settings")
+    try:
+        token = linking.new_telegram_token(request.user)  # type: ignore[arg-type]
+    except linking.LinkRefused as refusal:
+        messages.error(request, str(refusal))
+        return redirect("channels:settings")
+    return render(request, "channels/telegram.html", {"link": telegram.deep_link(token)})
+
+
+@login_required
+@require_POST
+def unlink(request: HttpRequest, linked_id: int) -> HttpResponse:
+    if linking.unlink(request.user, linked_id):  # type: ignore[arg-type]
+        messages.success(request, "Unlinked. Messages from there no longer reach your assistant.")
+    return redirect("channels:settings")

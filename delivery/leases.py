@@ -1,0 +1,221 @@
+"""Leases, renewals, retries with backoff and counted takeovers: the policy of a work queue kept in a table, written
+once for any queue (the assistant deliveries, delivery/lifecycle.py, are the first; a second queue, such as an
+outbox of channel sends, reuses it as it is).
+
+A row of such a queue has these columns (any model will do; the names are fixed):
+
+    status            'queued' | 'processing' | anything else (finished: the queue no longer looks at it)
+    attempts          int, counted by each claim; the claim's token ("attempt n holds the row")
+    takeovers         int, how many claims found the row processing under an expired lease (its worker died)
+    lease_expires_at  while processing: when any worker may take the row over
+    next_attempt_at   while queued: when it is due (NULL: now)
+
+The rules:
+
+- **A claim** sets ``status='processing'``, ``attempts = attempts + 1`` and a lease of ``policy.lease_seconds``. It
+  takes a row that is queued and due, or processing under an expired lease while ``takeovers < max_takeovers``
+  (``claimable_sql``); taking over counts (``takeover_increment_sql``).
+- **Every write of an attempt's outcome is conditional** on the attempt still holding the row: ``holding(model, id,
+  attempt)`` (still processing, same attempt number). A worker that comes back after its row was taken over writes
+  nothing.
+- **Leases are renewed**, not long: the process renews every attempt it has in flight with one statement
+  (``renew``), every ``policy.renew_every`` seconds (a third of the lease). A live worker keeps its rows however long
+  an attempt takes; a dead one (kill -9, out of memory, a lost machine) loses them at most ``lease_seconds`` after its
+  last renewal.
+- **Takeovers end**: a row whose lease expired after ``max_takeovers`` takeovers is not claimed again, it is failed
+  (``fail_exhausted``): a message that kills every worker that tries it stops blocking what comes after it.
+- **Retries back off**: ``policy.backoff_seconds(attempt, retry_after)``, exponential with jitter, capped, a server's
+  ``Retry-After`` honoured when longer; after ``policy.max_attempts`` attempts the row fails.
+
+To reuse it for another queue: give the model the five columns above (and ``id``), build a ``LeasePolicy`` from your
+own settings, claim with a statement whose WHERE includes ``claimable_sql(alias)`` (add your own ordering rule),
+setting the columns as ``claim_assignments_sql()`` does, keep your in-flight rows in a ``Renewals`` (one per process;
+``Renewals.tick()`` from a loop that already holds a connection, or ``Renewals.start()`` for a thread of its own),
+write outcomes through ``holding(...).update(...)`` and call ``fail_exhausted`` before claiming. Nothing here knows
+about deliveries."""
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connection, models
+from django.db.models import QuerySet
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+QUEUED, PROCESSING, FAILED = "queued", "processing", "failed"
+
+
+@dataclass(frozen=True)
+class LeasePolicy:
+    lease_seconds: float
+    max_takeovers: int
+    max_attempts: int
+    retry_base_seconds: float
+    retry_max_seconds: float
+    retry_jitter: float = 0.0
+
+    @property
+    def renew_every(self) -> float:
+        """A third of a lease: two renewals may be missed (a slow statement, a short outage) before it expires."""
+        return self.lease_seconds / 3
+
+    def lease_until(self, now: datetime) -> datetime:
+        return now + timedelta(seconds=self.lease_seconds)
+
+    def backoff_seconds(self, attempt: int, retry_after: float | None = None) -> float:
+        """The wait after the n-th failed attempt: BASE, 2 BASE, 4 BASE, ... capped at MAX, each shortened at random
+        by up to ``retry_jitter`` of itself, so that rows that failed together (a provider's outage) come back spread
+        out; a ``Retry-After`` the other side sent is honoured when longer (up to MAX)."""
+        delay = min(self.retry_base_seconds * 2 ** max(attempt - 1, 0), self.retry_max_seconds)
+        shortened_by = self.retry_jitter * random.random()  # noqa: S311 (spreading retries, not a secret)
+        return max(float(delay * (1 - shortened_by)), min(retry_after or 0.0, self.retry_max_seconds))
+
+    def gives_up_after(self, attempt: int) -> bool:
+        return attempt >= self.max_attempts
+
+
+def claimable_sql(alias: str) -> str:
+    """The WHERE condition of a claimable row (parameters ``now`` and ``max_takeovers``): queued and due, or
+    processing under an expired lease with takeovers left."""
+    return (
+        f"(({alias}.status = 'queued' AND ({alias}.next_attempt_at IS NULL OR {alias}.next_attempt_at <= %(now)s))"
+        f" OR ({alias}.status = 'processing' AND {alias}.lease_expires_at < %(now)s"
+        f" AND {alias}.takeovers < %(max_takeovers)s))"
+    )
+
+
+def claim_assignments_sql() -> str:
+    """The SET list of a claim (parameters ``now`` and ``lease``): processing, the attempt counted, a takeover
+    counted when the row was taken from a worker whose lease expired."""
+    return (
+        "takeovers = takeovers + CASE WHEN status = 'processing' THEN 1 ELSE 0 END, "
+        "status = 'processing', attempts = attempts + 1, next_attempt_at = NULL, lease_expires_at = %(lease)s"
+    )
+
+
+def holding(model: type[models.Model], row_id: int, attempt: int) -> QuerySet[Any]:
+    """The row, while attempt ``attempt`` still holds it: every outcome is written through this."""
+    return model._default_manager.filter(pk=row_id, status=PROCESSING, attempts=attempt)
+
+
+def fail_exhausted(model: type[models.Model], policy: LeasePolicy, reason: str, **extra: Any) -> list[int]:
+    """Fail the rows whose lease expired after ``max_takeovers`` takeovers; returns their ids. ``extra``: more
+    columns to set (a finish time, say)."""
+    now = timezone.now()
+    exhausted = model._default_manager.filter(
+        status=PROCESSING, lease_expires_at__lt=now, takeovers__gte=policy.max_takeovers
+    )
+    ids = list(exhausted.values_list("pk", flat=True)[:1000])
+    if not ids:
+        return []
+    failed = model._default_manager.filter(
+        pk__in=ids, status=PROCESSING, lease_expires_at__lt=now, takeovers__gte=policy.max_takeovers
+    )
+    failed.update(status=FAILED, lease_expires_at=None, last_error=reason, **extra)
+    return ids
+
+
+def renew(model: type[models.Model], held: Iterable[tuple[int, int]], policy: LeasePolicy) -> set[int]:
+    """Extend the lease of every (row id, attempt) still held, with one statement; returns the ids renewed. A row
+    missing from the answer was lost (taken over after its lease expired, or put back)."""
+    pairs = list(held)
+    if not pairs:
+        return set()
+    table = connection.ops.quote_name(model._meta.db_table)
+    matches = " OR ".join(["(id = %s AND attempts = %s)"] * len(pairs))
+    now = timezone.now()
+    adapt = connection.ops.adapt_datetimefield_value
+    params: list[Any] = [adapt(policy.lease_until(now)), adapt(now)]
+    for row_id, attempt in pairs:
+        params += [row_id, attempt]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET lease_expires_at = %s, updated_at = %s "  # noqa: S608 (names, not values)
+            f"WHERE status = 'processing' AND ({matches}) RETURNING id",
+            params,
+        )
+        return {int(row[0]) for row in cursor.fetchall()}
+
+
+class Renewals:
+    """The rows one process has in flight, and their renewal every ``policy.renew_every`` seconds.
+
+    ``add``/``discard`` as attempts start and end (any thread); ``tick()`` renews when it is time (call it from a
+    loop that holds a database connection anyway, such as a claimer), or ``start()`` runs a thread of its own that
+    does. ``lost`` holds the rows a renewal found taken away."""
+
+    def __init__(self, model: type[models.Model], policy: LeasePolicy) -> None:
+        self.model = model
+        self.policy = policy
+        self._held: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._next_at = 0.0
+        self.lost: set[int] = set()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def add(self, row_id: int, attempt: int) -> None:
+        with self._lock:
+            self._held[row_id] = attempt
+            self.lost.discard(row_id)
+
+    def discard(self, row_id: int, attempt: int | None = None) -> None:
+        with self._lock:
+            if attempt is None or self._held.get(row_id) == attempt:
+                self._held.pop(row_id, None)
+
+    def held(self) -> list[tuple[int, int]]:
+        with self._lock:
+            return list(self._held.items())
+
+    def tick(self, clock: float) -> bool:
+        """Renew if ``renew_every`` has passed since the last renewal (``clock``: time.monotonic()); whether it
+        renewed. A failure (the database unreachable) is logged and tried again at the next tick."""
+        if clock < self._next_at:
+            return False
+        self._next_at = clock + self.policy.renew_every
+        held = self.held()
+        if not held:
+            return False
+        try:
+            renewed = renew(self.model, held, self.policy)
+        except Exception as error:
+            logger.warning("renewing %s lease(s) failed (%s)", len(held), type(error).__name__)
+            connection.close()
+            self._next_at = clock + min(1.0, self.policy.renew_every)
+            return False
+        gone = {row_id for row_id, _ in held if row_id not in renewed}
+        if gone:
+            with self._lock:
+                for row_id, attempt in held:
+                    if row_id in gone and self._held.get(row_id) == attempt:
+                        del self._held[row_id]
+                        self.lost.add(row_id)
+            logger.warning("%s %s(s) in flight were taken over or put back: %s", len(gone), self.model.__name__, gone)
+        return True
+
+    def start(self, name: str = "lease-renewer") -> None:
+        """A thread of its own (one database connection, held between renewals)."""
+        if self._thread is not None:
+            return
+
+        def loop() -> None:
+            while not self._stop.wait(min(0.5, self.policy.renew_every / 2)):
+                self.tick(time.monotonic())
+            connection.close()
+
+        self._thread = threading.Thread(target=loop, name=name, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None

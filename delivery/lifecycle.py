@@ -1,0 +1,455 @@
+"""The life cycle of a delivery, and every write of an assistant's reply: the one module that writes a delivery's
+state (status, attempts, takeovers, lease, times, last error, reply) and its reply into the thread. The engine, the
+broker's actor, the in-process task, the callback endpoint and staff retries all come here; nothing else writes
+those columns. (An assistant message that answers no delivery, a reminder firing, is written by
+``conversations.services.assistant_message``, the function this module's ORM path uses too: reminders sit below
+delivery in the layers.)
+
+::
+
+                 accepted (ingestion/hotpath/recording.py writes the row)
+                    │
+                    ▼
+    ┌──────────► queued ◄───────────────────────────────┐
+    │               │ claim: due, first in its thread     │ retry: transient failure, attempts left
+    │               │ (attempt n+1, lease)                │ (next_attempt_at = backoff)
+    │               ▼                                     │
+    │  put back ─ processing ─────────────────────────────┘
+    │  (SIGTERM,    │  │  │ lease renewed every third of a lease while the worker lives
+    │  uncounted)   │  │  └──► taken over: lease expired (worker dead) → processing, attempt n+1, takeovers+1
+    │               │  │                   after DELIVERY_MAX_TAKEOVERS: failed ("its worker was lost N times")
+    │               │  └──► failed: permanent failure, or the last attempt failed
+    │               └─────► delivered: a reply (into the thread) or accepted (the reply comes by callback)
+    │
+    └─ staff retry (admin, retrydeliveries): failed → queued, a fresh round; queued/abandoned → queued, same count
+
+A reply by callback marks the delivery delivered from any state (a reply proves the message arrived).
+
+**Who holds a delivery.** A claim makes it ``processing`` under a lease and counts the attempt; the attempt number is
+the claim's token. Every outcome is written only while that attempt still holds the delivery (same attempt number,
+still processing), so a worker that comes back after a takeover (a lost machine that reconnects) writes nothing.
+
+The policy (lease, renewal, backoff, takeover limit) is delivery/leases.py's, built here from the DELIVERY_*
+and ASSISTANT_RETRY_* settings (``policy()``); see that module to reuse it for another queue.
+
+The claim's SQL is here; delivery/queue.py turns what it returns into the assistant's request.
+"""
+
+import logging
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Case, F, PositiveIntegerField, Q, Value, When
+from django.utils import timezone
+
+from conversations import outbound
+from conversations.models import Conversation, Delivery, DeliveryStatus, Message, Source, new_message_id
+from conversations.services import assistant_message
+from delivery import leases
+from keys.models import ApiKey
+
+logger = logging.getLogger(__name__)
+
+# A delivery "processing" with no lease (claimed by a release before leases) this long after its attempt started
+# was abandoned. With a lease, its expiry says so.
+STALE_PROCESSING = timedelta(minutes=15)
+
+
+def policy() -> leases.LeasePolicy:
+    return leases.LeasePolicy(
+        lease_seconds=settings.DELIVERY_LEASE_SECONDS,
+        max_takeovers=settings.DELIVERY_MAX_TAKEOVERS,
+        max_attempts=settings.ASSISTANT_MAX_ATTEMPTS,
+        retry_base_seconds=settings.ASSISTANT_RETRY_BASE_SECONDS,
+        retry_max_seconds=settings.ASSISTANT_RETRY_MAX_SECONDS,
+        retry_jitter=settings.ASSISTANT_RETRY_JITTER,
+    )
+
+
+def unrenewed_lease_seconds() -> float:
+    """The lease of an attempt nobody renews (the in-process task of the immediate backend and other task backends):
+    as long as the longest attempt may take (a tool-using one) and a margin."""
+    return float(
+        max(settings.ASSISTANT_TIMEOUT_SECONDS, settings.ASSISTANT_TOOL_SECONDS + settings.ASSISTANT_TIMEOUT_SECONDS)
+        + settings.DELIVERY_LEASE_MARGIN_SECONDS
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """An attempt that holds a delivery: the delivery and its attempt number (the claim's token)."""
+
+    delivery_id: int
+    attempt: int
+
+
+def _holding(held: Held) -> Any:
+    return leases.holding(Delivery, held.delivery_id, held.attempt)
+
+
+# --- claiming ---------------------------------------------------------------------------------------------------
+
+
+def _tables() -> dict[str, str]:
+    q = connection.ops.quote_name
+    return {
+        "delivery": q(Delivery._meta.db_table),
+        "message": q(Message._meta.db_table),
+        "conversation": q(Conversation._meta.db_table),
+        "key": q(ApiKey._meta.db_table),
+    }
+
+
+# The claimable deliveries, first in acceptance order (their ids), locked for this claim: ready (leases.py), and
+# first in its thread: no earlier delivery of the thread pending, no later one attempted under a live lease.
+_CLAIMABLE = """
+    SELECT c.id FROM {delivery} AS c
+    WHERE {ready}
+      {only_one}
+      AND NOT EXISTS (
+          SELECT 1 FROM {delivery} AS e
+          WHERE e.conversation_id = c.conversation_id AND e.status IN ('queued', 'processing') AND e.id <> c.id
+            AND (e.id < c.id OR e.lease_expires_at >= %(now)s))
+    ORDER BY c.id
+    LIMIT %(limit)s
+    {lock}
+"""
+
+_MARK_CLAIMED = """
+    UPDATE {delivery}
+    SET {assignments}, backend = %(backend)s, started_at = %(now)s, finished_at = NULL, updated_at = %(now)s
+    WHERE id IN ({claimable})
+    RETURNING id, message_id, attempts, backend
+"""
+
+# PostgreSQL: the claim and everything the attempts need, in one statement.
+_CLAIM_WITH_REQUESTS = """
+    WITH claimed AS ({mark_claimed})
+    SELECT claimed.id, claimed.attempts, claimed.backend, m.public_id, m.text, m.context::text, m.source,
+           m.created_at, conv.user_id, k.id, k.name, k.hint, thread.ids, thread.roles, thread.texts, thread.times
+    FROM claimed
+    JOIN {message} AS m ON m.id = claimed.message_id
+    JOIN {conversation} AS conv ON conv.id = m.conversation_id
+    LEFT JOIN {key} AS k ON k.id = m.api_key_id
+    CROSS JOIN LATERAL (
+        SELECT array_agg(t.public_id ORDER BY t.created_at, t.id) AS ids,
+               array_agg(t.role ORDER BY t.created_at, t.id) AS roles,
+               array_agg(t.text ORDER BY t.created_at, t.id) AS texts,
+               array_agg(t.created_at ORDER BY t.created_at, t.id) AS times
+        FROM (SELECT u.public_id, u.role, u.text, u.created_at, u.id FROM {message} AS u
+              WHERE u.conversation_id = m.conversation_id AND (u.created_at, u.id) <= (m.created_at, m.id)
+              ORDER BY u.created_at DESC, u.id DESC LIMIT %(thread)s) AS t
+    ) AS thread
+    ORDER BY claimed.id
+"""
+
+
+def _claim_sql(*, only_one: bool) -> str:
+    postgres = connection.vendor == "postgresql"
+    claimable = _CLAIMABLE.format(
+        ready=leases.claimable_sql("c"),
+        only_one="AND c.id = %(id)s" if only_one else "",
+        lock="FOR UPDATE OF c SKIP LOCKED" if postgres else "",
+        **_tables(),
+    )
+    mark = _MARK_CLAIMED.format(claimable=claimable, assignments=leases.claim_assignments_sql(), **_tables())
+    return _CLAIM_WITH_REQUESTS.format(mark_claimed=mark, **_tables()) if postgres else mark
+
+
+_last_reaped = 0.0
+
+
+def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | None = None) -> list[tuple[Any, ...]]:
+    """Claim up to ``limit`` claimable deliveries (or only ``delivery_id``, if it is claimable): each becomes
+    processing under a lease, its attempt counted (a takeover too, when its previous worker's lease had expired).
+
+    Returns rows in delivery order: on PostgreSQL (delivery id, attempt, backend, then the message, its key and
+    the recent thread, see ``_CLAIM_WITH_REQUESTS``), elsewhere (delivery id, message id, attempt, backend).
+    Before claiming, deliveries whose takeovers are used up are failed (at most once a second per process), so that
+    their threads move on."""
+    if limit <= 0:
+        return []
+    global _last_reaped
+    clock = timezone.now().timestamp()
+    if clock - _last_reaped >= 1.0 or delivery_id is not None:
+        _last_reaped = clock
+        fail_exhausted()
+    now = timezone.now()
+    adapt = connection.ops.adapt_datetimefield_value
+    params = {
+        "now": adapt(now),
+        "lease": adapt(now + timedelta(seconds=lease_seconds or policy().lease_seconds)),
+        "max_takeovers": settings.DELIVERY_MAX_TAKEOVERS,
+        "limit": limit,
+        "backend": settings.ASSISTANT_BACKEND,
+        "thread": settings.ASSISTANT_THREAD_MESSAGES,
+        "id": delivery_id,
+    }
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_claim_sql(only_one=delivery_id is not None), params)
+        rows = cursor.fetchall()
+    return sorted(rows, key=lambda row: row[0])
+
+
+def lost_worker_reason(takeovers: int) -> str:
+    return (
+        f"Its worker was lost {takeovers + 1} times while attempting it (killed, out of memory, or cut off); "
+        "given up so that the thread's later messages go on. Staff can retry it."
+    )
+
+
+def fail_exhausted() -> list[int]:
+    """Fail the deliveries whose lease expired after DELIVERY_MAX_TAKEOVERS takeovers (a message that kills its
+    worker); returns their ids."""
+    now = timezone.now()
+    takeovers = settings.DELIVERY_MAX_TAKEOVERS
+    failed = leases.fail_exhausted(
+        Delivery, policy(), lost_worker_reason(takeovers), finished_at=now, next_attempt_at=None, updated_at=now
+    )
+    for delivery_id in failed:
+        logger.warning("delivery %s failed: %s", delivery_id, lost_worker_reason(takeovers))
+    return failed
+
+
+def renew(held: Sequence[Held]) -> set[int]:
+    """Extend the leases of these attempts with one statement; returns the deliveries renewed."""
+    return leases.renew(Delivery, [(h.delivery_id, h.attempt) for h in held], policy())
+
+
+def renewals() -> leases.Renewals:
+    return leases.Renewals(Delivery, policy())
+
+
+def still_held(held: Held) -> bool:
+    return bool(_holding(held).exists())
+
+
+# --- an attempt's outcome ---------------------------------------------------------------------------------------
+
+
+_DELIVERED_WITH_REPLY = """
+    WITH reply AS (
+        INSERT INTO {message} (public_id, conversation_id, role, source, text, context, api_key_id, created_at)
+        SELECT %(public_id)s, m.conversation_id, 'assistant', 'assistant', %(text)s, NULL, NULL, %(now)s
+        FROM {delivery} AS d JOIN {message} AS m ON m.id = d.message_id
+        WHERE d.id = %(id)s AND d.status = 'processing' AND d.attempts = %(attempt)s AND d.reply_id IS NULL
+        FOR UPDATE OF d
+        RETURNING id
+    )
+    UPDATE {delivery} SET status = 'delivered', reply_id = COALESCE((SELECT id FROM reply), reply_id),
+        next_attempt_at = NULL, finished_at = %(now)s, lease_expires_at = NULL, updated_at = %(now)s
+    WHERE id = %(id)s AND status = 'processing' AND attempts = %(attempt)s
+    RETURNING (SELECT id FROM reply)
+"""
+
+
+def delivered(held: Held, reply_text: str | None) -> bool:
+    """The assistant took the message (and replied, if ``reply_text``): one statement. False if the attempt had
+    lost its claim (taken over after its lease expired, or put back)."""
+    now = timezone.now()
+    if reply_text is None:
+        return bool(
+            _holding(held).update(
+                status=DeliveryStatus.DELIVERED,
+                next_attempt_at=None,
+                finished_at=now,
+                lease_expires_at=None,
+                updated_at=now,
+            )
+        )
+    if connection.vendor == "postgresql":
+        # One statement; in a transaction only when the reply must also be announced (conversations/outbound.py).
+        with transaction.atomic() if outbound.wanted() else nullcontext(), connection.cursor() as cursor:
+            cursor.execute(
+                _DELIVERED_WITH_REPLY.format(**_tables()),
+                {
+                    "public_id": new_message_id(),
+                    "text": reply_text,
+                    "now": now,
+                    "id": held.delivery_id,
+                    "attempt": held.attempt,
+                },
+            )
+            rows = cursor.fetchall()
+            outbound.written([row[0] for row in rows if row[0] is not None])
+            return len(rows) == 1
+    with transaction.atomic():
+        delivery = _holding(held).select_for_update().select_related("message").first()
+        if delivery is None:
+            return False
+        if delivery.reply_id is None:
+            delivery.reply = _assistant_message(delivery.message.conversation_id, reply_text, now)
+        _holding(held).update(
+            status=DeliveryStatus.DELIVERED,
+            reply=delivery.reply,
+            next_attempt_at=None,
+            finished_at=now,
+            lease_expires_at=None,
+            updated_at=now,
+        )
+        return True
+
+
+_DELIVERED_WITH_REPLIES = """
+    WITH input AS (
+        SELECT * FROM unnest(%(ids)s::bigint[], %(attempts)s::integer[], %(public_ids)s::text[], %(texts)s::text[])
+            AS i(id, attempt, public_id, text)
+    ),
+    held AS (
+        SELECT d.id, i.public_id, i.text, m.conversation_id
+        FROM input AS i
+        JOIN {delivery} AS d ON d.id = i.id AND d.status = 'processing' AND d.attempts = i.attempt
+                             AND d.reply_id IS NULL
+        JOIN {message} AS m ON m.id = d.message_id
+        FOR UPDATE OF d
+    ),
+    reply AS (
+        INSERT INTO {message} (public_id, conversation_id, role, source, text, context, api_key_id, created_at)
+        SELECT held.public_id, held.conversation_id, 'assistant', 'assistant', held.text, NULL, NULL, %(now)s
+        FROM held
+        RETURNING id, public_id
+    )
+    UPDATE {delivery} AS d SET status = 'delivered', reply_id = reply.id, next_attempt_at = NULL,
+        finished_at = %(now)s, lease_expires_at = NULL, updated_at = %(now)s
+    FROM held JOIN reply ON reply.public_id = held.public_id
+    WHERE d.id = held.id
+    RETURNING d.id, reply.id
+"""
+
+
+def delivered_with_replies(replies: Sequence[tuple[Held, str]]) -> set[int]:
+    """PostgreSQL: several attempts that brought a reply, recorded by one statement (each reply into its thread and
+    its delivery delivered, for the attempts that still hold their delivery). Returns the deliveries recorded."""
+    with transaction.atomic() if outbound.wanted() else nullcontext(), connection.cursor() as cursor:
+        cursor.execute(
+            _DELIVERED_WITH_REPLIES.format(**_tables()),
+            {
+                "ids": [held.delivery_id for held, _ in replies],
+                "attempts": [held.attempt for held, _ in replies],
+                "public_ids": [new_message_id() for _ in replies],
+                "texts": [text for _, text in replies],
+                "now": timezone.now(),
+            },
+        )
+        rows = cursor.fetchall()
+        outbound.written([int(row[1]) for row in rows])
+        return {int(row[0]) for row in rows}
+
+
+def retry_later(held: Held, error: str, next_attempt_at: datetime) -> bool:
+    """A transient failure with attempts left: back to queued, due again at ``next_attempt_at``. One statement."""
+    return _unanswered(held, DeliveryStatus.QUEUED, error, next_attempt_at)
+
+
+def failed(held: Held, error: str) -> bool:
+    """A permanent failure, or the last attempt failed: failed. One statement."""
+    return _unanswered(held, DeliveryStatus.FAILED, error, None)
+
+
+def _unanswered(held: Held, status: str, error: str, next_attempt_at: datetime | None) -> bool:
+    now = timezone.now()
+    return bool(
+        _holding(held).update(
+            status=status,
+            next_attempt_at=next_attempt_at,
+            finished_at=now,
+            last_error=error,
+            lease_expires_at=None,
+            updated_at=now,
+        )
+    )
+
+
+def put_back(held: Sequence[Held]) -> int:
+    """Attempts that could not finish before the worker stopped (SIGTERM): queued again, due at once, and the attempt
+    not counted. One statement per delivery (a stop puts back at most DELIVERY_CONCURRENCY of them)."""
+    now = timezone.now()
+    returned = 0
+    for one in held:
+        returned += _holding(one).update(
+            status=DeliveryStatus.QUEUED,
+            attempts=F("attempts") - 1,
+            started_at=None,
+            next_attempt_at=None,
+            lease_expires_at=None,
+            updated_at=now,
+        )
+    return returned
+
+
+# --- from outside an attempt ------------------------------------------------------------------------------------
+
+
+class ReplyAlreadyRecorded(Exception):
+    """A callback brought a reply for a message whose reply is already in the thread."""
+
+
+def record_callback_reply(message: Message, reply_text: str, callback_id: str) -> tuple[Delivery, bool]:
+    """A reply the assistant runtime sent later. Returns the delivery and whether the reply is new; the same
+    callback again (same webhook-id) changes nothing, another reply for the same message is refused. A reply
+    proves the message arrived, whatever our side had concluded (a timeout, a scheduled retry): delivered."""
+    with transaction.atomic():
+        delivery = Delivery.objects.select_for_update().select_related("message").get(message=message)
+        if delivery.reply_id is not None:
+            if delivery.callback_id == callback_id:
+                return delivery, False
+            raise ReplyAlreadyRecorded()
+        now = timezone.now()
+        delivery.reply = _assistant_message(delivery.message.conversation_id, reply_text, now)
+        delivery.callback_id = callback_id
+        if delivery.status != DeliveryStatus.DELIVERED:
+            delivery.finished_at = now  # an attempt still running (or a retry waiting) ends here
+        delivery.status = DeliveryStatus.DELIVERED
+        delivery.next_attempt_at = None
+        delivery.lease_expires_at = None
+        delivery.save(
+            update_fields=[
+                "reply",
+                "callback_id",
+                "status",
+                "next_attempt_at",
+                "lease_expires_at",
+                "finished_at",
+                "updated_at",
+            ]
+        )
+        return delivery, True
+
+
+def abandoned(now: datetime) -> Q:
+    """Being attempted by a worker that is gone: its lease expired (or, claimed before leases, long ago)."""
+    return Q(status=DeliveryStatus.PROCESSING) & (
+        Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True, started_at__lt=now - STALE_PROCESSING)
+    )
+
+
+def retryable(now: datetime) -> Q:
+    return Q(status__in=[DeliveryStatus.FAILED, DeliveryStatus.QUEUED]) | abandoned(now)
+
+
+def queue_again(delivery_id: int) -> bool:
+    """Staff: give a failed, queued or abandoned delivery an attempt now. False if it is delivered or an attempt is
+    in progress. Only a failed one starts a fresh round (its attempts and takeovers back to 0); a queued or abandoned
+    one keeps its count, so the runtime never sees the same attempt number twice for a message it may already have
+    received (a dead worker's attempt 1 is followed by attempt 2, not by another attempt 1)."""
+    now = timezone.now()
+    fresh = When(status=DeliveryStatus.FAILED, then=Value(0))
+    return bool(
+        Delivery.objects.filter(retryable(now), pk=delivery_id).update(
+            status=DeliveryStatus.QUEUED,
+            attempts=Case(fresh, default=F("attempts"), output_field=PositiveIntegerField()),
+            takeovers=Case(fresh, default=F("takeovers"), output_field=PositiveIntegerField()),
+            next_attempt_at=None,
+            lease_expires_at=None,
+            updated_at=now,
+        )
+    )
+
+
+def _assistant_message(conversation_id: int, text: str, now: datetime) -> Message:
+    return assistant_message(conversation_id, text, source=Source.ASSISTANT, created_at=now)

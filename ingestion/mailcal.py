@@ -1,0 +1,137 @@
+"""The person's calendar and mailbox, beside the MCP connections (README, "Connections"), with a V2 key:
+
+GET    /api/v1/connections/calendar   the connected calendar, or null (never the password)
+POST   /api/v1/connections/calendar   {serverUrl, username, password} → log in, find the calendar, store
+DELETE /api/v1/connections/calendar   remove it
+GET    /api/v1/connections/mailbox    the connected mailbox, or null
+POST   /api/v1/connections/mailbox    {address, username?, password, imapHost, imapPort, imapSecurity,
+                                       smtpHost, smtpPort, smtpSecurity} → log in to both, store
+DELETE /api/v1/connections/mailbox    remove it
+"""
+
+from typing import Any
+
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from connections import mailcal
+from connections.models import CalendarAccount, MailAccount
+from ingestion.exceptions import ApiError, InvalidBody, NotFound
+from ingestion.mcp import _McpView
+from keys.models import ApiKey
+
+
+class MailCalendarUnusable(ApiError):
+    default_code = "mail_calendar_unusable"
+
+
+class MailCalendarLoginRefused(ApiError):
+    default_code = "mail_calendar_login_refused"
+
+
+class ConnectionExists(ApiError):
+    default_code = "connection_exists"
+
+
+def calendar_json(account: CalendarAccount) -> dict[str, Any]:
+    return {
+        "id": account.public_id,
+        "serverUrl": account.server_url,
+        "username": account.username,
+        "calendarName": account.calendar_name,
+        "calendarUrl": account.calendar_url,
+        "createdAt": account.created_at,
+    }
+
+
+def mailbox_json(account: MailAccount) -> dict[str, Any]:
+    return {
+        "id": account.public_id,
+        "address": account.address,
+        "username": account.username,
+        "imapHost": account.imap_host,
+        "imapPort": account.imap_port,
+        "imapSecurity": account.imap_security,
+        "smtpHost": account.smtp_host,
+        "smtpPort": account.smtp_port,
+        "smtpSecurity": account.smtp_security,
+        "draftsFolder": account.drafts_folder,
+        "createdAt": account.created_at,
+    }
+
+
+def _refused(refused: mailcal.AccountRefused) -> ApiError:
+    if refused.exists:
+        return ConnectionExists(str(refused))
+    if refused.authentication:
+        return MailCalendarLoginRefused(str(refused))
+    if refused.checked:
+        return MailCalendarUnusable(str(refused))
+    return InvalidBody(str(refused))
+
+
+def _body(request: Request, example: str) -> dict[str, Any]:
+    if not isinstance(request.data, dict):
+        raise InvalidBody(f"Send a JSON object: {example}.")
+    return request.data
+
+
+class CalendarView(_McpView):
+    http_method_names = ["get", "head", "post", "delete", "options"]
+
+    def get(self, request: Request) -> Response:
+        account = CalendarAccount.objects.filter(owner_id=self.owner_id(request)).first()
+        return Response({"success": True, "calendar": calendar_json(account) if account else None})
+
+    def post(self, request: Request) -> Response:
+        body = _body(request, '{"serverUrl": "https://caldav.example.com/", "username": "...", "password": "..."}')
+        key = request.auth
+        assert isinstance(key, ApiKey)
+        try:
+            account = mailcal.add_calendar(key.owner, body.get("serverUrl"), body.get("username"), body.get("password"))
+        except mailcal.AccountRefused as refused:
+            raise _refused(refused) from None
+        return Response(
+            {"success": True, "message": f"Connected the calendar {account.calendar_name}.", **calendar_json(account)},
+            status=status.HTTP_201_CREATED,
+        )
+
+    def delete(self, request: Request) -> Response:
+        account = CalendarAccount.objects.filter(owner_id=self.owner_id(request)).first()
+        if account is None:
+            raise NotFound("No calendar is connected.")
+        mailcal.remove(account)
+        return Response({"success": True, "message": "The calendar was removed."})
+
+
+class MailboxView(_McpView):
+    http_method_names = ["get", "head", "post", "delete", "options"]
+
+    def get(self, request: Request) -> Response:
+        account = MailAccount.objects.filter(owner_id=self.owner_id(request)).first()
+        return Response({"success": True, "mailbox": mailbox_json(account) if account else None})
+
+    def post(self, request: Request) -> Response:
+        body = _body(
+            request,
+            '{"address": "you@example.com", "password": "...", "imapHost": "imap.example.com", "imapPort": 993, '
+            '"imapSecurity": "ssl", "smtpHost": "smtp.example.com", "smtpPort": 465, "smtpSecurity": "ssl"}',
+        )
+        key = request.auth
+        assert isinstance(key, ApiKey)
+        try:
+            account = mailcal.add_mailbox(key.owner, body)
+        except mailcal.AccountRefused as refused:
+            raise _refused(refused) from None
+        return Response(
+            {"success": True, "message": f"Connected the mailbox {account.address}.", **mailbox_json(account)},
+            status=status.HTTP_201_CREATED,
+        )
+
+    def delete(self, request: Request) -> Response:
+        account = MailAccount.objects.filter(owner_id=self.owner_id(request)).first()
+        if account is None:
+            raise NotFound("No mailbox is connected.")
+        mailcal.remove(account)
+        return Response({"success": True, "message": "The mailbox was removed."})

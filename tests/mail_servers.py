@@ -1,0 +1,321 @@
+"""Real mail and calendar servers on 127.0.0.1 for the tests: Radicale (CalDAV, in this process, over a threaded
+WSGI server), Dovecot (IMAP, its own process, unprivileged, with a configuration file, a passwd-file and maildirs
+in a temporary directory) and aiosmtpd (SMTP, with AUTH, keeping what it receives). Plus two that misbehave: one
+that accepts and never answers, and a port where nothing listens."""
+
+import logging
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from email import message_from_bytes
+from email.message import Message
+from pathlib import Path
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+PASSWORD = "app-password-1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+# Radicale --------------------------------------------------------------------------------------------------------
+
+
+class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@dataclass
+class Radicale:
+    url: str
+    root: Path  # the collections on disk
+
+    def calendar_dir(self, user: str, calendar: str) -> Path:
+        return self.root / "collection-root" / user / calendar
+
+
+@contextmanager
+def radicale(directory: Path, users: dict[str, str]) -> Iterator[Radicale]:
+    import radicale as radicale_package
+    from radicale import config
+
+    (directory / "users").write_text("".join(f"{user}:{password}\n" for user, password in users.items()))
+    configuration = config.load()
+    configuration.update(
+        {
+            "auth": {
+                "type": "htpasswd",
+                "htpasswd_filename": str(directory / "users"),
+                "htpasswd_encryption": "plain",
+                "delay": "0",
+            },
+            "storage": {"filesystem_folder": str(directory / "collections")},
+            "rights": {"type": "owner_only"},
+            "logging": {"level": "error", "mask_passwords": "True"},
+        },
+        "test",
+        privileged=True,
+    )
+    logging.getLogger("radicale").setLevel(logging.WARNING)
+    application = radicale_package.Application(configuration)
+    server = make_server("127.0.0.1", 0, application, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, name="radicale", daemon=True)
+    thread.start()
+    try:
+        yield Radicale(url=f"http://127.0.0.1:{server.server_address[1]}/", root=directory / "collections")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# Dovecot ---------------------------------------------------------------------------------------------------------
+
+DOVECOT_CONF = """\
+base_dir = {root}/run
+state_dir = {root}/state
+log_path = {root}/dovecot.log
+info_log_path = {root}/dovecot.log
+protocols = imap
+listen = 127.0.0.1
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+default_internal_user = {user}
+default_internal_group = {user}
+default_login_user = {user}
+mail_location = maildir:{root}/mail/%u
+mail_uid = {uid}
+mail_gid = {gid}
+first_valid_uid = 0
+first_valid_gid = 0
+auth_failure_delay = 0
+passdb {{
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u {root}/users
+}}
+userdb {{
+  driver = passwd-file
+  args = username_format=%u {root}/users
+}}
+namespace inbox {{
+  inbox = yes
+  separator = /
+  mailbox Drafts {{
+    special_use = \\Drafts
+    auto = create
+  }}
+}}
+service imap-login {{
+  inet_listener imap {{
+    address = 127.0.0.1
+    port = {port}
+  }}
+  inet_listener imaps {{
+    port = 0
+  }}
+}}
+service anvil {{
+  chroot =
+  # no growing delay for an address after a failed log-in: the wrong-password tests would slow the next ones
+  unix_listener anvil-auth-penalty {{
+    mode = 0
+  }}
+}}
+service imap-login {{
+  chroot =
+}}
+"""
+
+
+@dataclass
+class Dovecot:
+    host: str
+    port: int
+    root: Path
+    owner: tuple[int, int]  # the uid and gid dovecot runs as
+    handed_out: int = 0
+
+    def own(self, path: Path) -> None:
+        if os.getuid() != 0:
+            return
+        for item in [path, *path.rglob("*")] if path.is_dir() else [path]:
+            os.chown(item, *self.owner)
+
+    def next_user(self) -> str:
+        """An account no test has used yet, so each test gets an empty mailbox. They are all written before the
+        server starts: Dovecot notices a changed passwd-file by its modification time, which two changes in the
+        same second do not change."""
+        self.handed_out += 1
+        return f"user{self.handed_out}"
+
+    def maildir(self, user: str) -> Path:
+        return self.root / "mail" / user
+
+    def deliver(self, user: str, raw: bytes, *, seen: bool = False, name: str = "") -> None:
+        """Put a message straight into the user's inbox (maildir), as a delivery agent would."""
+        box = self.maildir(user)
+        fresh = not box.exists()
+        for sub in ("cur", "new", "tmp"):
+            (box / sub).mkdir(parents=True, exist_ok=True)
+        if fresh:
+            self.own(box)
+        unique = name or f"{time.time_ns()}.{os.getpid()}_{threading.get_ident()}.test"
+        path = box / "cur" / f"{unique}:2,{'S' if seen else ''}"
+        path.write_bytes(raw)
+        self.own(path)
+
+
+@contextmanager
+def dovecot(accounts: int = 500) -> Iterator[Dovecot]:
+    """Dovecot unprivileged: as the user running the tests, or, when that is root (CI), as Debian's own `dovecot`
+    account, with its own configuration file in a temporary directory that account owns."""
+    binary = shutil.which("dovecot") or "/usr/sbin/dovecot"
+    if not Path(binary).exists():
+        raise RuntimeError("dovecot is not installed: apt-get install -y dovecot-imapd")
+    account = pwd.getpwnam("dovecot") if os.getuid() == 0 else pwd.getpwuid(os.getuid())
+    directory = Path(tempfile.mkdtemp(prefix="test-dovecot-"))
+    port = free_port()
+    for sub in ("run", "state", "mail"):
+        (directory / sub).mkdir()
+    (directory / "users").write_text(
+        "".join(
+            f"{user}:{{PLAIN}}{password}:{account.pw_uid}:{account.pw_gid}::{directory}/home/{user}\n"
+            for user, password in ((f"user{n}", PASSWORD) for n in range(1, accounts + 1))
+        )
+    )
+    (directory / "dovecot.conf").write_text(
+        DOVECOT_CONF.format(root=directory, user=account.pw_name, uid=account.pw_uid, gid=account.pw_gid, port=port)
+    )
+    server = Dovecot(host="127.0.0.1", port=port, root=directory, owner=(account.pw_uid, account.pw_gid))
+    server.own(directory)
+    command = [binary, "-F", "-c", str(directory / "dovecot.conf")]
+    if os.getuid() == 0:
+        command = ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups", *command]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        try:
+            wait_for_port(port)
+        except RuntimeError:
+            process.kill()
+            log = (directory / "dovecot.log").read_text() if (directory / "dovecot.log").exists() else ""
+            errors = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"dovecot did not start: {errors} {log}") from None
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+# aiosmtpd --------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Smtp:
+    host: str
+    port: int
+    received: list[Message] = field(default_factory=list)
+    envelopes: list[tuple[str, list[str]]] = field(default_factory=list)
+
+
+@contextmanager
+def smtp(password: str = PASSWORD) -> Iterator[Smtp]:
+    """Any user name with this password logs in (each test's IMAP account uses the same one)."""
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import AuthResult, LoginPassword
+
+    port = free_port()
+    box = Smtp(host="127.0.0.1", port=port)
+
+    class Keep:
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+            box.received.append(message_from_bytes(envelope.original_content or envelope.content))
+            box.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
+            return "250 OK"
+
+    def authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+        if isinstance(data, LoginPassword):
+            return AuthResult(success=data.password.decode() == password)
+        return AuthResult(success=False, handled=False)
+
+    logging.getLogger("mail.log").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message="Requiring AUTH while not requiring TLS")
+    controller = Controller(
+        Keep(),
+        hostname="127.0.0.1",
+        port=port,
+        authenticator=authenticate,
+        auth_require_tls=False,  # the tests allow plaintext (MAIL_CALENDAR_ALLOW_PLAINTEXT)
+        auth_required=True,
+    )
+    controller.start()
+    try:
+        yield box
+    finally:
+        controller.stop()
+
+
+# Misbehaving ------------------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def silent_server() -> Iterator[int]:
+    """Accepts connections and never says a word: a server that hangs."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join()
+        for sock in held:
+            sock.close()
+        listener.close()
