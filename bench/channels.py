@@ -165,11 +165,11 @@ def database() -> Iterator[str]:
     try:
         yield urlunsplit(urlsplit(SERVER_URL)._replace(path=f"/{name}"))
     finally:
-        if os.environ.get("BENCH_KEEP_DATABASE"):
+        if os.environ.get("BENCH_KEEP_DATABASE"):  # to look at afterwards (EXPLAIN, the rows)
             print("kept:", name)
-            return
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        else:
+            with psycopg.connect(server, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def environment(database_url: str, provider_url: str, args: argparse.Namespace) -> dict[str, str]:
