@@ -11,7 +11,8 @@ after the commit. Telegram's ``/start <token>`` (the console's one-time deep lin
 
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -23,7 +24,7 @@ from channels import linking
 from channels.adapters.base import Channel, Inbound
 from channels.adapters.payloads import storable
 from channels.models import InboundEvent, LinkedAddress, LinkHint
-from channels.notify import send_notice
+from channels.notify import deliver_notice
 from channels.outbound.queue import release_held
 from conversations.models import Endpoint, Message, Source
 from ingestion.hotpath.recording import record_user_message
@@ -48,7 +49,7 @@ def receive(channel: str, inbound: Inbound, request_id: str = "") -> Received:
         with transaction.atomic():
             received = _route(channel, inbound, request_id)
             for notice in received.notices:
-                transaction.on_commit(lambda notice=notice: send_notice(*notice), robust=True)  # type: ignore[misc]
+                transaction.on_commit(partial(deliver_notice.enqueue, *notice), robust=True)
     except IntegrityError:
         # The provider's id is taken: a retry (or its twin racing it, which waited on the unique index for the
         # first to commit). Everything this one wrote is rolled back with it.
@@ -153,3 +154,16 @@ def _telegram_start(inbound: Inbound) -> Received:
         return _unknown_sender(Channel.TELEGRAM, inbound.address)
     result = linking.link_telegram(parts[1], inbound.address)
     return Received(result.outcome, notices=[(Channel.TELEGRAM, inbound.address, result.text)])
+
+
+# Providers retry for hours (Twilio, Meta and Telegram give up within a day or two): a provider id older than this
+# cannot come back, and "how to link" answers older than a day no longer hold anything back.
+EVENT_RETENTION = timedelta(days=30)
+
+
+def prune(now: datetime | None = None) -> tuple[int, int]:
+    """Delete provider ids older than EVENT_RETENTION and stale "how to link" marks: (ids, marks) deleted."""
+    now = now or timezone.now()
+    events, _ = InboundEvent.objects.filter(received_at__lt=now - EVENT_RETENTION).delete()
+    hints, _ = LinkHint.objects.filter(sent_at__lt=now - HINT_INTERVAL).delete()
+    return events, hints

@@ -16,6 +16,7 @@ urlpatterns = [
     path("", landing, name="landing"),
     path("", include("console.urls.accounts")),
     path("", include("console.urls.keys")),
+    path("", include("console.urls.audit")),
     path("", include("console.urls.thread")),
     path("", include("console.urls.devices")),
     path("", include("console.urls.triggers")),

@@ -51,9 +51,7 @@ def check_url(url: str) -> str:
 # IPv4-compatible (::/96, deprecated but still routed by some stacks), IPv4-translated (SIIT, ::ffff:0:0:0/96) and
 # NAT64's well-known prefix (64:ff9b::/96, RFC 6052). Mapped addresses (::ffff:0:0/96), 6to4 and Teredo have
 # accessors of their own in ipaddress.
-_LAST_32_BITS_ARE_IPV4 = tuple(
-    ipaddress.IPv6Network(prefix) for prefix in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96")
-)
+_LAST_32_BITS_ARE_IPV4 = tuple(ipaddress.IPv6Network(prefix) for prefix in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96"))
 
 
 def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:

@@ -13,6 +13,8 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
+from accounts import audit
+from accounts.models import AuditKind
 from connections import calendars, crypto, mailboxes
 from connections.models import CalendarAccount, MailAccount, Security
 from connections.network import ServiceError, check_host, plaintext_allowed
@@ -88,7 +90,9 @@ def _seconds() -> float:
     return float(settings.MAIL_CALENDAR_TIMEOUT_SECONDS)
 
 
-def add_calendar(owner: User, server_url: object, username: object, password: object) -> CalendarAccount:
+def add_calendar(
+    owner: User, server_url: object, username: object, password: object, *, by: str = audit.COMMAND
+) -> CalendarAccount:
     if CalendarAccount.objects.filter(owner=owner).exists():
         raise AccountRefused("You already have a calendar connected; remove it first.", exists=True)
     try:
@@ -114,13 +118,15 @@ def add_calendar(owner: User, server_url: object, username: object, password: ob
                 calendar_url=calendar_url[:2000],
                 calendar_name=calendar_name[:100],
             )
+            summary = f"calendar “{account.calendar_name}” of {account.username} at {url}"
+            audit.record(owner, AuditKind.CONNECTION_ADDED, summary, by=by)
     except IntegrityError:  # added meanwhile by another request
         raise AccountRefused("You already have a calendar connected; remove it first.", exists=True) from None
     logger.info("calendar %s added for user %s", account.public_id, owner.pk)
     return account
 
 
-def add_mailbox(owner: User, fields: dict[str, Any]) -> MailAccount:
+def add_mailbox(owner: User, fields: dict[str, Any], *, by: str = audit.COMMAND) -> MailAccount:
     """fields: address, username (defaults to the address), password, imapHost, imapPort, imapSecurity, smtpHost,
     smtpPort, smtpSecurity (the API's names)."""
     if MailAccount.objects.filter(owner=owner).exists():
@@ -161,15 +167,24 @@ def add_mailbox(owner: User, fields: dict[str, Any]) -> MailAccount:
                 smtp_security=server.smtp_security,
                 drafts_folder=drafts[:255],
             )
+            audit.record(owner, AuditKind.CONNECTION_ADDED, _described(account), by=by)
     except IntegrityError:
         raise AccountRefused("You already have a mailbox connected; remove it first.", exists=True) from None
     logger.info("mailbox %s added for user %s", account.public_id, owner.pk)
     return account
 
 
-def remove(account: CalendarAccount | MailAccount) -> None:
-    account.delete()
+def remove(account: CalendarAccount | MailAccount, *, by: str = audit.COMMAND) -> None:
+    with transaction.atomic():
+        account.delete()
+        audit.record(account.owner_id, AuditKind.CONNECTION_REMOVED, _described(account), by=by)
     logger.info("%s %s removed", type(account).__name__, account.public_id)
+
+
+def _described(account: CalendarAccount | MailAccount) -> str:
+    if isinstance(account, CalendarAccount):
+        return f"calendar “{account.calendar_name}” of {account.username} at {account.server_url}"
+    return f"mailbox {account.address}"
 
 
 def calendar_server(account: CalendarAccount) -> calendars.CalendarServer:

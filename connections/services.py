@@ -9,6 +9,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from accounts import audit
+from accounts.models import AuditKind
 from accounts.services import lock_account
 from connections import client, crypto
 from connections.addresses import RefusedUrl, check_resolved, check_url
@@ -79,7 +81,9 @@ def check_room(owner: User) -> None:
         raise ConnectionRefused(f"You have {MAX_CONNECTIONS} MCP connections, the most allowed; remove one first.")
 
 
-def add_connection(owner: User, name: object, server_url: object, api_key: object = None) -> Connection:
+def add_connection(
+    owner: User, name: object, server_url: object, api_key: object = None, *, by: str = audit.COMMAND
+) -> Connection:
     """Check the URL, connect (initialize + tools/list; ChecksBusy when too many checks run), then store the
     connection, its key encrypted, and its tools. Nothing is stored when the server cannot be used."""
     check_room(owner)
@@ -100,6 +104,8 @@ def add_connection(owner: User, name: object, server_url: object, api_key: objec
             last_synced_at=timezone.now(),
         )
         _store_tools(connection, info.tools)
+        summary = f"MCP server “{connection.name}” at {connection.server_url} ({len(info.tools)} tools)"
+        audit.record(owner, AuditKind.CONNECTION_ADDED, summary, by=by)
     logger.info("mcp connection %s added for user %s with %s tools", connection.public_id, owner.pk, len(info.tools))
     return connection
 
@@ -108,9 +114,7 @@ def sync_tools(connection: Connection) -> Connection:
     """Read the server's tools again and replace the stored ones. A failure is kept as the connection's last error
     (and raised); the tools of the last good sync stay."""
     try:
-        info = _read_server(
-            connection.owner_id, connection.server_url, crypto.decrypt(connection.api_key_encrypted)
-        )
+        info = _read_server(connection.owner_id, connection.server_url, crypto.decrypt(connection.api_key_encrypted))
     except crypto.UnreadableSecret as unreadable:
         raise ConnectionRefused(str(unreadable)) from None
     except ConnectionRefused as refused:
@@ -152,8 +156,11 @@ def _store_tools(connection: Connection, tools: list[client.ToolInfo]) -> None:
     Tool.objects.bulk_create(rows)
 
 
-def remove_connection(connection: Connection) -> None:
-    connection.delete()
+def remove_connection(connection: Connection, *, by: str = audit.COMMAND) -> None:
+    with transaction.atomic():
+        connection.delete()
+        summary = f"MCP server “{connection.name}” at {connection.server_url}"
+        audit.record(connection.owner_id, AuditKind.CONNECTION_REMOVED, summary, by=by)
     logger.info("mcp connection %s removed", connection.public_id)
 
 

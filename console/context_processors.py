@@ -10,6 +10,7 @@ _SECTIONS = {
     "channels:confirm": "settings",
     "channels:telegram": "settings",
     "channels:unlink": "settings",
+    "audit:log": "settings",
 }
 
 

@@ -237,6 +237,8 @@ class Engine:
                 for f in replies:
                     if f.claim.delivery_id in recorded:
                         _log_delivered(f.claim, f.seconds)
+                    else:
+                        _refused(f.claim)
                 finished = [f for f in finished if not isinstance(f.outcome, Reply)]
         for f in finished:
             self._record_until_done(f)

@@ -24,6 +24,7 @@ DEVICE_CODE_PREFIX = "pdc_"
 USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"
 USER_CODE_LENGTH = 8
 LIFETIME = timedelta(minutes=10)
+LOGIN_ACTOR = "a CLI log-in (poke login) you approved on /device"
 POLL_INTERVAL_SECONDS = 2  # what the poke CLI uses; RFC 8628's default is 5
 
 
@@ -167,7 +168,9 @@ def _collect(device_code: str, authorization: DeviceAuthorization) -> Poll:
         if not collected:  # another poll collected it a moment ago (or it just expired)
             return poll(device_code)
         assert authorization.decided_by is not None
-        key, plaintext = create_key(authorization.decided_by, key_name(authorization), scopes=scopes.CLI)
+        key, plaintext = create_key(
+            authorization.decided_by, key_name(authorization), scopes=scopes.CLI, by=LOGIN_ACTOR
+        )
         DeviceAuthorization.objects.filter(pk=authorization.pk).update(api_key=key)
     authorization.status, authorization.api_key = Status.CONSUMED, key
     return Poll("authenticated", token=plaintext, authorization=authorization)

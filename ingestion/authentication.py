@@ -28,6 +28,7 @@ from ingestion.exceptions import (
 from ingestion.hotpath import lookup, recent
 from keys import tokens
 from keys.models import ApiKey, Generation
+from keys.services import note_expired
 
 # Any character str.isspace() calls whitespace (the regex engine uses the same test), found in C.
 _WHITESPACE = re.compile(r"\s")
@@ -118,7 +119,10 @@ class ApiKeyAuthentication(BaseAuthentication):
                 raise InvalidApiKey()
             if key.is_revoked:
                 raise RevokedApiKey()
-            raise AccountDisabled() if not key.owner.is_active else ExpiredApiKey()
+            if not key.owner.is_active:
+                raise AccountDisabled()
+            note_expired(key)  # the audit log's "expired", once, if the owner's page has not noted it yet
+            raise ExpiredApiKey()
         if self.recalls:
             recent.remember(presented.digest, key)
         return key.owner, key

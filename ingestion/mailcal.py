@@ -15,6 +15,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts import audit
 from connections import mailcal
 from connections.models import CalendarAccount, MailAccount
 from ingestion.exceptions import ApiError, InvalidBody, NotFound
@@ -77,6 +78,12 @@ def _body(request: Request, example: str) -> dict[str, Any]:
     return request.data
 
 
+def _by(request: Request) -> str:
+    key = request.auth
+    assert isinstance(key, ApiKey)
+    return audit.by_key(key.name, key.hint)
+
+
 class CalendarView(_McpView):
     http_method_names = ["get", "head", "post", "delete", "options"]
 
@@ -89,7 +96,9 @@ class CalendarView(_McpView):
         key = request.auth
         assert isinstance(key, ApiKey)
         try:
-            account = mailcal.add_calendar(key.owner, body.get("serverUrl"), body.get("username"), body.get("password"))
+            account = mailcal.add_calendar(
+                key.owner, body.get("serverUrl"), body.get("username"), body.get("password"), by=_by(request)
+            )
         except mailcal.AccountRefused as refused:
             raise _refused(refused) from None
         return Response(
@@ -101,7 +110,7 @@ class CalendarView(_McpView):
         account = CalendarAccount.objects.filter(owner_id=self.owner_id(request)).first()
         if account is None:
             raise NotFound("No calendar is connected.")
-        mailcal.remove(account)
+        mailcal.remove(account, by=_by(request))
         return Response({"success": True, "message": "The calendar was removed."})
 
 
@@ -121,7 +130,7 @@ class MailboxView(_McpView):
         key = request.auth
         assert isinstance(key, ApiKey)
         try:
-            account = mailcal.add_mailbox(key.owner, body)
+            account = mailcal.add_mailbox(key.owner, body, by=_by(request))
         except mailcal.AccountRefused as refused:
             raise _refused(refused) from None
         return Response(
@@ -133,5 +142,5 @@ class MailboxView(_McpView):
         account = MailAccount.objects.filter(owner_id=self.owner_id(request)).first()
         if account is None:
             raise NotFound("No mailbox is connected.")
-        mailcal.remove(account)
+        mailcal.remove(account, by=_by(request))
         return Response({"success": True, "message": "The mailbox was removed."})

@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import audit
 from connections import services
 from connections.checks import ChecksBusy
 from connections.models import Connection, is_connection_id
@@ -138,7 +139,9 @@ class AddConnectionView(_McpView):
         except services.ConnectionRefused as refused:
             raise _refused(refused, checked_form=False) from None
         try:
-            connection = services.add_connection(key.owner, new.name, new.server_url, new.api_key or None)
+            connection = services.add_connection(
+                key.owner, new.name, new.server_url, new.api_key or None, by=audit.by_key(key.name, key.hint)
+            )
         except services.ConnectionRefused as refused:
             raise _refused(refused, checked_form=True) from None
         except ChecksBusy as busy:
@@ -165,7 +168,9 @@ class ConnectionView(_McpView):
         return Response({"success": True, **connection_json(self.connection(request, connection_id))})
 
     def delete(self, request: Request, connection_id: str) -> Response:
-        services.remove_connection(self.connection(request, connection_id))
+        key = request.auth
+        assert isinstance(key, ApiKey)
+        services.remove_connection(self.connection(request, connection_id), by=audit.by_key(key.name, key.hint))
         return Response({"success": True, "message": "The MCP connection was removed."})
 
 

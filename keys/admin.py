@@ -6,8 +6,9 @@ from django.db.models import QuerySet
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
 
+from accounts import audit
 from keys.models import ApiKey
-from keys.services import revoke_key
+from keys.services import rename_key, revoke_key
 
 
 @admin.register(ApiKey)
@@ -69,9 +70,15 @@ class ApiKeyAdmin(admin.ModelAdmin):
             return False
         return super().has_change_permission(request, obj)
 
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        # The name is all staff may change, and a rename goes in the owner's audit log like theirs do.
+        if change and "name" in form.changed_data:
+            stored = ApiKey.objects.get(pk=obj.pk)
+            rename_key(stored, obj.name, by=audit.ADMIN)
+
     @admin.action(description="Revoke selected API keys", permissions=["change"])
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        revoked = sum(revoke_key(key) for key in queryset)
+        revoked = sum(revoke_key(key, by=audit.ADMIN) for key in queryset)
         self.message_user(request, f"Revoked {revoked} key(s).", messages.SUCCESS)
 
     def get_actions(self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST) -> dict[str, Any]:

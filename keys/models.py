@@ -15,7 +15,11 @@ class Generation(models.TextChoices):
 
 class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
     def active(self) -> "ApiKeyQuerySet":
-        return self.filter(revoked_at__isnull=True)
+        """Neither revoked nor expired: the keys that count towards the account's cap."""
+        now = timezone.now()
+        return self.filter(revoked_at__isnull=True).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
+        )
 
 
 class ApiKey(models.Model):
@@ -37,6 +41,11 @@ class ApiKey(models.Model):
     # Set for the keys that existed before scopes did: they were given what they could do then, which the console
     # says, until the owner chooses their scopes.
     scopes_predate_choice = models.BooleanField(default=False, editable=False)
+    # Set when the key was rolled: the key with the new secret. This one then works until its expires_at (the
+    # overlap its owner chose).
+    replaced_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
 
     objects = ApiKeyQuerySet.as_manager()
 

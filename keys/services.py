@@ -11,6 +11,8 @@ from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from accounts import audit
+from accounts.models import AuditKind
 from accounts.services import lock_account
 from keys import tokens
 from keys.models import ApiKey, Generation
@@ -50,16 +52,21 @@ def create_key(
     *,
     scopes: Iterable[Scope] | None = None,
     may_read_replies: bool = False,
+    expires_at: datetime | None = None,
+    by: str = audit.COMMAND,
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its plaintext, which exists nowhere else and cannot be recovered.
 
     ``scopes``: what a V2 key may do (default: the console's, messages:send and receipts:read). A V1 key does what
     V1 keys always did (keys/scopes.py LEGACY_V1). ``may_read_replies`` adds replies:read: receipts read with the
-    key carry the assistant's reply. Raises KeyLimitReached when the owner already holds
-    MAX_ACTIVE_KEYS_PER_ACCOUNT active keys."""
+    key carry the assistant's reply. ``expires_at``: after it the key is refused (401 expired_api_key). ``by``: who
+    asked, for the audit log. Raises KeyLimitReached when the owner already holds MAX_ACTIVE_KEYS_PER_ACCOUNT active
+    keys."""
     name = name.strip()
     if not name:
         raise ValueError("A key needs a name, for example the automation it is for.")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValueError("A key's expiry must be in the future.")
     granted = set(LEGACY_V1 if generation == Generation.V1 else CONSOLE_DEFAULT if scopes is None else scopes)
     if may_read_replies:
         granted.add(Scope.REPLIES_READ)
@@ -76,28 +83,127 @@ def create_key(
             digest=tokens.digest(plaintext),
             hint=tokens.hint(plaintext),
             scopes=stored(granted),
+            expires_at=expires_at,
         )
+        audit.record(owner, AuditKind.KEY_CREATED, f"“{key.name}” ({key.hint}) {_scopes_and_expiry(key)}", by=by)
     return key, plaintext
 
 
-def set_scopes(key: ApiKey, scopes: Iterable[Scope]) -> bool:
+def _scopes_and_expiry(key: ApiKey) -> str:
+    scopes = key.scopes.replace(" ", ", ") or "no scopes"
+    until = f", expires {key.expires_at:%Y-%m-%d %H:%M} UTC" if key.expires_at else ", no expiry"
+    return f"with {scopes}{until}"
+
+
+class RollRefused(Exception):
+    """The key cannot be rolled (revoked, expired, a V1 key, or rolled already); ``str()`` says why."""
+
+
+def roll_key(key: ApiKey, overlap: timedelta, *, by: str = audit.COMMAND) -> tuple[ApiKey, str]:
+    """A new secret for a key: a new key with the same name, scopes and expiry, and the old secret working for
+    ``overlap`` more (zero: not at all), so that whatever holds it can be moved over. Returns the new key and its
+    plaintext, shown once like any new key's."""
+    now = timezone.now()
+    if overlap < timedelta(0):
+        raise ValueError("The overlap cannot be negative.")
+    with transaction.atomic():
+        lock_account(key.owner)
+        current = ApiKey.objects.select_for_update().get(pk=key.pk)
+        if current.generation != Generation.V2:
+            raise RollRefused("A V1 key cannot be rolled: create a V2 key instead.")
+        if current.is_revoked or current.is_expired(now):
+            raise RollRefused("Only an active key can be rolled: this one is revoked or expired.")
+        if current.replaced_by_id is not None:
+            raise RollRefused("This key was rolled already: roll the key that replaced it.")
+        plaintext = tokens.generate(Generation.V2)
+        new = ApiKey.objects.create(
+            owner_id=current.owner_id,
+            name=current.name,
+            generation=Generation.V2,
+            digest=tokens.digest(plaintext),
+            hint=tokens.hint(plaintext),
+            scopes=current.scopes,
+            scopes_predate_choice=current.scopes_predate_choice,
+            expires_at=current.expires_at,
+        )
+        old_until = now + overlap
+        if current.expires_at is not None:
+            old_until = min(old_until, current.expires_at)
+        ApiKey.objects.filter(pk=current.pk).update(expires_at=old_until, replaced_by=new)
+        audit.record(
+            current.owner_id,
+            AuditKind.KEY_ROLLED,
+            f"“{current.name}”: new secret {new.hint}; the old one ({current.hint}) works until "
+            f"{old_until:%Y-%m-%d %H:%M:%S} UTC",
+            by=by,
+        )
+    key.expires_at, key.replaced_by = old_until, new
+    return new, plaintext
+
+
+def rename_key(key: ApiKey, name: str, *, by: str = audit.COMMAND) -> bool:
+    name = name.strip()
+    if not name:
+        raise ValueError("A key needs a name, for example the automation it is for.")
+    if name == key.name:
+        return False
+    old = key.name
+    with transaction.atomic():
+        ApiKey.objects.filter(pk=key.pk).update(name=name)
+        audit.record(key.owner_id, AuditKind.KEY_RENAMED, f"“{old}” ({key.hint}) is now “{name}”", by=by)
+    key.name = name
+    return True
+
+
+def note_expired(key: ApiKey) -> None:
+    """Record in the audit log that a key expired, once, whoever notices first (its first refused request, or the
+    owner's audit log). Dated at its expiry."""
+    if key.expires_at is None or key.is_revoked:
+        return
+    rolled = " (its overlap after a roll ended)" if key.replaced_by_id else ""
+    audit.record(
+        key.owner_id,
+        AuditKind.KEY_EXPIRED,
+        f"“{key.name}” ({key.hint}) expired{rolled}",
+        by=audit.SYSTEM,
+        at=key.expires_at,
+        once=f"key-expired:{key.pk}:{key.expires_at.timestamp():.0f}",
+    )
+
+
+def note_expiries(owner_id: int) -> None:
+    """Record every expiry of the owner's keys not recorded yet (before their audit log is shown)."""
+    for key in ApiKey.objects.filter(owner_id=owner_id, revoked_at__isnull=True, expires_at__lte=timezone.now()):
+        note_expired(key)
+
+
+def set_scopes(key: ApiKey, scopes: Iterable[Scope], *, by: str = audit.COMMAND) -> bool:
     """The owner's choice, on the key's page: what a V2 key may do from its next request on. Returns whether
     anything changed."""
     text = stored(scopes)
-    changed = (
-        ApiKey.objects.filter(pk=key.pk, generation=Generation.V2)
-        .exclude(scopes=text)
-        .update(scopes=text, scopes_predate_choice=False)
-    )
+    with transaction.atomic():
+        changed = (
+            ApiKey.objects.filter(pk=key.pk, generation=Generation.V2)
+            .exclude(scopes=text)
+            .update(scopes=text, scopes_predate_choice=False)
+        )
+        if changed:
+            before = key.scopes.replace(" ", ", ") or "none"
+            after = text.replace(" ", ", ") or "none"
+            summary = f"“{key.name}” ({key.hint}): {before} → {after}"
+            audit.record(key.owner_id, AuditKind.KEY_SCOPES_CHANGED, summary, by=by)
     if changed:
         key.scopes, key.scopes_predate_choice = text, False
     return bool(changed)
 
 
-def revoke_key(key: ApiKey) -> bool:
+def revoke_key(key: ApiKey, *, by: str = audit.COMMAND) -> bool:
     """Revoke a key from the next request on. Returns False if it was already revoked (revocation is one-way)."""
     now = timezone.now()
-    updated = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
+    with transaction.atomic():
+        updated = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
+        if updated:
+            audit.record(key.owner_id, AuditKind.KEY_REVOKED, f"“{key.name}” ({key.hint})", by=by)
     if updated:
         key.revoked_at = now
     else:

@@ -202,3 +202,26 @@ def test_posts_need_the_csrf_token(user, providers):
     client.force_login(user)
     assert _ask(client).status_code == 403
     assert not providers.twilio.sent
+
+
+@pytest.fixture
+def staff_client():
+    from django.contrib.auth import get_user_model
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("admin", "admin@example.com", "pw"))
+    return client
+
+
+def test_staff_see_links_and_codes_but_never_a_codes_digest(staff_client, signed_in, user, providers):
+    LinkedAddress.objects.create(user=user, channel="telegram", address="5151")
+    _ask(signed_in)
+    code = LinkCode.objects.get()
+    assert "5151" in staff_client.get("/admin/channels/linkedaddress/").content.decode()
+    listing = staff_client.get("/admin/channels/linkcode/").content.decode()
+    assert NUMBER in listing and code.code_digest not in listing
+    assert code.code_digest not in staff_client.get(f"/admin/channels/linkcode/{code.pk}/change/").content.decode()
+    assert (
+        staff_client.get(f"/admin/channels/linkcode/?code_digest__startswith={code.code_digest[:2]}").status_code == 400
+    )
+    assert staff_client.get("/admin/channels/linkedaddress/add/").status_code == 403

@@ -31,8 +31,6 @@ def test_ipv6_forms_of_inside_addresses_are_not_public(address):
     assert not is_public(address)
 
 
-@pytest.mark.parametrize(
-    "address", ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "::ffff:93.184.215.14"]
-)
+@pytest.mark.parametrize("address", ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "::ffff:93.184.215.14"])
 def test_public_addresses_stay_public(address):
     assert is_public(address)

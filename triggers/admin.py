@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
 
+from accounts import audit
 from triggers.models import WebhookTrigger
 from triggers.services import revoke_trigger
 
@@ -48,7 +49,7 @@ class WebhookTriggerAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected webhook triggers", permissions=["change"])
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet[WebhookTrigger]) -> None:
-        revoked = sum(revoke_trigger(trigger) for trigger in queryset)
+        revoked = sum(revoke_trigger(trigger, by=audit.ADMIN) for trigger in queryset)
         self.message_user(request, f"Revoked {revoked} trigger(s).", messages.SUCCESS)
 
     def get_actions(self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST) -> dict[str, Any]:

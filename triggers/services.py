@@ -13,6 +13,8 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from accounts import audit
+from accounts.models import AuditKind
 from accounts.services import lock_account
 from keys import tokens
 from keys.models import ApiKey
@@ -97,7 +99,13 @@ def create_trigger(
             signing_salt=secrets.token_hex(16) if signed else "",
             created_with=created_with,
         )
+        by = audit.CONSOLE if created_with is None else audit.by_key(created_with.name, created_with.hint)
+        audit.record(owner, AuditKind.WEBHOOK_ADDED, f"“{_short(condition)}” ({trigger.hint})", by=by)
     return trigger, plaintext, signing_secret(trigger) if signed else None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def find_by_token(plaintext: str) -> WebhookTrigger | None:
@@ -107,10 +115,14 @@ def find_by_token(plaintext: str) -> WebhookTrigger | None:
     return WebhookTrigger.objects.select_related("owner").filter(digest=token_digest(plaintext)).first()
 
 
-def revoke_trigger(trigger: WebhookTrigger) -> bool:
+def revoke_trigger(trigger: WebhookTrigger, *, by: str = audit.COMMAND) -> bool:
     """Stop a trigger from its next request on. False if it was already revoked (revocation is one-way)."""
     now = timezone.now()
-    updated = WebhookTrigger.objects.filter(pk=trigger.pk, revoked_at__isnull=True).update(revoked_at=now)
+    with transaction.atomic():
+        updated = WebhookTrigger.objects.filter(pk=trigger.pk, revoked_at__isnull=True).update(revoked_at=now)
+        if updated:
+            summary = f"“{_short(trigger.condition)}” ({trigger.hint})"
+            audit.record(trigger.owner_id, AuditKind.WEBHOOK_REMOVED, summary, by=by)
     if updated:
         trigger.revoked_at = now
     else:

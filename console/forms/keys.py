@@ -1,6 +1,8 @@
+from datetime import datetime, timedelta
 from typing import Any
 
 from django import forms
+from django.utils import timezone
 
 from keys.scopes import CONSOLE_DEFAULT, Scope, parse
 from keys.services import key_name_field
@@ -30,10 +32,33 @@ def _scopes_field() -> forms.MultipleChoiceField:
     )
 
 
+# Choices of days; "" is never.
+EXPIRY_CHOICES = [("", "Never"), ("7", "In 7 days"), ("30", "In 30 days"), ("90", "In 90 days"), ("365", "In a year")]
+# Choices of hours the old secret keeps working after a roll.
+OVERLAP_CHOICES = [
+    ("0", "Not at all: the old secret stops now"),
+    ("1", "1 hour"),
+    ("24", "24 hours"),
+    ("168", "7 days"),
+]
+
+
 class NewV2KeyForm(NewKeyForm):
-    """Add API Key: a name and the key's scopes (by default what a script that sends messages needs)."""
+    """Add API Key: a name, the key's scopes (by default what a script that sends messages needs) and an expiry."""
 
     scopes = _scopes_field()
+    expires_in_days = forms.TypedChoiceField(
+        label="Expires",
+        choices=EXPIRY_CHOICES,
+        coerce=int,
+        empty_value=None,
+        required=False,
+        help_text="After this the key is refused (401 expired_api_key). A key for a one-off job need not outlive it.",
+    )
+
+    def expires_at(self) -> datetime | None:
+        days = self.cleaned_data.get("expires_in_days")
+        return None if days is None else timezone.now() + timedelta(days=days)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -41,6 +66,23 @@ class NewV2KeyForm(NewKeyForm):
 
     def chosen_scopes(self) -> frozenset[Scope]:
         return parse(self.cleaned_data["scopes"])
+
+
+class RenameForm(forms.Form):
+    name = key_name_field(label="Name", widget=forms.TextInput(attrs={"autocomplete": "off"}))
+
+
+class RollForm(forms.Form):
+    overlap_hours = forms.TypedChoiceField(
+        label="How long the old secret keeps working",
+        choices=OVERLAP_CHOICES,
+        coerce=int,
+        initial="24",
+        help_text="Time to put the new secret wherever the old one is used.",
+    )
+
+    def overlap(self) -> timedelta:
+        return timedelta(hours=self.cleaned_data["overlap_hours"])
 
 
 class ScopesForm(forms.Form):

@@ -7,6 +7,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts import audit
 from connections import services
 from connections.checks import ChecksBusy
 from connections.models import Connection, is_connection_id
@@ -37,6 +38,7 @@ def connection_list(request: HttpRequest) -> HttpResponse:
                 form.cleaned_data["name"],
                 form.cleaned_data["server_url"],
                 form.cleaned_data["api_key"] or None,
+                by=audit.CONSOLE,
             )
         except services.ConnectionRefused as refused:
             form.add_error(None, str(refused))
@@ -70,7 +72,7 @@ def sync(request: HttpRequest, public_id: str) -> HttpResponse:
 def remove(request: HttpRequest, public_id: str) -> HttpResponse:
     connection = _owned(request, public_id)
     if request.method == "POST":
-        services.remove_connection(connection)
+        services.remove_connection(connection, by=audit.CONSOLE)
         messages.success(request, f"Removed {connection.name}; the assistant no longer has its tools.")
         return redirect("connections:list")
     return render(request, "connections/remove.html", {"connection": connection})

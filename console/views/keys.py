@@ -8,9 +8,11 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts import audit
 from console import activity, examples, nonces
-from console.forms.keys import NewKeyForm, NewV2KeyForm, ScopesForm
-from conversations.models import Delivery
+from console.forms.keys import NewKeyForm, NewV2KeyForm, RenameForm, RollForm, ScopesForm
+from conversations.models import Delivery, Endpoint
+from ingestion.hotpath.recording import record_user_message
 from keys import services
 from keys.models import ApiKey, Generation
 from keys.scopes import Scope
@@ -64,24 +66,30 @@ def _refused_form(request: HttpRequest, form: NewKeyForm, generation: Generation
 
 def _create_and_show_once(request: HttpRequest, form: NewKeyForm, generation: Generation) -> HttpResponse:
     """Create the key and answer this very POST with its secret: no redirect, session or URL ever holds it."""
-    back_url = _list_url_of(generation)
     if not nonces.consume(request.user.pk, form.cleaned_data["nonce"]):  # type: ignore[arg-type]
         messages.warning(request, ALREADY_CREATED)
-        return redirect(back_url, permanent=False)
+        return redirect(_list_url_of(generation), permanent=False)
     try:
         key, plaintext = services.create_key(
             request.user,  # type: ignore[arg-type]
             form.cleaned_data["name"],
             generation,
             scopes=form.chosen_scopes() if isinstance(form, NewV2KeyForm) else None,
+            expires_at=form.expires_at() if isinstance(form, NewV2KeyForm) else None,
+            by=audit.CONSOLE,
         )
     except services.KeyLimitReached as full:
         return _refused_form(request, form, generation, str(full))
+    return _show_secret_once(request, key, plaintext)
+
+
+def _show_secret_once(request: HttpRequest, key: ApiKey, plaintext: str, rolled: ApiKey | None = None) -> HttpResponse:
     context = {
         "key": key,
         "plaintext": plaintext,
-        "examples": examples.for_new_key(request.build_absolute_uri("/").rstrip("/"), plaintext, generation),
-        "back_url": back_url,
+        "examples": examples.for_new_key(request.build_absolute_uri("/").rstrip("/"), plaintext, key.generation),
+        "back_url": _list_url_of(key.generation),
+        "rolled": rolled,
     }
     response = render(request, "keys/created.html", context)
     add_never_cache_headers(response)  # Cache-Control: no-store, so no cache or Back button can show it again
@@ -122,8 +130,64 @@ def key_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "back_url": _list_url_of(key.generation),
         "scopes_form": ScopesForm(initial={"scopes": sorted(key.scope_set)}),
         "scopes": [scope for scope in Scope if key.has_scope(scope)],
+        "rename_form": RenameForm(initial={"name": key.name}),
+        "is_expired": key.is_expired(),
+        "usable": not key.is_revoked and not key.is_expired(),
     }
     return render(request, "keys/detail.html", context)
+
+
+@login_required
+@require_POST
+def rename(request: HttpRequest, pk: int) -> HttpResponse:
+    key = _owned_key(request, pk)
+    form = RenameForm(request.POST)
+    if key.is_revoked:
+        messages.info(request, "A revoked key keeps its name.")
+    elif not form.is_valid():
+        messages.error(request, "Nothing was changed: " + " ".join(str(error) for error in form.errors.get("name", [])))
+    elif services.rename_key(key, form.cleaned_data["name"], by=audit.CONSOLE):
+        messages.success(request, f"Renamed to “{key.name}”.")
+    return redirect("keys:detail", pk=key.pk)
+
+
+@login_required
+@never_cache
+@require_http_methods(["GET", "POST"])
+def roll(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks (and for how long the old secret should keep working); POST makes the new secret and shows it once."""
+    key = _owned_key(request, pk)
+    form = RollForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            new, plaintext = services.roll_key(key, form.overlap(), by=audit.CONSOLE)
+        except services.RollRefused as refused:
+            messages.error(request, str(refused))
+            return redirect("keys:detail", pk=key.pk)
+        return _show_secret_once(request, new, plaintext, rolled=key)
+    return render(request, "keys/roll.html", {"key": key, "form": form})
+
+
+TEST_MESSAGE = "Test message from the console, sent with the key “{name}”. No action is needed."
+
+
+@login_required
+@require_POST
+def send_test_message(request: HttpRequest, pk: int) -> HttpResponse:
+    """Record a message in the thread as if this key had sent it (the API's endpoint, its receipt and the key's
+    page show it), so its owner sees the whole way a message goes."""
+    key = _owned_key(request, pk)
+    if key.generation != Generation.V2 or key.is_revoked or key.is_expired():
+        messages.error(request, "Only an active V2 key can send a test message.")
+    elif not key.has_scope(Scope.MESSAGES_SEND):
+        messages.error(request, "This key may not send messages (it lacks messages:send): nothing was sent.")
+    else:
+        message = record_user_message(
+            user=key.owner, endpoint=Endpoint.CURRENT, text=TEST_MESSAGE.format(name=key.name), api_key=key
+        )
+        messages.success(request, f"Test message sent with “{key.name}”: here is what became of it.")
+        return redirect("conversations:message", message.public_id)
+    return redirect("keys:detail", pk=key.pk)
 
 
 @login_required
@@ -136,7 +200,7 @@ def key_scopes(request: HttpRequest, pk: int) -> HttpResponse:
     form = ScopesForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Nothing was changed: choose at least one thing the key may do.")
-    elif services.set_scopes(key, form.chosen_scopes()):
+    elif services.set_scopes(key, form.chosen_scopes(), by=audit.CONSOLE):
         messages.success(request, f"“{key.name}” may now: {', '.join(s.value for s in Scope if key.has_scope(s))}.")
     else:
         messages.info(request, f"“{key.name}” already had exactly these scopes.")
@@ -149,7 +213,7 @@ def revoke(request: HttpRequest, pk: int) -> HttpResponse:
     """GET asks for confirmation; POST (with its CSRF token) revokes."""
     key = _owned_key(request, pk)
     if request.method == "POST":
-        if services.revoke_key(key):
+        if services.revoke_key(key, by=audit.CONSOLE):
             messages.success(request, f"Revoked “{key.name}”. Requests with it are refused from now on.")
         else:
             messages.info(request, f"“{key.name}” was already revoked.")

@@ -11,6 +11,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
+from accounts import audit
 from console import examples, nonces
 from console.forms.triggers import NewTriggerForm
 from triggers import services
@@ -77,7 +78,7 @@ def _create_and_show_once(request: HttpRequest, form: NewTriggerForm) -> HttpRes
 def revoke(request: HttpRequest, pk: int) -> HttpResponse:
     trigger = get_object_or_404(WebhookTrigger, pk=pk, owner_id=request.user.pk)
     if request.method == "POST":
-        if services.revoke_trigger(trigger):
+        if services.revoke_trigger(trigger, by=audit.CONSOLE):
             messages.success(request, f"Revoked “{trigger.condition}”. Requests to it are refused from now on.")
         else:
             messages.info(request, f"“{trigger.condition}” was already revoked.")

@@ -253,3 +253,47 @@ def test_channel_screenshots(context, live_server, settings, providers):
     page.get_by_role("button", name="Send a code").click()
     page.get_by_role("heading", name="Type the code").wait_for()
     _shoot(page, "settings-channels")
+
+
+def _log_in(context):
+    page = context.new_page()
+    page.goto("/login/")
+    page.get_by_label("Email").fill(EMAIL)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/keys/")
+    return page
+
+
+def test_key_life_cycle_screenshots(context, live_server, settings):
+    """A key's page with its scopes, expiry and actions, and the audit log after a key's life (README, "Key life
+    cycle"). `pytest tests/browser/screenshots.py -k life_cycle` rewrites only these."""
+    from accounts import audit
+    from connections.models import Connection
+    from connections.services import remove_connection
+    from keys.scopes import Scope
+    from keys.services import roll_key, set_scopes
+
+    user = create_account(email=EMAIL, password=PASSWORD, phone_number="+14155551234", channel="whatsapp")
+    deploys, _ = create_key(
+        user,
+        "GitHub deploys",
+        scopes=[Scope.MESSAGES_SEND, Scope.RECEIPTS_READ, Scope.WEBHOOKS_MANAGE],
+        expires_at=timezone.now() + timedelta(days=90),
+        by=audit.CONSOLE,
+    )
+    create_trigger(user, "When a deploy of the shop fails", "Tell me which commit broke it", created_with=deploys)
+    set_scopes(deploys, [Scope.MESSAGES_SEND, Scope.RECEIPTS_READ], by=audit.CONSOLE)
+    laptop, _ = create_key(user, "Old laptop script", by=audit.CONSOLE)
+    roll_key(laptop, timedelta(hours=24), by=audit.CONSOLE)
+    tracker = Connection.objects.create(owner=user, name="Tracker", server_url="https://mcp.example.com/mcp")
+    remove_connection(tracker, by=audit.CONSOLE)
+    revoke_key(create_key(user, "Uptime monitor", by=audit.CONSOLE)[0], by=audit.CONSOLE)
+
+    page = _log_in(context)
+    page.set_viewport_size({"width": 1280, "height": 1100})
+    page.goto(f"/keys/{deploys.pk}/")
+    page.locator("#scopes").wait_for()
+    _shoot(page, "key-scopes", full_page=False)
+    page.goto("/settings/audit-log/")
+    _shoot(page, "audit-log", full_page=False)
