@@ -456,8 +456,8 @@ MCP_MAX_ANSWER_BYTES = env_int("MCP_MAX_ANSWER_BYTES", 4_000_000)
 MCP_ALLOW_PRIVATE_ADDRESSES = env_bool("MCP_ALLOW_PRIVATE_ADDRESSES", DEBUG or TESTING)
 # Fernet keys for the servers' API keys at rest, newest first (connections/crypto.py); empty: derived from SECRET_KEY.
 MCP_ENCRYPTION_KEYS = env_list("MCP_ENCRYPTION_KEYS")
-# Mail (IMAP + SMTP) and calendar (CalDAV) connections (README, "Connections"): one exchange's time limit when a
-# connection is added, and the most one tool call may take (less when the attempt's deadline is nearer).
+# Mail (IMAP + SMTP) and calendar (CalDAV) connections (README, "Connections"): the most one tool call may take
+# (less when the attempt's deadline is nearer). Checking one when it is added takes MCP_CHECK_TIMEOUT_SECONDS.
 MAIL_CALENDAR_TIMEOUT_SECONDS = env_float("MAIL_CALENDAR_TIMEOUT_SECONDS", 15)
 # Whether IMAP/SMTP without TLS and http:// CalDAV are accepted: the app password would travel in clear. On in
 # development and tests (local servers without certificates); off in production.

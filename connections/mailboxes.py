@@ -15,6 +15,7 @@ import re
 import smtplib
 import socket
 import ssl
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -187,11 +188,16 @@ def smtp_session(server: MailServer, seconds: float) -> Iterator[smtplib.SMTP]:
 
 
 def check(server: MailServer, seconds: float) -> str:
-    """Log in to both servers; the name of the drafts folder. ServiceError when either cannot be used."""
+    """Log in to both servers, both within ``seconds``; the name of the drafts folder. ServiceError when either
+    cannot be used."""
+    deadline = time.monotonic() + seconds
     with imap_session(server, seconds) as client:
         client.select_folder("INBOX", readonly=True)
         drafts = _drafts_folder(client, create=False)
-    with smtp_session(server, seconds) as smtp:
+    left = deadline - time.monotonic()
+    if left <= 0.1:
+        raise ServiceError("The IMAP server took the whole time allowed; the SMTP server could not be checked.")
+    with smtp_session(server, left) as smtp:
         smtp.noop()
     return drafts
 

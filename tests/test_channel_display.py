@@ -1,11 +1,11 @@
 """What became of a message on the person's phone, shown where they and staff look: on its bubble in the thread
 (and again when a provider's status arrives, through the page's poll), on the message's page, in the admin."""
 
+import re
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.utils import timezone
 
 from channels.adapters.base import StatusUpdate
 from channels.models import OutboundMessage, OutboundStatus
@@ -13,7 +13,7 @@ from channels.outbound import statuses
 from channels.outbound.decide import WINDOW_CLOSED
 from tests.providers import providers  # noqa: F401  (the fixture)
 from tests.test_channel_outbox import NUMBER, assistant_writes, person, refuse_next, send_due, twilio  # noqa: F401
-from tests.test_console_conversation import poll, since_of
+from tests.test_console_conversation import since_of
 
 pytestmark = pytest.mark.django_db
 
@@ -42,16 +42,21 @@ def test_the_bubble_says_where_the_reply_went_and_how_far_it_got(client, owner, 
     assert 'class="badge badge--delivered">SMS: delivered' in bubble(page, message.public_id)
 
 
+def unsettled(html: str) -> list[str]:
+    return re.findall(r'data-statuses-of="([^"]+)" data-settled="false"', html)
+
+
 def test_a_status_that_arrives_later_redraws_the_bubble_at_the_next_poll(client, owner, twilio):  # noqa: F811
     message = assistant_writes(owner, "Done.")
     send_due()
-    OutboundMessage.objects.filter(message=message).update(updated_at=timezone.now() - timedelta(minutes=1))
-    since = since_of(client.get("/conversation/").content.decode())
-    assert poll(client, since)["changed"] == []  # nothing new about it since the page was drawn
+    page = client.get("/conversation/").content.decode()
+    assert unsettled(page) == [message.public_id]  # sent: the provider's report is still to come
 
     statuses.record([StatusUpdate(twilio.sent[0].provider_message_id, "read")])
-    [changed] = poll(client, since)["changed"]
-    assert changed["id"] == message.public_id and "SMS: read" in changed["html"]
+    answer = client.get("/conversation/updates/", {"since": since_of(page), "unsettled": message.public_id}).json()
+    [redrawn] = answer["statuses"]
+    assert redrawn["id"] == message.public_id and "SMS: read" in redrawn["html"]
+    assert unsettled(redrawn["html"]) == []  # read: nothing more to ask about
 
 
 def test_a_held_message_says_why_on_its_bubble(client, twilio):  # noqa: F811

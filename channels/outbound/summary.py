@@ -3,9 +3,14 @@ admin read it from the message's outbox rows (one per part)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+
+from django.utils import timezone
 
 from channels.models import OutboundMessage, OutboundStatus
+
+# How long after a send a provider's report is still awaited on the page.
+REPORT_WINDOW = timedelta(days=1)
 
 CHANNEL_NAMES = {"sms": "SMS", "whatsapp": "WhatsApp", "imessage": "iMessage", "telegram": "Telegram"}
 
@@ -48,6 +53,9 @@ class PhoneStatus:
     when: datetime | None  # when a waiting part is due
     parts: int
     as_template: bool
+    settled: (
+        bool  # nothing more will be heard of it: the page stops asking (templates/conversations/_message_statuses.html)
+    )
 
 
 def status_of(row: OutboundMessage) -> str:
@@ -76,4 +84,18 @@ def summarize(rows: Sequence[OutboundMessage]) -> PhoneStatus | None:
         when=worst.next_attempt_at if waiting else None,
         parts=len(rows),
         as_template=any(row.as_template for row in rows),
+        settled=_settled(status, worst),
     )
+
+
+# Channels whose providers report what became of a text after they took it (Telegram does not).
+_REPORTING = frozenset({"sms", "whatsapp", "imessage"})
+
+
+def _settled(status: str, row: OutboundMessage) -> bool:
+    """Whether more news may come: a provider's report after "sent" (for a day at most), or our own sending."""
+    if status in ("delivered", "read", "failed", "undelivered", "held"):
+        return True
+    if status == "sent":
+        return row.channel not in _REPORTING or row.sent_at is None or timezone.now() - row.sent_at > REPORT_WINDOW
+    return False

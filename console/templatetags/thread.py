@@ -21,6 +21,11 @@ def pretty_json(value: Any) -> str:
 
 
 @register.filter
+def delivery_state(message: Message) -> presentation.DeliveryState | None:
+    return presentation.delivery_state(message)
+
+
+@register.filter
 def actions_of(message: Message) -> list[Any]:
     return presentation.actions_of(message)
 

@@ -22,16 +22,13 @@ PAGE_SIZE = 100
 # of those created this long before it, so that the page can ask for one that committed late.
 LATE_COMMIT_WINDOW = timedelta(seconds=30)
 MAX_IDS_ASKED = 100
-# How far back a poll looks for messages whose phone status changed (a provider reports within minutes).
-NEWS_WINDOW = timedelta(days=1)
-NEWS_LATE_COMMIT = timedelta(seconds=5)
 
 
 def _messages_of(conversation: Conversation) -> QuerySet[Message]:
     # The reply's actions come along (two queries for the page), for "What the assistant did" under each reply, and
     # the outbox rows (one query), for what became of each on the person's phone.
     return (
-        conversation.messages.select_related("api_key", "trigger")
+        conversation.messages.select_related("api_key", "trigger", "delivery")
         .prefetch_related("answered_delivery__actions", "outbound")
         .order_by("created_at", "id")
     )
@@ -119,9 +116,9 @@ def updates(request: HttpRequest) -> JsonResponse:
 
     ``since``: the ``since`` of the previous answer (or of the page). The answer holds, rendered, the messages created
     from then on; ``recent``, the ids (only the ids) of those created in the LATE_COMMIT_WINDOW before it, so that the
-    page can ask for one it lacks (``ids=``: one that committed after an earlier poll had passed its time);
-    ``changed``, rendered again, earlier messages whose news on the person's phone changed (``_news_since``). With
-    ``ids=a,b``: those messages of the user's own thread, rendered, whenever they were created."""
+    page can ask for one it lacks (``ids=``: one that committed after an earlier poll had passed its time). With
+    ``ids=a,b``: those messages of the user's own thread, rendered, whenever they were created. ``unsettled=a,b``:
+    also the statuses of those messages anew (``statuses``)."""
     conversation = conversation_of(request.user)  # type: ignore[arg-type]
     messages = _messages_of(conversation)
     if "ids" in request.GET:
@@ -132,7 +129,6 @@ def updates(request: HttpRequest) -> JsonResponse:
     if since is None or since > now:  # no page to continue from: the latest, as the page itself would show them
         new = list(reversed(messages.reverse()[:PAGE_SIZE]))
         recent: list[str] = []
-        changed: list[dict[str, str]] = []
     else:
         new = list(reversed(messages.filter(created_at__gte=since).reverse()[:PAGE_SIZE]))  # the newest, in order
         recent = list(
@@ -140,21 +136,20 @@ def updates(request: HttpRequest) -> JsonResponse:
                 "public_id", flat=True
             )
         )
-        changed = _rendered(request, list(_news_since(messages, since)))
-    return JsonResponse(
-        {"messages": _rendered(request, new), "recent": recent, "changed": changed, "since": now.isoformat()}
-    )
+    answer = {"messages": _rendered(request, new), "recent": recent, "since": now.isoformat()}
+    return JsonResponse({**answer, "statuses": _statuses(request, messages)})
 
 
-def _news_since(messages: QuerySet[Message], since: datetime) -> QuerySet[Message]:
-    """Messages shown before ``since`` whose news changed since: what became of them on the person's phone (a
-    status callback, a retry). Of the last day only, and at most a page. A change is stamped before its transaction
-    commits, so the window reaches a few seconds before ``since``: a late commit is drawn again, never missed."""
-    return messages.filter(
-        created_at__lt=since,
-        created_at__gte=since - NEWS_WINDOW,
-        outbound__updated_at__gte=since - NEWS_LATE_COMMIT,
-    ).distinct()[:PAGE_SIZE]
+def _statuses(request: HttpRequest, messages: QuerySet[Message]) -> list[dict[str, str]]:
+    """``unsettled=a,b``: the page's messages whose status may still change (queued, retrying, being delivered),
+    each with its statuses rendered anew, for the page to swap in."""
+    asked = [value for value in request.GET.get("unsettled", "").split(",")[:MAX_IDS_ASKED] if is_message_id(value)]
+    if not asked:
+        return []
+    return [
+        {"id": m.public_id, "html": render_to_string("conversations/_message_statuses.html", {"message": m}, request)}
+        for m in messages.filter(public_id__in=asked)
+    ]
 
 
 @login_required
