@@ -1,6 +1,7 @@
 """Firing a reminder at its time: a task enqueued with ``run_after`` (django.tasks), so the worker the Procfile
-runs (`manage.py db_worker`) delivers it when it is due, and not before. Firing records the reminder in the thread,
-tells the person's channel when one is configured, and enqueues the next occurrence of a recurring one. A task that
+runs (`manage.py db_worker`) delivers it when it is due, and not before. Firing records the reminder in the thread
+(and, like every assistant message, announces it to the ways out: the outbox sends it to the person's phone), and
+enqueues the next occurrence of a recurring one. A task that
 finds its reminder cancelled, or due at another time (it was rescheduled), does nothing."""
 
 import logging
@@ -14,7 +15,6 @@ from django_tasks_db import DatabaseBackend
 
 from conversations.models import Source
 from conversations.services import assistant_message, conversation_of
-from reminders import channel
 from reminders.models import Reminder, ReminderStatus
 from reminders.schedules import ReminderRefused, next_occurrence, schedule_of
 
@@ -78,7 +78,6 @@ def fire(reminder_id: int, due_at: datetime) -> str:
         if not delivered:
             logger.info("reminder %s skipped: its account is deactivated", reminder.public_id)
             return "skipped"
-        transaction.on_commit(lambda: channel.notify(reminder.owner, f"Reminder: {reminder.text}", reminder.public_id))
     logger.info("reminder %s fired (%s)", reminder.public_id, reminder.fired_count)
     return "fired"
 
