@@ -15,7 +15,7 @@ A runtime as slow as a tool-using assistant (issue 22: tool calls of 45 s, longe
     .venv/bin/python -m bench.delivery --rate 1 --seconds 10 --runtime-ms 45000 --timeout-seconds 60 --workers 2 \
         --drain-seconds 70
 
-(no warm-up then: its messages would still be in flight when the window opens).
+(its warm-up is 10 messages, answered before the window opens).
 """
 
 import argparse
@@ -300,12 +300,12 @@ def main() -> None:
                 except OSError:
                     time.sleep(0.2)
             time.sleep(2)  # the workers start
-            # Warm up: every web process meets keys, every worker connects (skipped for a slow runtime, whose
-            # warm-up messages would still hold the workers when the window opens).
-            if args.runtime_ms < 10_000:
-                offer(port, keys, rate=50, seconds=2)
+            # Warm up: every web process meets keys, every worker connects (a few messages only for a slow runtime,
+            # which must be answered before the window opens).
+            slow = args.runtime_ms >= 10_000
+            offer(port, keys, rate=5 if slow else 50, seconds=2)
             with psycopg.connect(database_url, autocommit=True) as db:
-                wait_drained(db, 30)
+                wait_drained(db, args.runtime_ms / 1000 + 20 if slow else 30)
                 db.execute("DELETE FROM conversations_delivery; DELETE FROM conversations_message;")
                 web_pids = tree(web.pid)
                 worker_pids = [pid for w in workers for pid in tree(w.pid)]
