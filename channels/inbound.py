@@ -25,6 +25,7 @@ from channels.adapters.base import Channel, Inbound
 from channels.adapters.payloads import storable
 from channels.models import InboundEvent, LinkedAddress, LinkHint
 from channels.notify import deliver_notice
+from channels.outbound.queue import release_held
 from conversations.models import Endpoint, Message, Source
 from ingestion.hotpath.recording import record_user_message
 
@@ -95,6 +96,8 @@ def _route(channel: str, inbound: Inbound, request_id: str) -> Received:
     )
     _note_event(channel, inbound, message)
     LinkedAddress.objects.filter(pk=linked.pk).update(last_inbound_at=timezone.now())
+    # WhatsApp's window is open again: what was held for this address goes out now (channels/outbound/queue.py).
+    release_held(linked.user_id, channel, inbound.address)
     return Received("recorded", message.public_id)
 
 

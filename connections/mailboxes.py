@@ -25,7 +25,6 @@ from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses, make_msgid
 from typing import Any
 
-import lxml.html
 from imapclient import IMAPClient, imap4, tls
 from imapclient import exceptions as imap_errors
 from imapclient.imapclient import DRAFTS
@@ -359,6 +358,9 @@ def _decoded(raw: bytes, part: _Part) -> str:
 
 def html_to_text(html: str) -> str:
     """The readable text of an HTML mail: scripts, styles and the head dropped, blocks on their own lines."""
+    import lxml.etree
+    import lxml.html  # imported when first needed: a second's import under load for every process otherwise
+
     try:
         root = lxml.html.fromstring(html)
     except (ValueError, lxml.etree.ParserError):
