@@ -467,7 +467,8 @@ def write_docs(report: dict[str, Any], args: argparse.Namespace) -> None:
         "`bench/chaos.py` (see its docstring): messages sent with Idempotency-Keys while gunicorn's workers, gunicorn",
         "whole and the `db_worker` processes are killed with SIGKILL and started again and the database is cut off",
         "(a TCP proxy dropped and restored); refused requests are retried with their key. Run it with",
-        f"`.venv/bin/python -m bench.chaos --messages {args.messages} --rate {args.rate:g} --docs`.",
+        f"`.venv/bin/python -m bench.chaos --messages {args.messages} --rate {args.rate:g} --senders {args.senders} "
+        f"--seconds {args.seconds:g} --docs`.",
         "",
         f"## Last result ({report['when']}, seed {report['seed']})",
         "",
