@@ -33,6 +33,7 @@ MAX_EVENTS = 50
 MAX_SUMMARY = 255
 MAX_LOCATION = 255
 MAX_URL_LENGTH = 2000
+MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # one CalDAV answer; a calendar's REPORT for 92 days is far below it
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,19 @@ def _client(server: CalendarServer, seconds: float) -> "DAVClient":
     session = niquests.Session(resolver=f"in-memory://default/?hosts={pinned}")
     session.trust_env = False  # no proxy variables, no .netrc: only the person's credentials, only to this host
     session.max_redirects = 3
+    session.hooks.setdefault("response", []).append(_refuse_large_answers)
     client.session = session
     return client
+
+
+def _refuse_large_answers(response: Any, *args: Any, **kwargs: Any) -> Any:
+    """Before the body is read: an answer that says it is larger than MAX_RESPONSE_BYTES is not read at all. (An
+    answer without a length is read whole; the deadline still bounds it.)"""
+    length = response.headers.get("Content-Length", "")
+    if length.isdigit() and int(length) > MAX_RESPONSE_BYTES:
+        response.close()
+        raise ServiceError(f"The CalDAV server's answer is larger than {MAX_RESPONSE_BYTES // 1024 // 1024} MB.")
+    return response
 
 
 def _bounded[T](work: Callable[[], T], seconds: float) -> T:

@@ -241,3 +241,36 @@ def test_staff_see_the_accounts_in_the_admin_without_their_passwords(client, v2,
     assert client.get("/admin/connections/mailaccount/").status_code == 200
     refused = client.get("/admin/connections/calendaraccount/?password_encrypted__startswith=g")
     assert refused.status_code in (302, 400)
+
+
+def test_a_calendar_answer_that_says_it_is_huge_is_not_read(client, v2):
+    """A "CalDAV server" announcing 50 MB: refused on its Content-Length, before the body is read."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Huge(BaseHTTPRequestHandler):
+        def do_PROPFIND(self):
+            self.send_response(207)
+            self.send_header("Content-Type", "text/xml")
+            self.send_header("Content-Length", str(50_000_000))
+            self.end_headers()
+            try:
+                for _ in range(5_000):
+                    self.wfile.write(b"x" * 10_000)
+            except OSError:
+                pass  # the client hung up: what the test expects
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Huge)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        body = {"serverUrl": f"http://127.0.0.1:{server.server_address[1]}/", "username": "a", "password": "b"}
+        response = api(client, "post", CALENDAR, v2[1], body)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert response.status_code == 422 and "larger than 10 MB" in response.json()["message"]
+    assert not CalendarAccount.objects.exists()
