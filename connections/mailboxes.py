@@ -53,21 +53,35 @@ class MailServer:
     smtp_security: str
 
 
-class _GuardedIMAP4(imap4.IMAP4WithTimeout):
+MAX_LITERAL_BYTES = 4 * 1024 * 1024  # one string the server sends; what we fetch is at most HTML_READ_BYTES
+_TOO_LARGE = "The IMAP server sent {size:,} bytes where at most {limit:,} may be read; nothing was read."
+
+
+class _BoundedLiterals(imaplib.IMAP4):
+    """imaplib reads a literal ({n} bytes) whole, whatever n the server announces: a server that answers a partial
+    FETCH with 20 MB would be read into memory. Over MAX_LITERAL_BYTES the session ends instead."""
+
+    def read(self, size: int) -> bytes:
+        if size > MAX_LITERAL_BYTES:
+            raise self.abort(_TOO_LARGE.format(size=size, limit=MAX_LITERAL_BYTES))
+        return super().read(size)
+
+
+class _GuardedIMAP4(_BoundedLiterals, imap4.IMAP4WithTimeout):
     def __init__(self, host: str, port: int, timeout: float | None, watchdog: Watchdog) -> None:
         self._watchdog = watchdog  # before the base class connects and reads the greeting
-        super().__init__(host, port, timeout)
+        imap4.IMAP4WithTimeout.__init__(self, host, port, timeout)
 
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
         return connect(self.host, self.port, timeout or self._timeout or 10, "IMAP", self._watchdog)
 
 
-class _GuardedIMAP4TLS(tls.IMAP4_TLS):
+class _GuardedIMAP4TLS(_BoundedLiterals, tls.IMAP4_TLS):
     def __init__(
         self, host: str, port: int, context: ssl.SSLContext, timeout: float | None, watchdog: Watchdog
     ) -> None:
         self._watchdog = watchdog
-        super().__init__(host, port, context, timeout)
+        tls.IMAP4_TLS.__init__(self, host, port, context, timeout)
 
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
         sock = connect(self.host, self.port, timeout or self._timeout or 10, "IMAP", self._watchdog)
@@ -140,6 +154,9 @@ def _failure(error: BaseException, protocol: str, host: str, dog: Watchdog) -> S
         )
     if isinstance(error, smtplib.SMTPNotSupportedError):
         return ServiceError(f"The {protocol} server does not accept a log-in (no AUTH).")
+    too_large = re.search(r"The IMAP server sent .*? nothing was read\.", str(error))
+    if isinstance(error, imaplib.IMAP4.abort) and too_large:  # imaplib re-raises it as a new abort, text kept
+        return ServiceError(too_large.group(0))
     if isinstance(error, (smtplib.SMTPServerDisconnected, imaplib.IMAP4.abort, ConnectionError, EOFError)):
         return ServiceError(f"The {protocol} server {host} closed the connection.")
     if isinstance(error, smtplib.SMTPResponseException):

@@ -365,3 +365,51 @@ def trickling_server(greeting: bytes = b"* OK IMAP4rev1 ready, almost\r\n", ever
         stop.set()
         thread.join()
         listener.close()
+
+
+@contextmanager
+def imap_announcing_a_huge_literal(size: int = 50_000_000) -> Iterator[int]:
+    """A minimal IMAP server with one plain-text message, which answers the fetch of its text with a literal of
+    ``size`` bytes whatever part of it was asked for: what a hostile or broken server could do."""
+    import socketserver
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            self.wfile.write(b"* OK [CAPABILITY IMAP4rev1] ready\r\n")
+            for line in self.rfile:
+                tag, _, command = line.decode(errors="replace").strip().partition(" ")
+                upper = command.upper()
+                if upper.startswith("CAPABILITY"):
+                    self.wfile.write(b"* CAPABILITY IMAP4rev1\r\n")
+                elif upper.startswith(("SELECT", "EXAMINE")):
+                    self.wfile.write(b"* 1 EXISTS\r\n* OK [UIDVALIDITY 1] ok\r\n")
+                elif "BODY.PEEK[1]" in upper:
+                    self.wfile.write(b"* 1 FETCH (UID 1 BODY[1]<0> {%d}\r\n" % size)
+                    try:
+                        for _ in range(size // 65536):
+                            self.wfile.write(b"x" * 65536)
+                    except OSError:
+                        return  # the client hung up, as it should
+                    self.wfile.write(b")\r\n")
+                elif "BODYSTRUCTURE" in upper:
+                    self.wfile.write(
+                        b'* 1 FETCH (UID 1 BODYSTRUCTURE ("text" "plain" ("charset" "utf-8") NIL NIL "7bit" 100 1) '
+                        b'ENVELOPE (NIL "Hello" NIL NIL NIL NIL NIL NIL NIL NIL))\r\n'
+                    )
+                elif upper.startswith("LOGOUT"):
+                    self.wfile.write(b"* BYE\r\n" + tag.encode() + b" OK\r\n")
+                    return
+                self.wfile.write(tag.encode() + b" OK done\r\n")
+
+    class Server(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+
+    server = Server(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()

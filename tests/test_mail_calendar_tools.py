@@ -17,7 +17,7 @@ from assistant.tools.toolbox import toolbox_for
 from connections import mailboxes, mailcal
 from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
 from conversations.services import conversation_of
-from tests.mail_servers import PASSWORD, free_port, silent_server, trickling_server
+from tests.mail_servers import PASSWORD, free_port, imap_announcing_a_huge_literal, silent_server, trickling_server
 from tests.test_mail_calendar_connections import mailbox_fields
 
 pytestmark = pytest.mark.django_db
@@ -399,3 +399,13 @@ def test_search_since_a_local_date(person, mailbox, dovecot_server, mail_user):
     assert [m["subject"] for m in answer["messages"]] == ["New"]
     refused, action = run(person, "mail_search", {"since": "last week"})
     assert action.is_error and "ISO 8601" in refused
+
+
+def test_a_server_that_answers_a_bounded_fetch_with_50_mb_is_not_read(person, mailbox):
+    with imap_announcing_a_huge_literal() as port:
+        mailbox.imap_port = port
+        mailbox.save()
+        started = time.monotonic()
+        result, action = run(person, "mail_read", {"id": "1"})
+    assert action.is_error and "sent 50,000,000 bytes" in result and "nothing was read" in result
+    assert time.monotonic() - started < 5
