@@ -1,12 +1,13 @@
 """The channels app's pages in Django's admin: who linked which address (staff may unlink one by deleting it), the
 pending proofs (never their digests), and the provider ids recorded. Nothing is added here: an address is linked
-only with the proof that it is the person's."""
+only with the proof that it is the person's. The outbox and quiet hours: channels/outbound/admin.py."""
 
 from django.contrib import admin
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
 
 from channels.models import InboundEvent, LinkCode, LinkedAddress
+from channels.outbound import admin as outbound_admin  # noqa: F401  (registers the outbox and quiet hours)
 
 
 @admin.register(LinkedAddress)

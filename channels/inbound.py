@@ -11,7 +11,7 @@ after the commit. Telegram's ``/start <token>`` (the console's one-time deep lin
 
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -25,6 +25,7 @@ from channels.adapters.base import Channel, Inbound
 from channels.adapters.payloads import storable
 from channels.models import InboundEvent, LinkedAddress, LinkHint
 from channels.notify import deliver_notice
+from channels.outbound.queue import release_held
 from conversations.models import Endpoint, Message, Source
 from ingestion.hotpath.recording import record_user_message
 
@@ -95,6 +96,8 @@ def _route(channel: str, inbound: Inbound, request_id: str) -> Received:
     )
     _note_event(channel, inbound, message)
     LinkedAddress.objects.filter(pk=linked.pk).update(last_inbound_at=timezone.now())
+    # WhatsApp's window is open again: what was held for this address goes out now (channels/outbound/queue.py).
+    release_held(linked.user_id, channel, inbound.address)
     return Received("recorded", message.public_id)
 
 
@@ -151,3 +154,16 @@ def _telegram_start(inbound: Inbound) -> Received:
         return _unknown_sender(Channel.TELEGRAM, inbound.address)
     result = linking.link_telegram(parts[1], inbound.address)
     return Received(result.outcome, notices=[(Channel.TELEGRAM, inbound.address, result.text)])
+
+
+# Providers retry for hours (Twilio, Meta and Telegram give up within a day or two): a provider id older than this
+# cannot come back, and "how to link" answers older than a day no longer hold anything back.
+EVENT_RETENTION = timedelta(days=30)
+
+
+def prune(now: datetime | None = None) -> tuple[int, int]:
+    """Delete provider ids older than EVENT_RETENTION and stale "how to link" marks: (ids, marks) deleted."""
+    now = now or timezone.now()
+    events, _ = InboundEvent.objects.filter(received_at__lt=now - EVENT_RETENTION).delete()
+    hints, _ = LinkHint.objects.filter(sent_at__lt=now - HINT_INTERVAL).delete()
+    return events, hints

@@ -19,7 +19,7 @@ preferred channel when the person has not written from any."""
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -207,3 +207,10 @@ def unlink(user: User, linked_id: int) -> bool:
     """Remove one of the person's linked addresses; from the next message on it is an unknown sender."""
     deleted, _ = LinkedAddress.objects.filter(user=user, pk=linked_id).delete()
     return deleted > 0
+
+
+def prune(now: datetime | None = None) -> int:
+    """Delete codes and links that expired more than a day ago (used or not): nothing reads them any more."""
+    cutoff = (now or timezone.now()) - timedelta(days=1)
+    deleted, _ = LinkCode.objects.filter(expires_at__lt=cutoff).delete()
+    return deleted

@@ -1,6 +1,6 @@
 """Where a person talks to their assistant besides the console (DESIGN.md, "Channels"): the addresses they proved
 are theirs, the one-time codes that prove it, and the provider message ids already recorded (a provider's retry is
-a no-op)."""
+a no-op); the outbox of texts going to them, and their quiet hours."""
 
 from django.conf import settings
 from django.db import models
@@ -91,3 +91,94 @@ class LinkHint(models.Model):
 
     def __str__(self) -> str:
         return f"Link hint to {self.channel} {self.address}"
+
+
+# --- The outbox (channels/outbound/) -------------------------------------------------------------------------------
+# One row per text a provider is asked to send (a long message is several parts, each its own row). Its life
+# (channels/outbound/queue.py, on delivery/leases.py): queued → processing (a worker sends it under a lease) →
+# sent, or back to queued with a backoff after a failure the provider may get over, or failed; held when WhatsApp's
+# 24-hour window is closed and no approved template is configured (until the person writes there again, or staff
+# send it again). Once sent, the provider's own statuses follow in ``provider_status`` (queued, sent, delivered,
+# read, failed, undelivered), from its callbacks.
+
+
+class OutboundStatus(models.TextChoices):
+    QUEUED = "queued", "Waiting to be sent"
+    PROCESSING = "processing", "Being sent"
+    SENT = "sent", "Handed to the provider"
+    FAILED = "failed", "Not sent (gave up)"
+    HELD = "held", "Held"
+
+
+# Waiting for a worker or held by one: what the per-person order and the queue's index look at.
+OUTBOX_PENDING = [OutboundStatus.QUEUED, OutboundStatus.PROCESSING]
+
+# The provider's statuses in the order a message goes through them; a late callback never moves one back.
+PROVIDER_STATUS_RANK = {"queued": 0, "sent": 1, "delivered": 2, "read": 3, "undelivered": 4, "failed": 4}
+
+
+class OutboundMessage(models.Model):
+    message = models.ForeignKey("conversations.Message", on_delete=models.CASCADE, related_name="outbound")
+    person = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
+    part = models.PositiveSmallIntegerField(default=1)
+    parts = models.PositiveSmallIntegerField(default=1)
+    channel = models.CharField(max_length=16)
+    address = models.CharField(max_length=64)
+    text = models.TextField()
+    status = models.CharField(max_length=16, choices=OutboundStatus.choices, default=OutboundStatus.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    takeovers = models.PositiveIntegerField(default=0, help_text="Times a worker's lease expired mid-send.")
+    last_error = models.TextField(blank=True)
+    held_reason = models.TextField(blank=True)
+    waiting_for_quiet_hours = models.BooleanField(default=False)
+    as_template = models.BooleanField(default=False, help_text="Sent as the operator's approved WhatsApp template.")
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    provider_message_id = models.CharField(max_length=128, blank=True)
+    provider_status = models.CharField(max_length=16, blank=True)
+    provider_error = models.CharField(max_length=255, blank=True)
+    provider_status_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        verbose_name = "outbound text"
+        indexes = [
+            models.Index(fields=["id"], name="outbox_pending", condition=models.Q(status__in=OUTBOX_PENDING)),
+            models.Index(
+                fields=["person", "id"], name="outbox_pending_by_person", condition=models.Q(status__in=OUTBOX_PENDING)
+            ),
+            models.Index(
+                fields=["provider_message_id"],
+                name="outbox_by_provider_id",
+                condition=~models.Q(provider_message_id=""),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel} text {self.part}/{self.parts} of message {self.message_id} ({self.status})"
+
+    @property
+    def shown_status(self) -> str:
+        """What the person and staff read: the provider's latest word once sent, else ours."""
+        if self.status == OutboundStatus.SENT and self.provider_status:
+            return self.provider_status
+        if self.status == OutboundStatus.QUEUED and self.waiting_for_quiet_hours:
+            return "quiet hours"
+        return str(self.status)
+
+
+class QuietHours(models.Model):
+    """A span of the person's day, in their profile's time zone, when nothing is sent to their phone."""
+
+    person = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="quiet_hours")
+    starts = models.TimeField()
+    ends = models.TimeField()
+
+    class Meta:
+        verbose_name_plural = "quiet hours"
+
+    def __str__(self) -> str:
+        return f"Quiet {self.starts:%H:%M}–{self.ends:%H:%M} for {self.person}"

@@ -421,6 +421,24 @@ ASSISTANT_SYSTEM_PROMPT = env_str(
     "as JSON. Answer the user briefly and say plainly what you did; never claim an action no tool performed.",
 )
 
+# --- The outbox to the people's channels (channels/outbound/; README, "Channels") -------------------------------
+# The `channels` worker (`manage.py sendchannels`): sends in flight per process (threads waiting on a provider) and
+# the rows claimed by one statement. The process holds two database connections whatever these are.
+CHANNEL_CONCURRENCY = env_int("CHANNEL_CONCURRENCY", 64)
+CHANNEL_CLAIM_BATCH = env_int("CHANNEL_CLAIM_BATCH", 64)
+# A send's lease, renewed every third of it while its worker lives; a dead worker's sends are taken over when it
+# ends, and a send whose workers died this many times more fails (delivery/leases.py).
+CHANNEL_LEASE_SECONDS = env_float("CHANNEL_LEASE_SECONDS", 30)
+CHANNEL_MAX_TAKEOVERS = env_int("CHANNEL_MAX_TAKEOVERS", 3)
+# A failed send the provider may get over (it was down, slow, or rate-limited us) is tried again after 10 s, 20 s,
+# 40 s... at most this long apart, each wait shortened at random by up to the jitter, at most this many times.
+CHANNEL_MAX_ATTEMPTS = env_int("CHANNEL_MAX_ATTEMPTS", 6)
+CHANNEL_RETRY_BASE_SECONDS = env_float("CHANNEL_RETRY_BASE_SECONDS", 10)
+CHANNEL_RETRY_MAX_SECONDS = env_float("CHANNEL_RETRY_MAX_SECONDS", 1800)
+CHANNEL_RETRY_JITTER = env_float("CHANNEL_RETRY_JITTER", 0.2)
+# On SIGTERM: how long the sends in flight may still finish before they are put back.
+CHANNEL_GRACE_SECONDS = env_float("CHANNEL_GRACE_SECONDS", 20)
+
 # --- MCP connections and tools (README, "MCP connections" and "An assistant that acts") -------------------------
 # How long one MCP exchange (initialize + tools/list, or a tool call) may take.
 MCP_TIMEOUT_SECONDS = env_float("MCP_TIMEOUT_SECONDS", 15)
@@ -438,8 +456,8 @@ MCP_MAX_ANSWER_BYTES = env_int("MCP_MAX_ANSWER_BYTES", 4_000_000)
 MCP_ALLOW_PRIVATE_ADDRESSES = env_bool("MCP_ALLOW_PRIVATE_ADDRESSES", DEBUG or TESTING)
 # Fernet keys for the servers' API keys at rest, newest first (connections/crypto.py); empty: derived from SECRET_KEY.
 MCP_ENCRYPTION_KEYS = env_list("MCP_ENCRYPTION_KEYS")
-# Mail (IMAP + SMTP) and calendar (CalDAV) connections (README, "Connections"): one exchange's time limit when a
-# connection is added, and the most one tool call may take (less when the attempt's deadline is nearer).
+# Mail (IMAP + SMTP) and calendar (CalDAV) connections (README, "Connections"): the most one tool call may take
+# (less when the attempt's deadline is nearer). Checking one when it is added takes MCP_CHECK_TIMEOUT_SECONDS.
 MAIL_CALENDAR_TIMEOUT_SECONDS = env_float("MAIL_CALENDAR_TIMEOUT_SECONDS", 15)
 # Whether IMAP/SMTP without TLS and http:// CalDAV are accepted: the app password would travel in clear. On in
 # development and tests (local servers without certificates); off in production.
@@ -454,10 +472,6 @@ APPROVAL_TIMEOUT_SECONDS = env_int("APPROVAL_TIMEOUT_SECONDS", 86400)
 # soon after the previous one the next may come.
 MCP_FOLLOW_UP_LIMIT = env_int("MCP_FOLLOW_UP_LIMIT", 10)
 MCP_FOLLOW_UP_INTERVAL_SECONDS = env_float("MCP_FOLLOW_UP_INTERVAL_SECONDS", 2)
-# Reminders also go to the person's channel through this gateway when it is set (reminders/channel.py).
-REMINDER_CHANNEL_WEBHOOK_URL = env_str("REMINDER_CHANNEL_WEBHOOK_URL")
-REMINDER_CHANNEL_WEBHOOK_TOKEN = env_str("REMINDER_CHANNEL_WEBHOOK_TOKEN")
-REMINDER_CHANNEL_TIMEOUT_SECONDS = env_float("REMINDER_CHANNEL_TIMEOUT_SECONDS", 5)
 # This server's public address: follow-ups are posted back to it, and the channel providers call it (their
 # signatures are computed over PUBLIC_BASE_URL + path, so it must be exactly what is pasted into their consoles).
 # Required in production (`check --deploy`); under DEBUG without it, tools are told the address requests come to

@@ -5,7 +5,7 @@ from django.db.models import QuerySet
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
 
-from connections.models import Connection, Tool
+from connections.models import CalendarAccount, Connection, MailAccount, Tool
 
 
 class ToolInline(admin.TabularInline):
@@ -70,3 +70,48 @@ class ConnectionAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # adding means connecting to the server: the console and the API do that
+
+
+class _AccountAdmin(admin.ModelAdmin):
+    """A calendar or mailbox: where it is and whose; the password is never shown, not even encrypted."""
+
+    list_select_related = ["owner"]
+    search_fields = ["owner__email", "public_id", "username"]
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        if "password_encrypted" in lookup.split(LOOKUP_SEP):
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # adding means logging in to the server: the console and the API do that
+
+
+_CALENDAR_FIELDS = ("public_id", "owner", "server_url", "username", "calendar_name", "calendar_url", "created_at")
+_MAILBOX_FIELDS = (
+    "public_id",
+    "owner",
+    "address",
+    "username",
+    "imap_host",
+    "imap_port",
+    "imap_security",
+    "smtp_host",
+    "smtp_port",
+    "smtp_security",
+    "drafts_folder",
+    "created_at",
+)
+
+
+@admin.register(CalendarAccount)
+class CalendarAccountAdmin(_AccountAdmin):
+    list_display = ["owner", "server_url", "username", "calendar_name", "created_at"]
+    fields = readonly_fields = _CALENDAR_FIELDS
+
+
+@admin.register(MailAccount)
+class MailAccountAdmin(_AccountAdmin):
+    list_display = ["owner", "address", "imap_host", "smtp_host", "created_at"]
+    search_fields = [*_AccountAdmin.search_fields, "address"]
+    fields = readonly_fields = _MAILBOX_FIELDS

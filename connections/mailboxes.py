@@ -15,6 +15,7 @@ import re
 import smtplib
 import socket
 import ssl
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -24,7 +25,6 @@ from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses, make_msgid
 from typing import Any
 
-import lxml.html
 from imapclient import IMAPClient, imap4, tls
 from imapclient import exceptions as imap_errors
 from imapclient.imapclient import DRAFTS
@@ -187,11 +187,16 @@ def smtp_session(server: MailServer, seconds: float) -> Iterator[smtplib.SMTP]:
 
 
 def check(server: MailServer, seconds: float) -> str:
-    """Log in to both servers; the name of the drafts folder. ServiceError when either cannot be used."""
+    """Log in to both servers, both within ``seconds``; the name of the drafts folder. ServiceError when either
+    cannot be used."""
+    deadline = time.monotonic() + seconds
     with imap_session(server, seconds) as client:
         client.select_folder("INBOX", readonly=True)
         drafts = _drafts_folder(client, create=False)
-    with smtp_session(server, seconds) as smtp:
+    left = deadline - time.monotonic()
+    if left <= 0.1:
+        raise ServiceError("The IMAP server took the whole time allowed; the SMTP server could not be checked.")
+    with smtp_session(server, left) as smtp:
         smtp.noop()
     return drafts
 
@@ -353,6 +358,9 @@ def _decoded(raw: bytes, part: _Part) -> str:
 
 def html_to_text(html: str) -> str:
     """The readable text of an HTML mail: scripts, styles and the head dropped, blocks on their own lines."""
+    import lxml.etree
+    import lxml.html  # imported when first needed: a second's import under load for every process otherwise
+
     try:
         root = lxml.html.fromstring(html)
     except (ValueError, lxml.etree.ParserError):

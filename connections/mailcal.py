@@ -1,9 +1,11 @@
 """Adding and removing a person's calendar (CalDAV) and mailbox (IMAP + SMTP): what the API and the console call.
 
-Adding checks first, within MAIL_CALENDAR_TIMEOUT_SECONDS: the address (public unless MCP_ALLOW_PRIVATE_ADDRESSES),
-TLS (unless MAIL_CALENDAR_ALLOW_PLAINTEXT), then a real log-in; nothing is stored unless all of that worked. The
-password is stored encrypted (connections/crypto.py, the key MCP servers' API keys use and `rotatemcpkeys`
-rotates) and never shown again. One calendar and one mailbox per person: the tools then need no account argument.
+Adding checks first, as an MCP server is checked (connections/checks.py: one of the account's and the process's
+check slots, ChecksBusy when none is free, MCP_CHECK_TIMEOUT_SECONDS for the whole check): the address (public
+unless MCP_ALLOW_PRIVATE_ADDRESSES), TLS (unless MAIL_CALENDAR_ALLOW_PLAINTEXT), then a real log-in; nothing is
+stored unless all of that worked. The password is stored encrypted (connections/crypto.py, the key MCP servers' API
+keys use and `rotatemcpkeys` rotates) and never shown again. One calendar and one mailbox per person: the tools
+then need no account argument.
 """
 
 import logging
@@ -16,6 +18,7 @@ from django.db import IntegrityError, transaction
 from accounts import audit
 from accounts.models import AuditKind
 from connections import calendars, crypto, mailboxes
+from connections.checks import check_slot
 from connections.models import CalendarAccount, MailAccount, Security
 from connections.network import ServiceError, check_host, plaintext_allowed
 
@@ -87,7 +90,7 @@ def _host(value: object, field: str) -> str:
 
 
 def _seconds() -> float:
-    return float(settings.MAIL_CALENDAR_TIMEOUT_SECONDS)
+    return float(settings.MCP_CHECK_TIMEOUT_SECONDS)
 
 
 def add_calendar(
@@ -105,7 +108,8 @@ def add_calendar(
         password=_password(password),
     )
     try:
-        calendar_url, calendar_name = calendars.check(server, _seconds())
+        with check_slot(owner.pk):
+            calendar_url, calendar_name = calendars.check(server, _seconds())
     except ServiceError as failed:
         raise AccountRefused(str(failed), checked=True, authentication=failed.authentication) from None
     try:
@@ -149,7 +153,8 @@ def add_mailbox(owner: User, fields: dict[str, Any], *, by: str = audit.COMMAND)
         smtp_security=_security(fields.get("smtpSecurity"), "smtpSecurity"),
     )
     try:
-        drafts = mailboxes.check(server, _seconds())
+        with check_slot(owner.pk):
+            drafts = mailboxes.check(server, _seconds())
     except ServiceError as failed:
         raise AccountRefused(str(failed), checked=True, authentication=failed.authentication) from None
     try:

@@ -2,13 +2,14 @@
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 
 from assistant.approvals import APPROVAL_CONTEXT
 from assistant.models import Action
-from conversations.models import Message, Role, Source
+from conversations.models import DeliveryStatus, Message, Role, Source
 
 
 def source_label(message: Message) -> str:
@@ -30,6 +31,28 @@ def source_label(message: Message) -> str:
 
 
 CHANNEL_SOURCES = (Source.SMS, Source.WHATSAPP, Source.IMESSAGE, Source.TELEGRAM)
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryState:
+    """Where a message's hand-off to the assistant stands, as its bubble says it."""
+
+    kind: str  # queued, retrying, processing, delivered, failed
+    attempts: int
+    retry_at: datetime | None
+    settled: bool  # delivered or failed: the page stops asking about it
+
+
+def delivery_state(message: Message) -> DeliveryState | None:
+    """None for a message that is not handed to the assistant (a reply, a reminder)."""
+    delivery = getattr(message, "delivery", None)  # the reverse one-to-one raises an AttributeError when absent
+    if delivery is None:
+        return None
+    kind = str(delivery.status)
+    if delivery.status == DeliveryStatus.QUEUED and delivery.next_attempt_at is not None and delivery.attempts:
+        kind = "retrying"
+    settled = delivery.status in (DeliveryStatus.DELIVERED, DeliveryStatus.FAILED)
+    return DeliveryState(kind=kind, attempts=delivery.attempts, retry_at=delivery.next_attempt_at, settled=settled)
 
 
 def actions_of(message: Message) -> list[Any]:

@@ -5,8 +5,10 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.utils import timezone
 
+from conversations import outbound
 from conversations.models import Conversation, Message, Role
 
 
@@ -23,11 +25,14 @@ def assistant_message(
 ) -> Message:
     """A message from the assistant into a thread. A delivery's reply goes through delivery/lifecycle.py (which uses
     this on SQLite, and one statement on PostgreSQL); a reminder firing calls it directly."""
-    return Message.objects.create(
-        conversation_id=conversation_id,
-        role=Role.ASSISTANT,
-        source=source,
-        text=text,
-        context=context,
-        created_at=created_at or timezone.now(),
-    )
+    with transaction.atomic():  # the message and its way to the person's phone together (conversations/outbound.py)
+        message = Message.objects.create(
+            conversation_id=conversation_id,
+            role=Role.ASSISTANT,
+            source=source,
+            text=text,
+            context=context,
+            created_at=created_at or timezone.now(),
+        )
+        outbound.written([message.pk])
+    return message

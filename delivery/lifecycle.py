@@ -37,6 +37,7 @@ The claim's SQL is here; delivery/queue.py turns what it returns into the assist
 
 import logging
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,6 +47,7 @@ from django.db import connection, transaction
 from django.db.models import Case, F, PositiveIntegerField, Q, Value, When
 from django.utils import timezone
 
+from conversations import outbound
 from conversations.models import Conversation, Delivery, DeliveryStatus, Message, Source, new_message_id
 from conversations.services import assistant_message
 from delivery import leases
@@ -242,6 +244,7 @@ _DELIVERED_WITH_REPLY = """
     UPDATE {delivery} SET status = 'delivered', reply_id = COALESCE((SELECT id FROM reply), reply_id),
         next_attempt_at = NULL, finished_at = %(now)s, lease_expires_at = NULL, updated_at = %(now)s
     WHERE id = %(id)s AND status = 'processing' AND attempts = %(attempt)s
+    RETURNING (SELECT id FROM reply)
 """
 
 
@@ -260,7 +263,8 @@ def delivered(held: Held, reply_text: str | None) -> bool:
             )
         )
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+        # One statement; in a transaction only when the reply must also be announced (conversations/outbound.py).
+        with transaction.atomic() if outbound.wanted() else nullcontext(), connection.cursor() as cursor:
             cursor.execute(
                 _DELIVERED_WITH_REPLY.format(**_tables()),
                 {
@@ -271,7 +275,9 @@ def delivered(held: Held, reply_text: str | None) -> bool:
                     "attempt": held.attempt,
                 },
             )
-            return cursor.rowcount == 1
+            rows = cursor.fetchall()
+            outbound.written([row[0] for row in rows if row[0] is not None])
+            return len(rows) == 1
     with transaction.atomic():
         delivery = _holding(held).select_for_update().select_related("message").first()
         if delivery is None:
@@ -312,14 +318,14 @@ _DELIVERED_WITH_REPLIES = """
         finished_at = %(now)s, lease_expires_at = NULL, updated_at = %(now)s
     FROM held JOIN reply ON reply.public_id = held.public_id
     WHERE d.id = held.id
-    RETURNING d.id
+    RETURNING d.id, reply.id
 """
 
 
 def delivered_with_replies(replies: Sequence[tuple[Held, str]]) -> set[int]:
     """PostgreSQL: several attempts that brought a reply, recorded by one statement (each reply into its thread and
     its delivery delivered, for the attempts that still hold their delivery). Returns the deliveries recorded."""
-    with connection.cursor() as cursor:
+    with transaction.atomic() if outbound.wanted() else nullcontext(), connection.cursor() as cursor:
         cursor.execute(
             _DELIVERED_WITH_REPLIES.format(**_tables()),
             {
@@ -330,7 +336,9 @@ def delivered_with_replies(replies: Sequence[tuple[Held, str]]) -> set[int]:
                 "now": timezone.now(),
             },
         )
-        return {int(row[0]) for row in cursor.fetchall()}
+        rows = cursor.fetchall()
+        outbound.written([int(row[1]) for row in rows])
+        return {int(row[0]) for row in rows}
 
 
 def retry_later(held: Held, error: str, next_attempt_at: datetime) -> bool:

@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 
 from assistant.models import Action, FollowUpToken, ToolKind
 from assistant.tools.mcp import TOKEN_PREFIX, digest_of, new_token_for
+from conversations import outbound
 from conversations.models import Endpoint
 from ingestion import throttling
 from ingestion.authentication import bearer_token
@@ -93,6 +94,7 @@ class FollowUpView(APIView):
                 context={"tool": action.label, "action": action.pk, "followUp": count, "hasMore": has_more},
                 request_id=getattr(request._request, "request_id", ""),
             )
+            outbound.written([message.pk])  # to the person's phone too, with the follow-up (the outbox)
             more = has_more and count < settings.MCP_FOLLOW_UP_LIMIT
             next_token = new_token_for(action) if more else None
         return Response(

@@ -17,9 +17,10 @@ from rest_framework.response import Response
 
 from accounts import audit
 from connections import mailcal
+from connections.checks import ChecksBusy
 from connections.models import CalendarAccount, MailAccount
 from ingestion.exceptions import ApiError, InvalidBody, NotFound
-from ingestion.mcp import _McpView
+from ingestion.mcp import _busy, _McpView
 from keys.models import ApiKey
 
 
@@ -101,6 +102,8 @@ class CalendarView(_McpView):
             )
         except mailcal.AccountRefused as refused:
             raise _refused(refused) from None
+        except ChecksBusy as busy:
+            raise _busy(busy) from None
         return Response(
             {"success": True, "message": f"Connected the calendar {account.calendar_name}.", **calendar_json(account)},
             status=status.HTTP_201_CREATED,
@@ -133,6 +136,8 @@ class MailboxView(_McpView):
             account = mailcal.add_mailbox(key.owner, body, by=_by(request))
         except mailcal.AccountRefused as refused:
             raise _refused(refused) from None
+        except ChecksBusy as busy:
+            raise _busy(busy) from None
         return Response(
             {"success": True, "message": f"Connected the mailbox {account.address}.", **mailbox_json(account)},
             status=status.HTTP_201_CREATED,

@@ -1,6 +1,7 @@
 """Firing a reminder at its time: a task enqueued with ``run_after`` (django.tasks), so the worker the Procfile
-runs (`manage.py db_worker`) delivers it when it is due, and not before. Firing records the reminder in the thread,
-tells the person's channel when one is configured, and enqueues the next occurrence of a recurring one. A task that
+runs (`manage.py db_worker`) delivers it when it is due, and not before. Firing records the reminder in the thread
+(and, like every assistant message, announces it to the ways out: the outbox sends it to the person's phone), and
+enqueues the next occurrence of a recurring one. A task that
 finds its reminder cancelled, or due at another time (it was rescheduled), does nothing."""
 
 import logging
@@ -14,9 +15,8 @@ from django_tasks_db import DatabaseBackend
 
 from conversations.models import Source
 from conversations.services import assistant_message, conversation_of
-from reminders import channel
 from reminders.models import Reminder, ReminderStatus
-from reminders.schedules import next_occurrence, schedule_of
+from reminders.schedules import ReminderRefused, next_occurrence, schedule_of
 
 logger = logging.getLogger(__name__)
 
@@ -51,23 +51,33 @@ def fire(reminder_id: int, due_at: datetime) -> str:
         if reminder is None or reminder.status != ReminderStatus.SCHEDULED or reminder.next_due_at != due_at:
             return "skipped"  # cancelled, already fired, or rescheduled: another task owns the next occurrence
         now = timezone.now()
-        assistant_message(
-            conversation_of(reminder.owner).pk,
-            f"Reminder: {reminder.text}",
-            source=Source.REMINDER,
-            context={"reminder": reminder.public_id, "due_at": due_at.isoformat()},
-        )
-        reminder.fired_count += 1
-        reminder.last_fired_at = now
+        # A deactivated account's occurrences are skipped, neither recorded nor sent; the schedule moves on, so a
+        # reactivated account's reminders resume at their next occurrence instead of all at once.
+        delivered = reminder.owner.is_active
+        if delivered:
+            assistant_message(
+                conversation_of(reminder.owner).pk,
+                f"Reminder: {reminder.text}",
+                source=Source.REMINDER,
+                context={"reminder": reminder.public_id, "due_at": due_at.isoformat()},
+            )
+            reminder.fired_count += 1
+            reminder.last_fired_at = now
         # Occurrences missed while no worker ran are not all delivered at once: the next one is after now.
-        upcoming = next_occurrence(schedule_of(reminder), max(now, due_at)) if reminder.recurring else None
+        try:
+            upcoming = next_occurrence(schedule_of(reminder), max(now, due_at)) if reminder.recurring else None
+        except ReminderRefused as refused:  # a rule stored before the checks of parse_rule refused its kind
+            logger.warning("reminder %s ends: its rule is no longer accepted (%s)", reminder.public_id, refused)
+            upcoming = None
         reminder.next_due_at = upcoming
         if upcoming is None:
             reminder.status = ReminderStatus.DONE
         reminder.save(update_fields=["fired_count", "last_fired_at", "next_due_at", "status"])
         if upcoming is not None:
             enqueue_firing(reminder)
-        transaction.on_commit(lambda: channel.notify(reminder.owner, f"Reminder: {reminder.text}", reminder.public_id))
+        if not delivered:
+            logger.info("reminder %s skipped: its account is deactivated", reminder.public_id)
+            return "skipped"
     logger.info("reminder %s fired (%s)", reminder.public_id, reminder.fired_count)
     return "fired"
 

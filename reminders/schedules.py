@@ -1,7 +1,8 @@
 """Reading a reminder's time and rule: occurrences in the person's time zone, as UTC instants."""
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from itertools import islice
 from zoneinfo import ZoneInfo
 
 from dateutil import rrule as dateutil_rrule
@@ -9,6 +10,17 @@ from dateutil import rrule as dateutil_rrule
 from reminders.models import Reminder
 
 _TOO_FREQUENT = {dateutil_rrule.SECONDLY, dateutil_rrule.MINUTELY}
+MIN_INTERVAL = timedelta(hours=1)
+_CHECKED_OCCURRENCES = 12  # the real gaps measured over the first ones, a backstop to the reasoning in parse_rule
+# Parts that can select no date for thousands of years (dateutil then searches up to the year 9999: seconds to
+# minutes of a worker's CPU per occurrence) and that reminders do not need. The others are checked below.
+_UNSUPPORTED_PARTS = {
+    "_byyearday": "BYYEARDAY",
+    "_byweekno": "BYWEEKNO",
+    "_bysetpos": "BYSETPOS",
+    "_byeaster": "BYEASTER",
+}
+_LONGEST_MONTH = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30, 12: 31}
 
 
 class ReminderRefused(ValueError):
@@ -48,7 +60,44 @@ def parse_rule(text: str, starts_local: datetime) -> dateutil_rrule.rrule:
         raise ReminderRefused("Send a single RRULE, not a set of rules.")
     if rule._freq in _TOO_FREQUENT:
         raise ReminderRefused("Reminders repeat at most hourly; use FREQ=HOURLY or a longer period.")
+    for attribute, part in _UNSUPPORTED_PARTS.items():
+        if getattr(rule, attribute, None):
+            raise ReminderRefused(f"{part} is not supported in reminders; use BYMONTH, BYMONTHDAY, BYDAY and BYHOUR.")
+    # Two minutes (or seconds) in one rule put two occurrences in the same hour, whatever FREQ says; with one of
+    # each, occurrences fall in different hours at the same minute, so at least an hour apart.
+    if len(rule._byminute or ()) > 1 or len(rule._bysecond or ()) > 1:
+        raise _too_frequent()
+    if not _falls_on_a_date(rule):
+        raise ReminderRefused(
+            "The RRULE never falls on a date: none of its BYMONTHDAY days exists in its months (30 February, "
+            "31 April...)."
+        )
+    _check_gaps(rule)
     return rule
+
+
+def _too_frequent() -> ReminderRefused:
+    return ReminderRefused(
+        "Reminders repeat at most hourly: the RRULE puts two occurrences less than an hour apart (several BYMINUTE "
+        "or BYSECOND values); use one minute, e.g. FREQ=HOURLY;BYMINUTE=0."
+    )
+
+
+def _falls_on_a_date(rule: dateutil_rrule.rrule) -> bool:
+    """Whether some month of the rule has one of its days of the month (any year; 29 February counts)."""
+    days = [*(rule._bymonthday or ()), *(rule._bynmonthday or ())]
+    if not days:
+        return True
+    months = rule._bymonth or tuple(_LONGEST_MONTH)
+    return any(abs(day) <= _LONGEST_MONTH[month] for month in months for day in days)
+
+
+def _check_gaps(rule: dateutil_rrule.rrule) -> None:
+    previous = None
+    for occurrence in islice(rule, _CHECKED_OCCURRENCES):
+        if previous is not None and occurrence - previous < MIN_INTERVAL:
+            raise _too_frequent()
+        previous = occurrence
 
 
 def next_occurrence(schedule: Schedule, after: datetime) -> datetime | None:

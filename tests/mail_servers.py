@@ -3,10 +3,12 @@ WSGI server), Dovecot (IMAP, its own process, unprivileged, with a configuration
 in a temporary directory) and aiosmtpd (SMTP, with AUTH, keeping what it receives). Plus two that misbehave: one
 that accepts and never answers, and a port where nothing listens."""
 
+import contextlib
 import logging
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -221,7 +223,8 @@ def dovecot(accounts: int = 500) -> Iterator[Dovecot]:
     command = [binary, "-F", "-c", str(directory / "dovecot.conf")]
     if os.getuid() == 0:
         command = ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups", *command]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Its own process group: the master and every process it forks end together at teardown.
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         try:
             wait_for_port(port)
@@ -233,11 +236,11 @@ def dovecot(accounts: int = 500) -> Iterator[Dovecot]:
         yield server
     finally:
         process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        with contextlib.suppress(subprocess.TimeoutExpired):  # still waiting for its children: end the group
+            process.wait(timeout=1)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
         shutil.rmtree(directory, ignore_errors=True)
 
 

@@ -21,6 +21,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -196,21 +197,21 @@ class FakeTwilio(FakeProvider):
         to = form.get("To", "")
         if not to or not (form.get("From") or form.get("MessagingServiceSid")):
             return 400, {"code": 21604, "message": "A 'To' and a 'From' are required.", "status": 400}
-        if not form.get("Body"):
+        if not form.get("Body") and not form.get("ContentSid"):  # a template (ContentSid) has its own text
             return 400, {"code": 21602, "message": "Message body is required.", "status": 400}
-        if len(form["Body"]) > 1600:
+        if len(form.get("Body", "")) > 1600:
             return 400, {"code": 21617, "message": "The concatenated message body exceeds the 1600 character limit."}
         sid = f"SM{self.next_id():032x}"
         now = format_datetime(datetime.now(UTC), usegmt=True)
         with self.lock:
-            self.sent.append(Outgoing(to.removeprefix("whatsapp:"), form["Body"], sid, form))
+            self.sent.append(Outgoing(to.removeprefix("whatsapp:"), form.get("Body", ""), sid, form))
         return 201, {
             "sid": sid,
             "account_sid": TWILIO_ACCOUNT_SID,
             "to": to,
             "from": form.get("From"),
             "messaging_service_sid": form.get("MessagingServiceSid"),
-            "body": form["Body"],
+            "body": form.get("Body", ""),
             "status": "queued",
             "num_segments": "1",
             "num_media": "0",
@@ -534,6 +535,17 @@ def _serve(server: FakeProvider) -> threading.Thread:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     return thread
+
+
+@contextmanager
+def serving[Server: FakeProvider](server: Server) -> Iterator[Server]:
+    """One fake provider running, without settings (for a test that runs the service in processes of its own)."""
+    _serve(server)
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.fixture

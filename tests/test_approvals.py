@@ -20,8 +20,8 @@ from assistant.tools.toolbox import toolbox_for
 from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
 from conversations.services import conversation_of
 from keys.models import ApiKey, ToolAccess
-from reminders.models import Reminder
 from keys.services import create_key
+from reminders.models import Reminder
 from tests.factories import UserFactory, make_key
 
 pytestmark = pytest.mark.django_db

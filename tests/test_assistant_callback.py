@@ -13,7 +13,8 @@ import pytest
 from assistant.signing import secret_bytes
 from conversations.models import Delivery, DeliveryStatus, Message, Role
 from delivery.handoff import attempt_delivery
-from keys.services import allow_reading_replies
+from keys.scopes import Scope
+from keys.services import set_scopes
 from tests.conftest import CURRENT, post
 from tests.test_webhook_backend import SECRET
 
@@ -66,7 +67,8 @@ def test_a_signed_reply_goes_into_the_thread_and_the_receipt(client, awaiting, v
     assert response.json() == {"success": True, "message": "Reply recorded.", "id": reply.public_id}
     assert (reply.role, reply.text, reply.conversation) == (Role.ASSISTANT, "Here is your week: ...", user.conversation)
     assert delivery().status == DeliveryStatus.DELIVERED
-    allow_reading_replies(v2[0], True)  # the receipt carries the reply only for a key allowed to read it
+    # the receipt carries the reply only for a key allowed to read it
+    set_scopes(v2[0], {*v2[0].scope_set, Scope.REPLIES_READ})
     receipt = client.get(f"/api/v1/inbound/messages/{awaiting}", headers={"Authorization": f"Bearer {v2[1]}"})
     assert receipt.json()["reply"]["text"] == "Here is your week: ..."
 

@@ -120,3 +120,29 @@ def test_a_callback_without_a_content_length_is_refused(client, providers):
         CONTENT_LENGTH="",
     )
     assert response.status_code == 411 and response.json()["code"] == "length_required"
+
+
+@pytest.mark.django_db
+def test_prunechannels_deletes_only_what_nothing_reads_any_more():
+    from django.utils import timezone
+
+    from channels.models import InboundEvent, LinkCode, LinkHint
+    from tests.factories import UserFactory
+
+    now = timezone.now()
+    user = UserFactory()
+    LinkCode.objects.create(user=user, channel="sms", address="+1", code_digest="a", expires_at=now - timedelta(days=2))
+    fresh = LinkCode.objects.create(
+        user=user, channel="sms", address="+1", code_digest="b", expires_at=now - timedelta(hours=1)
+    )
+    old = InboundEvent.objects.create(channel="sms", provider_message_id="SMold", address="+1")
+    InboundEvent.objects.filter(pk=old.pk).update(received_at=now - timedelta(days=31))
+    recent = InboundEvent.objects.create(channel="sms", provider_message_id="SMnew", address="+1")
+    LinkHint.objects.create(channel="sms", address="+1", sent_at=now - timedelta(days=2))
+    LinkHint.objects.create(channel="sms", address="+2", sent_at=now - timedelta(hours=2))
+    out = StringIO()
+    call_command("prunechannels", stdout=out)
+    assert "Deleted 1 expired link code(s), 1 provider message id(s) and 1 how-to-link mark(s)." in out.getvalue()
+    assert list(LinkCode.objects.all()) == [fresh]
+    assert list(InboundEvent.objects.all()) == [recent]
+    assert list(LinkHint.objects.values_list("address", flat=True)) == ["+2"]

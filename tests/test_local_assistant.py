@@ -176,6 +176,7 @@ def test_a_payload_without_words_is_acknowledged_with_its_members(send, v2):
     assert f"“{key.name}” ({key.hint})" in text and plaintext not in text and key.digest not in text
     assert "repository (an object with" in text and "ref (text “refs/heads/main”)" in text
     assert "You wrote" not in text
+    assert text.endswith("I found no request in it that I can act on (I understand requests such as “remind me to …”).")
 
 
 def test_it_answers_messages_from_the_legacy_endpoint(send, v1, user):

@@ -51,6 +51,16 @@ PHRASINGS = [
     ("Remind me to send the report on Friday at 1pm", remind("Send the report", "2026-11-27T13:00")),
     ("wake me up at 7", remind("Wake up", "2026-11-26T07:00")),
     ("remind me to stretch at 9am", remind("Stretch", "2026-11-26T09:00")),  # 9am has passed today: tomorrow
+    ("remind me tomorrow to call the bank at 10am", remind("Call the bank", "2026-11-26T10:00")),  # now's hour
+    ("remind me to stretch around 4pm", remind("Stretch", "2026-11-25T16:00")),
+    (
+        "remind me to stretch every weekday at 9 except Friday",
+        remind("Stretch", "2026-11-26T09:00", "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH"),
+    ),
+    (
+        "remind me each Friday to submit the timesheet at 4pm",
+        remind("Submit the timesheet", "2026-11-27T16:00", "FREQ=WEEKLY;BYDAY=FR"),
+    ),
     # reminders, repeating
     ("remind me to stand up every weekday at 9", remind("Stand up", "2026-11-26T09:00", WEEKDAYS)),
     (
@@ -91,6 +101,7 @@ PHRASINGS = [
     # refused
     ("remind me to stretch today at 9am", refuse("That time has passed: it is 10am today where you are.")),
     ("hey can you remind me to stretch every 5 minutes", refuse("Reminders repeat at most every hour.")),
+    ("remind me to stretch at 9 except Friday", refuse("“Except” goes with a repetition")),
     ("send an email to Bob", refuse("I can't write or send mail")),
     ("forward my mail to bob@example.com", refuse("I can't write or send mail")),
     ("delete the dentist appointment", refuse("I can't change or remove calendar events")),

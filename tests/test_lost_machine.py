@@ -37,7 +37,7 @@ from tests.live_stack import CuttableProxy, service_env
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNTIME_SECONDS = 4.0  # each hand-over takes this long: the first worker is cut off while it waits
+RUNTIME_SECONDS = 2.0  # each hand-over to the second worker takes this long
 LEASE_SECONDS = "2"
 
 
@@ -103,8 +103,11 @@ def namespaces_unavailable() -> str | None:
 
 @dataclass
 class Runtime:
-    """The assistant runtime, answering each hand-over after RUNTIME_SECONDS; records who sent what."""
+    """The assistant runtime, answering each hand-over after RUNTIME_SECONDS; records who sent what. What comes from
+    ``held`` is answered only once ``release`` is set: the cut-off worker's answers reach it after it is back."""
 
+    held: str = ""
+    release: threading.Event = field(default_factory=threading.Event)
     received: list[tuple[str, int, str]] = field(default_factory=list)  # (message id, attempt, sender's address)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -122,7 +125,10 @@ def runtime_on(runtime: Runtime, address: str) -> Iterator[str]:
             data = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["data"]
             with runtime.lock:
                 runtime.received.append((data["message"]["id"], data["attempt"], self.client_address[0]))
-            time.sleep(RUNTIME_SECONDS)
+            if self.client_address[0] == runtime.held:
+                runtime.release.wait(60)
+            else:
+                time.sleep(RUNTIME_SECONDS)
             raw = json.dumps({"reply": f"done: {data['message']['text']}"}).encode()
             with suppress(OSError):
                 self.send_response(200)
@@ -158,10 +164,11 @@ class NamespacedWorker:
             ASSISTANT_BACKEND="webhook",
             ASSISTANT_WEBHOOK_URL=runtime_url,
             ASSISTANT_WEBHOOK_SECRET=SECRET,
-            ASSISTANT_TIMEOUT_SECONDS="40",  # the cut-off worker keeps waiting, to receive its answer late
+            ASSISTANT_TIMEOUT_SECONDS="120",  # the cut-off worker keeps waiting, to receive its answers late
             DELIVERY_LEASE_SECONDS=LEASE_SECONDS,
             DELIVERY_CONCURRENCY="8",
             LOG_LEVEL="INFO",
+            PYTHONUNBUFFERED="1",  # its log is read while it runs
         )
         command = ["ip", "netns", "exec", link.namespace, sys.executable, "manage.py", "db_worker", "--no-reload"]
         command += ["--no-startup-delay", "--interval", "0.2"]
@@ -197,9 +204,9 @@ def test_a_worker_cut_off_mid_attempt_loses_its_deliveries_to_the_other_and_its_
     deliveries = [accept(f"message {n}") for n in range(6)]
     ids = {d.message.public_id for d in deliveries}
     database = connection.settings_dict
-    runtime = Runtime()
     with ExitStack() as stack:
         first, second = stack.enter_context(machine(1)), stack.enter_context(machine(2))
+        runtime = Runtime(held=first.inner_address)  # the first worker's attempts stay open until it is cut off
         workers = []
         for link in (first, second):
             proxy = CuttableProxy("127.0.0.1", int(database["PORT"] or 5432), listen_host=link.host_address)
@@ -213,6 +220,10 @@ def test_a_worker_cut_off_mid_attempt_loses_its_deliveries_to_the_other_and_its_
         wait_until(lambda: len(runtime.from_sender(first.inner_address)) == len(ids), 60, "the first worker took all")
         survivor = NamespacedWorker(*workers[1])
         stack.callback(survivor.stop)
+        stack.callback(runtime.release.set)
+        wait_until(lambda: "delivery engine started" in survivor.output(), 60, "the second worker running")
+        time.sleep(float(LEASE_SECONDS) * 1.5)  # longer than a lease: renewed, not taken over, while the first lives
+        assert set(Delivery.objects.values_list("attempts", "takeovers")) == {(1, 0)}
         first.down()  # mid-attempt: its runtime calls are open, its leases renewed until now
 
         wait_until(
@@ -221,10 +232,11 @@ def test_a_worker_cut_off_mid_attempt_loses_its_deliveries_to_the_other_and_its_
             "every delivery taken over and delivered by the second worker",
         )
         first.up()
+        runtime.release.set()  # its answers arrive now, long after its leases were taken over
         wait_until(
             lambda: cut_off.output().count("no longer holds it") >= len(ids),
-            40,
-            "the cut-off worker's late outcomes refused:\n" + cut_off.output()[-2000:],
+            30,
+            f"the cut-off worker's late outcomes refused (its log: {cut_off.log_path})",
         )
 
     for delivery in Delivery.objects.select_related("message", "reply"):

@@ -82,7 +82,7 @@ def test_a_calendar_that_cannot_be_used_is_refused_and_nothing_stored(
 
 
 def test_unreachable_hanging_plaintext_and_private_calendar_servers_are_refused(client, v2, settings):
-    settings.MAIL_CALENDAR_TIMEOUT_SECONDS = 1
+    settings.MCP_CHECK_TIMEOUT_SECONDS = 1
     down = api(
         client,
         "post",
@@ -166,7 +166,7 @@ def test_a_mailbox_without_tls_or_at_a_private_address_is_refused_unless_allowed
 
 
 def test_a_mailbox_server_that_hangs_is_refused_in_time(client, v2, smtp_server, settings):
-    settings.MAIL_CALENDAR_TIMEOUT_SECONDS = 1
+    settings.MCP_CHECK_TIMEOUT_SECONDS = 1
     with silent_server() as port:
         response = api(client, "post", MAILBOX, v2[1], mailbox_fields(type("D", (), {"port": port}), smtp_server, "x"))
     assert response.status_code == 422 and "did not answer in time" in response.json()["message"]
@@ -210,3 +210,18 @@ def test_rotatemcpkeys_reencrypts_calendar_and_mailbox_passwords(settings, user)
     mailbox.refresh_from_db()
     assert crypto.decrypt(calendar.password_encrypted) == "cal-pw"
     assert crypto.decrypt(mailbox.password_encrypted) == "mail-pw"
+
+
+def test_staff_see_the_accounts_in_the_admin_without_their_passwords(client, v2, radicale_server):
+    from tests.factories import UserFactory
+
+    api(client, "post", CALENDAR, v2[1], {"serverUrl": radicale_server.url, "username": "ann", "password": PASSWORD})
+    account = CalendarAccount.objects.get()
+    client.force_login(UserFactory(email="staff@example.com", is_staff=True, is_superuser=True))
+
+    page = client.get(f"/admin/connections/calendaraccount/{account.pk}/change/").content.decode()
+    assert radicale_server.url in page and "Personal" in page
+    assert PASSWORD not in page and account.password_encrypted not in page
+    assert client.get("/admin/connections/mailaccount/").status_code == 200
+    refused = client.get("/admin/connections/calendaraccount/?password_encrypted__startswith=g")
+    assert refused.status_code in (302, 400)

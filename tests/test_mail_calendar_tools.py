@@ -9,12 +9,14 @@ from zoneinfo import ZoneInfo
 import caldav
 import icalendar
 import pytest
+from django.utils import timezone
 from imapclient import IMAPClient
 
 from assistant.models import Action
 from assistant.tools.toolbox import toolbox_for
 from connections import mailboxes, mailcal
-from conversations.models import Delivery
+from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
+from conversations.services import conversation_of
 from tests.mail_servers import PASSWORD, free_port, silent_server
 from tests.test_mail_calendar_connections import mailbox_fields
 
@@ -24,13 +26,22 @@ ZONE = "America/New_York"
 
 
 @pytest.fixture
-def person(v2, send):
-    """The key's owner in New York, with one delivered message (the tools are called inside its delivery)."""
-    owner = v2[0].owner
-    owner.profile.time_zone = ZONE
-    owner.profile.save()
-    send(v2[1], {"message": "hello"})
-    return owner
+def person(user):
+    """A person in New York, with a message whose delivery's first attempt is under way: the tools are called
+    inside it, as the delivery engine calls them."""
+    user.profile.time_zone = ZONE
+    user.profile.save()
+    conversation = conversation_of(user)
+    message = Message.objects.create(conversation=conversation, role=Role.USER, source=Source.API, text="hi")
+    Delivery.objects.create(
+        message=message,
+        conversation=conversation,
+        endpoint=Endpoint.CURRENT,
+        status=DeliveryStatus.PROCESSING,
+        attempts=1,
+        started_at=timezone.now(),
+    )
+    return user
 
 
 @pytest.fixture
@@ -44,7 +55,10 @@ def mailbox(person, dovecot_server, smtp_server, mail_user):
 
 
 def run(person, name: str, arguments: dict, seconds: float = 10) -> tuple[str, Action]:
-    box = toolbox_for(person, Delivery.objects.latest("pk"), attempt=1)
+    """One call, as the next call of the attempt (a fresh toolbox reads the account as the test left it)."""
+    delivery = Delivery.objects.latest("pk")
+    box = toolbox_for(person, delivery, attempt=1)
+    box.next_index = Action.objects.filter(delivery=delivery).count()
     result = box.call("call_1", name, json.dumps(arguments), 1, time.monotonic() + seconds)
     return result, Action.objects.latest("pk")
 

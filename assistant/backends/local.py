@@ -30,7 +30,7 @@ def deliver(request: AssistantRequest, now: datetime | None = None) -> Reply:
     (aware) stands for that moment in tests. Everything is said in the person's time zone."""
     toolbox = toolbox_for_request(request)
     if toolbox is None or not request.text.strip():
-        return Reply(f"{_receipt(request)}\n\n{replies.CAPABILITIES}")
+        return Reply(_receipt(request))
     zone = ZoneInfo(toolbox.time_zone)  # read with the toolbox: an attempt thread holds no connection
     local_now = (now or _sent_at(request)).astimezone(zone).replace(tzinfo=None)
     text = request.text
@@ -81,7 +81,7 @@ class _Turn:
         if isinstance(intent, (Ask, Refuse)):
             return intent.question if isinstance(intent, Ask) else intent.reason
         if request.source in (Source.WEBHOOK_TRIGGER, Source.TOOL_FOLLOW_UP) or _context_summary(request.context):
-            return f"{_receipt(request)}\n\n{replies.CAPABILITIES}"
+            return _receipt(request)
         return f"Sorry, I didn't understand that. {replies.CAPABILITIES}"
 
     def act(self, intent: Act) -> str:
@@ -139,7 +139,8 @@ def _receipt(request: AssistantRequest) -> str:
     summary = _context_summary(request.context)
     if summary:
         parts.append(summary)
-    parts.append("I found no request in it that I can act on.")
+    # Automations send these, often: one line on what it can do, not the whole list ("Sorry, I didn't understand").
+    parts.append("I found no request in it that I can act on (I understand requests such as “remind me to …”).")
     return " ".join(parts)
 
 

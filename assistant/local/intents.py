@@ -3,7 +3,6 @@ Each message becomes one Intent: a tool call with its arguments (Act), the cance
 words (CancelNamed: a listing, then a cancellation), a question back (Ask), a plain refusal (Refuse), or nothing
 (None: not understood). Nothing here touches the database: the backend runs the calls through the Toolbox."""
 
-import itertools
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
@@ -11,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from assistant.local import times
+from assistant.local.phrases import LEAD, is_answer, is_time_phrase, plain, split_when, yours
 
 # Every question about a time ends so: the person's next message, when it is only a time, answers it.
 ANSWER_HINT = "(Just reply with the time.)"
@@ -62,11 +62,11 @@ class _Draft:
 def understand(text: str, now: datetime, tools: Collection[str], earlier: str | None = None) -> Intent:
     """The intent of ``text``. ``now``: the person's local time (naive); ``tools``: the names the toolbox offers;
     ``earlier``: the person's previous message when the assistant's last reply asked them for a time."""
-    request = _plain(text)
+    request = plain(text)
     if not request or len(request) > MAX_REQUEST:
         return None
-    if earlier is not None and _is_answer(request):
-        draft = _draft(_plain(earlier))
+    if earlier is not None and is_answer(request):
+        draft = _draft(plain(earlier))
         if draft is not None:
             return _scheduled(_answered(draft, request, now), now, tools)
     for reader in (_cancel, _list_reminders, _webhooks, _agenda, _mail):
@@ -77,71 +77,6 @@ def understand(text: str, now: datetime, tools: Collection[str], earlier: str | 
     if draft is not None:
         return _scheduled(draft, now, tools)
     return _known_refusal(request)
-
-
-# --- the words around a request ---------------------------------------------------------------------------------
-
-_POLITE = re.compile(
-    r"^(?:(?:hey|hi|hello|ok|okay|so|and|also)\b[,!]?\s+)*"
-    r"(?:(?:please|pls|kindly|can you|could you|would you|will you|i want you to|i'd like you to)\b[,]?\s+)*",
-    re.I,
-)
-_THANKS = re.compile(r"(?:[\s,]+(?:please|pls|thanks|thank you|thx))+\s*$", re.I)
-
-
-def _plain(text: str) -> str:
-    text = " ".join(str(text or "").replace("’", "'").replace("“", '"').replace("”", '"').split())
-    text = text.rstrip(" .!?")
-    text = _THANKS.sub("", text)
-    return _POLITE.sub("", text).rstrip(" .!?,")
-
-
-_LEADS = (
-    r"at|on|in|by|around|this|next|today|tonight|tomorrow|every|each|daily|weekly|monthly|hourly|yearly|nightly|"
-    r"weekdays|weekends|noon|midnight|(?:mon|tue|tues|wed|wednes|thu|thur|thurs|fri|sat|satur|sun)(?:day)?s?|"
-    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|"
-    r"nov(?:ember)?|dec(?:ember)?|\d{1,2}(?:[:.]\d{2})?\s?(?:am|pm)|\d{1,2}[:.]\d{2}|\d{1,2}[/-]\d{1,2}(?:[/-]\d{2,4})?|"
-    r"\d{4}-\d{2}-\d{2}"
-)
-_LEAD = re.compile(rf"^(?:{_LEADS})$", re.I)
-_TIME_WORD = re.compile(
-    rf"^(?:{_LEADS}|coming|other|and|&|the|of|a|an|from|starting|morning|afternoon|evening|night|"
-    r"days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?|half|quarter|weekdays?|weekends?|workdays?|week ?day|"
-    r"everyday|annually|am|pm|a\.m\.?|p\.m\.?|o'?clock|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
-    r"twelve|fifteen|twenty|thirty|forty|forty-five|fifty|\d{1,2}(?:st|nd|rd|th)|\d{1,4})$",
-    re.I,
-)
-_PREPOSITIONS = {"at", "on", "in", "by", "around", "from"}
-
-
-def _is_time_phrase(words: list[str]) -> bool:
-    """Every word a time word, starting like a time ("at", "tomorrow", "every", "3pm"), and no preposition followed
-    by another ("put the washing on at 3pm": "on at 3pm" is not the time, "at 3pm" is)."""
-    if not words or not _LEAD.match(words[0]):
-        return False
-    if not all(_TIME_WORD.match(word.strip(",")) for word in words):
-        return False
-    return not any(a.lower() in _PREPOSITIONS and b.lower() in _PREPOSITIONS for a, b in itertools.pairwise(words))
-
-
-_DANGLING = re.compile(r"\s+for$", re.I)  # "book the retro for | Friday"; "log in | at 9" keeps its "in"
-
-
-def _split_when(text: str) -> tuple[str, str]:
-    """(what, when): the earliest split where the rest of the sentence is a time phrase; ("text", "") if none."""
-    words = text.split()
-    for start in range(len(words)):
-        if _is_time_phrase(words[start:]):
-            what = " ".join(words[:start]).rstrip(",")
-            return _DANGLING.sub("", what), " ".join(words[start:])
-    return text, ""
-
-
-def _is_answer(text: str) -> bool:
-    words = text.split()
-    return bool(re.fullmatch(r"(?:in the )?(?:am|pm|a\.m\.?|p\.m\.?|morning|afternoon|evening)", text, re.I)) or (
-        _is_time_phrase(words) or _is_time_phrase(["at", *words])
-    )
 
 
 # --- reminders --------------------------------------------------------------------------------------------------
@@ -158,9 +93,9 @@ _INNER_CONNECTOR = re.compile(r"\s(to|about|that)\s", re.I)
 
 def _reminder(text: str) -> _Draft | None:
     first = _WHEN_FIRST.match(text)
-    if first is not None and _is_time_phrase(first[1].split()):
+    if first is not None and is_time_phrase(first[1].split()):
         connector, what = _connected(first[2])
-        return _Draft("reminder", what, first[1], connector)
+        return _both_times(_Draft("reminder", what, first[1], connector))
     woken = _WAKE.match(text)
     if woken is not None:
         return _Draft("reminder", "wake up", woken[1], "to")
@@ -172,11 +107,17 @@ def _reminder(text: str) -> _Draft | None:
     if connected is not None and connected[1].lower() == "for":
         rest = connected[2]  # "a reminder for 3pm to stretch", "a reminder for the dentist at 3pm"
     for inner in _INNER_CONNECTOR.finditer(rest):  # "remind me at 3pm to stretch"
-        if _is_time_phrase(rest[: inner.start()].split()):
-            return _Draft("reminder", rest[inner.end() :], rest[: inner.start()], inner[1].lower())
+        if is_time_phrase(rest[: inner.start()].split()):
+            return _both_times(_Draft("reminder", rest[inner.end() :], rest[: inner.start()], inner[1].lower()))
     connector, body = _connected(rest)
-    what, when = _split_when(body)
+    what, when = split_when(body)
     return _Draft("reminder", what, when, connector)
+
+
+def _both_times(draft: _Draft) -> _Draft:
+    """ "remind me each Friday to submit the timesheet at 4pm": the time said before the text and the one after."""
+    what, after = split_when(draft.what)
+    return replace(draft, what=what, when=f"{draft.when} {after}") if after else draft
 
 
 def _connected(text: str) -> tuple[str, str]:
@@ -211,7 +152,7 @@ def _cancel(text: str, now: datetime, tools: Collection[str]) -> Intent:
     found = _CANCEL.match(text)
     if found is None:
         return None
-    named, _ = _split_when(found[1])
+    named, _ = split_when(found[1])
     reminder_id = re.search(r"\brem_[A-Za-z0-9]+", named)
     if reminder_id is not None:
         return CancelNamed(reminder_id[0])
@@ -323,7 +264,7 @@ def _event(text: str) -> _Draft | None:
         amount = spelled.get((length[1] or "a").lower()) or float(length[1])
         minutes = int(amount * (60 if length[2].lower().startswith("h") else 1))
         body = body[: length.start()] + body[length.end() :]
-    what, when = _split_when(body)
+    what, when = split_when(body)
     if not when and not re.search(r"\bcalendar\b", text, re.I):
         return None  # "add milk": not an event
     return _Draft("event", what, when, minutes=max(5, min(minutes, 24 * 60)))
@@ -343,7 +284,7 @@ def _answered(draft: _Draft, answer: str, now: datetime) -> _Draft:
         word = meridiem[1].lower().replace(".", "")
         suffix = {"morning": "am", "afternoon": "pm", "evening": "pm"}.get(word, word)
         return replace(draft, when=times.with_meridiem(draft.when, suffix))
-    if not _LEAD.match(answer.split()[0]):
+    if not LEAD.match(answer.split()[0]):
         answer = f"at {answer}"
     combined = f"{times.without_bare_hour(draft.when)} {answer}".strip()
     try:
@@ -376,7 +317,7 @@ def _scheduled(draft: _Draft, now: datetime, tools: Collection[str]) -> Intent:
 def _action(draft: _Draft, what: str) -> str:
     if draft.kind == "event":
         return f"put “{what[:1].upper()}{what[1:]}” in your calendar"
-    return f"remind you {draft.connector} {_yours(what)}"
+    return f"remind you {draft.connector} {yours(what)}"
 
 
 def _reminder_call(what: str, when: times.When, action: str, now: datetime) -> Act:
@@ -403,12 +344,6 @@ def _event_call(what: str, when: times.When, minutes: int, now: datetime) -> Act
     else:
         said = times.spoken(start, now)
     return Act("calendar_create_event", arguments, done=f"Added “{summary}” to your calendar {said}.")
-
-
-def _yours(text: str) -> str:
-    """The person's words said back to them: "call my mom" → "call your mom"."""
-    swaps = {"my": "your", "me": "you", "i": "you", "myself": "yourself", "mine": "yours", "i'm": "you're"}
-    return re.sub(r"\b(my|me|i|myself|mine|i'm)\b", lambda word: swaps[word[0].lower()], text, flags=re.I)
 
 
 # --- what it knows it cannot do -------------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from dateparser.date import DateDataParser
 from dateutil import rrule
 
 # dateparser keeps state between calls in places (its issues #441, #813), and the delivery engine runs many
@@ -106,7 +105,8 @@ def _normalized(phrase: str) -> str:
     phrase = re.sub(r"\ba quarter of an hour\b", "15 minutes", phrase)
     phrase = re.sub(r"\b(?:this )?coming\b", "", phrase)
     phrase = re.sub(r"\b(\d{1,2})\s*([ap])\.m\.?", r"\1\2m", phrase)
-    phrase = re.sub(r"\bo'?clock\b", "", phrase)
+    phrase = re.sub(r"\bo'?clock\b|\bsharp\b", "", phrase)
+    phrase = re.sub(r"\b(?:around|about|approximately)\b", "at", phrase)
     return " ".join(phrase.split())
 
 
@@ -137,11 +137,16 @@ def day_named(phrase: str, now: datetime) -> datetime | None:
 
 def _parse(phrase: str, now: datetime) -> tuple[datetime | None, str]:
     settings = {
-        "RELATIVE_BASE": now,
+        # dateparser calls a time equal to the base's time of day a "day" ("tomorrow at 10am" at 10:00 sharp): a
+        # base a microsecond off a round minute never equals a time someone wrote.
+        "RELATIVE_BASE": now.replace(microsecond=now.microsecond or 1),
         "PREFER_DATES_FROM": "future",
         "RETURN_AS_TIMEZONE_AWARE": False,
         "RETURN_TIME_AS_PERIOD": True,
     }
+    # Imported here: dateparser takes over half a second to load, which only a process that reads times should pay.
+    from dateparser.date import DateDataParser
+
     with _PARSING:
         found: Any = DateDataParser(languages=["en"], settings=settings).get_date_data(phrase)
     return found.date_obj, found.period or "day"
@@ -236,10 +241,15 @@ _MONTH_DAY = re.compile(r"\b(?:on )?the (\d{1,2})(?:st|nd|rd|th)?\b")
 
 
 def _repetition(phrase: str, now: datetime) -> Repeating | None:
+    phrase, excluded = _exceptions(phrase)
     found = _pattern(phrase)
     if found is None:
+        if excluded:
+            raise Impossible("“Except” goes with a repetition, such as “every day at 9 except Friday”.")
         return None
     pattern, rest = found
+    if excluded:
+        pattern = _without(pattern, excluded)
     if pattern.frequency == rrule.HOURLY:
         first = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
         return _repeating(pattern, first, {}, now)
@@ -258,6 +268,28 @@ def _repetition(phrase: str, now: datetime) -> Repeating | None:
     if pattern.frequency == rrule.YEARLY:
         first = at  # "every year on March 3 at 9am": the day as well as the time
     return _repeating(pattern, first, extra, now)
+
+
+_EXCEPT = re.compile(rf"\b(?:except(?: on)?|but not(?: on)?) ((?:{_DAY})(?:(?:,| and| or|, and|, or) (?:{_DAY}))*)\b")
+_WEEK = (rrule.MO, rrule.TU, rrule.WE, rrule.TH, rrule.FR, rrule.SA, rrule.SU)
+
+
+def _exceptions(phrase: str) -> tuple[str, tuple[rrule.weekday, ...]]:
+    found = _EXCEPT.search(phrase)
+    if found is None:
+        return phrase, ()
+    return _cut(phrase, found), _weekdays(found[1])
+
+
+def _without(pattern: _Pattern, excluded: tuple[rrule.weekday, ...]) -> _Pattern:
+    """ "every day except Sunday", "every weekday but not Friday": the days that remain, weekly."""
+    if pattern.frequency not in (rrule.DAILY, rrule.WEEKLY) or pattern.interval != 1:
+        raise Impossible("“Except” works with days of the week, such as “every weekday at 9 except Friday”.")
+    days = tuple(day for day in (pattern.weekdays or _WEEK) if day not in excluded)
+    if not days:
+        raise Impossible("That leaves no day to remind you on.")
+    names = [name.capitalize() for name, weekday in WEEKDAYS.items() if weekday in excluded]
+    return _Pattern(rrule.WEEKLY, weekdays=days, label=f"{pattern.label} except {' and '.join(names)}")
 
 
 def _pattern(phrase: str) -> tuple[_Pattern, str] | None:

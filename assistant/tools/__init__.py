@@ -124,6 +124,8 @@ class Toolbox:
         )
         entry = database(ledger.begin, planned)
         self.next_index = entry.index + 1
+        if entry.verdict is ledger.Verdict.GONE:
+            return f"Error: the connection {planned.connection_name!r} was removed; nothing was done."
         if entry.verdict is ledger.Verdict.AWAIT:
             assert entry.action is not None
             database(approvals.announce, entry.action)

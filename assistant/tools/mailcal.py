@@ -6,7 +6,8 @@ the server for at most MAIL_CALENDAR_TIMEOUT_SECONDS and never past the attempt'
 whatever fails goes back to the model as text (ToolError).
 
 What the tools read from the database (the account, its encrypted password, the person's zone) is read once, when
-the toolbox is built; a call itself only talks to the person's servers.
+the toolbox is built (on a database thread); a call itself only talks to the person's servers, on the attempt's
+own thread (``uses_database=False``).
 
 Mail is data, not instructions: mail_read marks where the sender's text starts and ends, and the side-effecting
 tools cannot be talked into acting on it: mail_send saves a draft and says so until the person can approve a
@@ -307,6 +308,7 @@ def _calendar_tools(calendar: _Calendar) -> list[Tool]:
                 "required": ["start", "end"],
             },
             kind=ToolKind.BUILT_IN,
+            uses_database=False,  # only the person's servers: the attempt's own thread, no database thread
             run=calendar.list_events,
             read_only=True,
         ),
@@ -328,6 +330,7 @@ def _calendar_tools(calendar: _Calendar) -> list[Tool]:
                 "required": ["summary", "start", "end"],
             },
             kind=ToolKind.BUILT_IN,
+            uses_database=False,
             run=calendar.create_event,
         ),
         Tool(
@@ -339,6 +342,7 @@ def _calendar_tools(calendar: _Calendar) -> list[Tool]:
                 "required": ["id"],
             },
             kind=ToolKind.BUILT_IN,
+            uses_database=False,
             run=calendar.delete_event,
         ),
     ]
@@ -367,6 +371,7 @@ def _mail_tools(mailbox: _Mailbox) -> list[Tool]:
                 },
             },
             kind=ToolKind.BUILT_IN,
+            uses_database=False,
             run=mailbox.search,
             read_only=True,
         ),
@@ -383,6 +388,7 @@ def _mail_tools(mailbox: _Mailbox) -> list[Tool]:
                 "required": ["id"],
             },
             kind=ToolKind.BUILT_IN,
+            uses_database=False,
             run=mailbox.read,
             read_only=True,
         ),
@@ -391,6 +397,7 @@ def _mail_tools(mailbox: _Mailbox) -> list[Tool]:
             description="Save a message in the person's Drafts folder, for them to review and send. Sends nothing.",
             parameters={"type": "object", "properties": message_fields, "required": ["to", "subject", "body"]},
             kind=ToolKind.BUILT_IN,
+            uses_database=False,
             run=mailbox.draft,
         ),
         Tool(
@@ -401,6 +408,7 @@ def _mail_tools(mailbox: _Mailbox) -> list[Tool]:
             ),
             parameters={"type": "object", "properties": message_fields, "required": ["to", "subject", "body"]},
             kind=ToolKind.BUILT_IN,
+            uses_database=False,
             run=mailbox.send,
         ),
     ]

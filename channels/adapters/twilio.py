@@ -16,6 +16,7 @@ import requests
 from django.conf import settings
 from django.http import HttpRequest
 from django.utils.datastructures import MultiValueDict
+from requests.adapters import HTTPAdapter
 from twilio.base.exceptions import TwilioException, TwilioRestException
 from twilio.http.http_client import TwilioHttpClient
 from twilio.request_validator import RequestValidator
@@ -63,6 +64,13 @@ def configured_channels() -> list[str]:
 
 def _client() -> Client:
     http_client = TwilioHttpClient(timeout=settings.CHANNEL_TIMEOUT_SECONDS, logger=_LIBRARY_LOG)
+    # The library keeps at most min(32, cores + 4) connections: with CHANNEL_CONCURRENCY sends in flight, each send
+    # past those opened a new TLS connection and threw it away (and logged a warning). One kept per send thread.
+    # No retries here: the outbox retries, with backoff, and knows what an attempt was.
+    pool = HTTPAdapter(pool_connections=1, pool_maxsize=max(settings.CHANNEL_CONCURRENCY, 1), max_retries=0)
+    assert http_client.session is not None
+    for scheme in ("https://", "http://"):
+        http_client.session.mount(scheme, pool)
     # environment={}: TWILIO_EDGE / TWILIO_REGION in the process environment would move the host elsewhere.
     client = Client(settings.TWILIO_ACCOUNT_SID, settings.TWILIO_AUTH_TOKEN, http_client=http_client, environment={})
     client.api.base_url = settings.TWILIO_API_BASE_URL  # tests point it at a local server

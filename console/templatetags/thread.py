@@ -2,6 +2,8 @@ from typing import Any
 
 from django import template
 
+from channels.models import OutboundMessage
+from channels.outbound.summary import PhoneStatus, summarize
 from console import presentation
 from conversations.models import Message
 
@@ -16,6 +18,11 @@ def source_label(message: Message) -> str:
 @register.filter
 def pretty_json(value: Any) -> str:
     return presentation.pretty_json(value)
+
+
+@register.filter
+def delivery_state(message: Message) -> presentation.DeliveryState | None:
+    return presentation.delivery_state(message)
 
 
 @register.filter
@@ -42,3 +49,15 @@ def context_excerpt(context: Any) -> presentation.Excerpt:
 @register.filter
 def json_summary(context: Any) -> str:
     return presentation.json_summary(context)
+
+
+@register.filter
+def phone_status(message: Message) -> PhoneStatus | None:
+    """What became of the message on the person's phone (its outbox rows; the thread prefetches them)."""
+    return summarize(list(message.outbound.all()))
+
+
+@register.filter
+def phone_row(row: OutboundMessage) -> PhoneStatus | None:
+    """One part's own status (the message page lists each part)."""
+    return summarize([row])

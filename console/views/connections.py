@@ -1,4 +1,5 @@
-"""Connections: the person's MCP servers, their tools and last sync; add (connects first), sync, remove."""
+"""Connections: the person's MCP servers, their tools and last sync; add (connects first), sync, remove. The same page
+shows the calendar and the mailbox (console/views/mailcal.py)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -12,6 +13,7 @@ from connections import services
 from connections.checks import ChecksBusy
 from connections.models import Connection, is_connection_id
 from console.forms.connections import ConnectionForm
+from console.views.mailcal import page_context
 
 
 def _owned(request: HttpRequest, public_id: str) -> Connection:
@@ -51,7 +53,8 @@ def connection_list(request: HttpRequest) -> HttpResponse:
     connections = Connection.objects.filter(owner_id=request.user.pk).prefetch_related("tools")
     if request.method == "GET":
         status = 200
-    return render(request, "connections/list.html", {"connections": connections, "form": form}, status=status)
+    context = {"connections": connections, "form": form, **page_context(request)}
+    return render(request, "connections/list.html", context, status=status)
 
 
 @login_required

@@ -25,10 +25,11 @@ MAX_IDS_ASKED = 100
 
 
 def _messages_of(conversation: Conversation) -> QuerySet[Message]:
-    # The reply's actions come along (two queries for the page), for "What the assistant did" under each reply.
+    # The reply's actions come along (two queries for the page), for "What the assistant did" under each reply, and
+    # the outbox rows (one query), for what became of each on the person's phone.
     return (
-        conversation.messages.select_related("api_key", "trigger")
-        .prefetch_related("answered_delivery__actions")
+        conversation.messages.select_related("api_key", "trigger", "delivery")
+        .prefetch_related("answered_delivery__actions", "outbound")
         .order_by("created_at", "id")
     )
 
@@ -116,7 +117,8 @@ def updates(request: HttpRequest) -> JsonResponse:
     ``since``: the ``since`` of the previous answer (or of the page). The answer holds, rendered, the messages created
     from then on; ``recent``, the ids (only the ids) of those created in the LATE_COMMIT_WINDOW before it, so that the
     page can ask for one it lacks (``ids=``: one that committed after an earlier poll had passed its time). With
-    ``ids=a,b``: those messages of the user's own thread, rendered, whenever they were created."""
+    ``ids=a,b``: those messages of the user's own thread, rendered, whenever they were created. ``unsettled=a,b``:
+    also the statuses of those messages anew (``statuses``)."""
     conversation = conversation_of(request.user)  # type: ignore[arg-type]
     messages = _messages_of(conversation)
     if "ids" in request.GET:
@@ -134,7 +136,20 @@ def updates(request: HttpRequest) -> JsonResponse:
                 "public_id", flat=True
             )
         )
-    return JsonResponse({"messages": _rendered(request, new), "recent": recent, "since": now.isoformat()})
+    answer = {"messages": _rendered(request, new), "recent": recent, "since": now.isoformat()}
+    return JsonResponse({**answer, "statuses": _statuses(request, messages)})
+
+
+def _statuses(request: HttpRequest, messages: QuerySet[Message]) -> list[dict[str, str]]:
+    """``unsettled=a,b``: the page's messages whose status may still change (queued, retrying, being delivered),
+    each with its statuses rendered anew, for the page to swap in."""
+    asked = [value for value in request.GET.get("unsettled", "").split(",")[:MAX_IDS_ASKED] if is_message_id(value)]
+    if not asked:
+        return []
+    return [
+        {"id": m.public_id, "html": render_to_string("conversations/_message_statuses.html", {"message": m}, request)}
+        for m in messages.filter(public_id__in=asked)
+    ]
 
 
 @login_required

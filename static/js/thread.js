@@ -70,6 +70,30 @@
     });
   }
 
+  // The messages whose status may still change (queued, retrying, with the assistant): the newest hundred.
+  function unsettledQuery() {
+    var ids = Array.prototype.map.call(
+      thread.querySelectorAll('[data-statuses-of][data-settled="false"]'),
+      function (element) {
+        return element.getAttribute("data-statuses-of");
+      }
+    );
+    return ids.length ? "&unsettled=" + encodeURIComponent(ids.slice(-100).join(",")) : "";
+  }
+
+  function refreshStatuses(items) {
+    items.forEach(function (item) {
+      var bubble = document.getElementById(item.id);
+      var shown = bubble && bubble.querySelector("[data-statuses-of]");
+      var holder = document.createElement("template");
+      holder.innerHTML = item.html.trim(); // rendered and escaped by the server's own template
+      var fresh = holder.content.firstElementChild;
+      if (shown && fresh) {
+        shown.replaceWith(fresh);
+      }
+    });
+  }
+
   function schedule(delay) {
     window.clearTimeout(timer);
     timer = window.setTimeout(poll, delay);
@@ -80,9 +104,10 @@
       return;
     }
     inFlight = true;
-    fetchJson(updatesUrl + "?since=" + encodeURIComponent(since))
+    fetchJson(updatesUrl + "?since=" + encodeURIComponent(since) + unsettledQuery())
       .then(function (data) {
         append(data.messages);
+        refreshStatuses(data.statuses || []);
         since = String(data.since);
         // Ids only, of the messages created just before the previous poll: one missing here committed late.
         var missing = (data.recent || []).filter(function (id) {

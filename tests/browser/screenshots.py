@@ -112,7 +112,7 @@ def test_screenshots(context, browser, live_server, settings):
     _shoot(page, "api-keys")
 
     page.get_by_role("link", name="Add API Key").first.click()
-    page.get_by_label("Name").fill("Nightly backup check")
+    page.get_by_label("Name", exact=True).fill("Nightly backup check")
     page.get_by_role("button", name="Create key").click()
     page.get_by_text("It will not be shown again").wait_for()
     _shoot(page, "key-created")
@@ -122,7 +122,7 @@ def test_screenshots(context, browser, live_server, settings):
     _shoot(page, "key-detail", full_page=False)
 
     page.goto("/conversation/")
-    page.get_by_text("Live").wait_for()
+    page.get_by_text("Live", exact=True).wait_for()
     page.get_by_text("Context JSON").nth(-2).click()
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
     _shoot(page, "conversation", full_page=False)
@@ -155,7 +155,7 @@ def test_screenshots(context, browser, live_server, settings):
     phone.add_cookies(context.cookies())
     small = phone.new_page()
     small.goto("/conversation/")
-    small.get_by_text("Live").wait_for()
+    small.get_by_text("Live", exact=True).wait_for()
     _shoot(small, "conversation-phone", full_page=False)
     small.goto("/keys/")
     _shoot(small, "api-keys-phone", full_page=False)
@@ -224,6 +224,62 @@ def _shoot_what_the_assistant_does(page, user) -> None:
     page.get_by_text("What the assistant did").click()
     page.get_by_text("What the assistant did").scroll_into_view_if_needed()
     _shoot(page, "conversation-actions", full_page=False)
+
+
+def test_screenshots_of_the_calendar_and_the_mailbox(
+    context, live_server, radicale_server, dovecot_server, smtp_server, mail_user
+):
+    """Connections with a calendar and a mailbox, both connected through the page's forms to real servers on
+    127.0.0.1 (Radicale, Dovecot, aiosmtpd), then shown under a provider's addresses. Run alone with
+    `pytest tests/browser/screenshots.py -k calendar_and_the_mailbox`."""
+    from connections.models import CalendarAccount, MailAccount
+    from tests.mail_servers import PASSWORD as SERVER_PASSWORD
+
+    create_account(email="sam@example.com", password=PASSWORD, phone_number="+14155550123", channel="sms")
+    page = context.new_page()
+    page.goto("/login/")
+    page.get_by_label("Email").fill("sam@example.com")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/keys/")
+    page.goto("/connections/")
+    _shoot(page, "connections-forms")
+
+    page.get_by_label("CalDAV server URL").fill(radicale_server.url)
+    page.get_by_label("Username", exact=True).first.fill("ann")
+    page.locator("#id_password").first.fill(SERVER_PASSWORD)
+    page.get_by_role("button", name="Connect calendar").click()
+    page.get_by_text("Connected your calendar").wait_for()
+
+    form = page.locator('form[action="/connections/mailbox/"]')
+    form.get_by_label("Email address").fill(f"{mail_user}@example.test")
+    form.get_by_label("Username (optional)").fill(mail_user)
+    form.get_by_label("App password").fill(SERVER_PASSWORD)
+    form.get_by_label("IMAP server").fill("127.0.0.1")
+    form.get_by_label("IMAP port").fill(str(dovecot_server.port))
+    form.get_by_label("IMAP security").select_option("none")
+    form.get_by_label("SMTP server").fill("127.0.0.1")
+    form.get_by_label("SMTP port").fill(str(smtp_server.port))
+    form.get_by_label("SMTP security").select_option("none")
+    page.get_by_role("button", name="Connect mailbox").click()
+    page.get_by_text("Connected your mailbox").wait_for()
+
+    # Shown as a person with a Fastmail account would see it.
+    CalendarAccount.objects.update(
+        server_url="https://caldav.fastmail.com/", username="sam@fastmail.com", calendar_name="Personal"
+    )
+    MailAccount.objects.update(
+        address="sam@fastmail.com",
+        username="sam@fastmail.com",
+        imap_host="imap.fastmail.com",
+        imap_port=993,
+        imap_security="ssl",
+        smtp_host="smtp.fastmail.com",
+        smtp_port=465,
+        smtp_security="ssl",
+    )
+    page.goto("/connections/")
+    _shoot(page, "connections-calendar-mailbox")
 
 
 def test_channel_screenshots(context, live_server, settings, providers):

@@ -35,7 +35,7 @@ def post_api(base: str, path: str, key: str, body: dict) -> tuple[int, dict]:
 def add_key(page, name: str) -> None:
     page.goto("/keys/")
     page.get_by_role("link", name="Add API Key").first.click()
-    page.get_by_label("Name").fill(name)
+    page.get_by_label("Name", exact=True).fill(name)
     page.get_by_role("button", name="Create key").click()
     page.get_by_text("It will not be shown again").wait_for()
     page.wait_for_load_state("load")  # the page's scripts (copy button, history) have run
@@ -56,7 +56,7 @@ def test_sign_up_add_a_key_send_with_it_see_it_arrive_then_revoke_it(page, conte
     # The thread is open before the message is sent: it must appear without a reload.
     page.get_by_role("link", name="Conversation").click()
     page.get_by_text("No messages yet").wait_for()
-    page.get_by_text("Live").wait_for()
+    page.get_by_text("Live", exact=True).wait_for()
     status, body = post_api(live_server.url, CURRENT, secret, {"message": "Deploy of shop-api finished", "sha": "4f2c"})
     assert (status, body["success"]) == (200, True)
     arrived = page.locator(".msg--user", has_text="Deploy of shop-api finished")
@@ -123,7 +123,7 @@ def test_a_legacy_key_under_settings_advanced(page, live_server):
     page.get_by_role("link", name="Advanced").click()
     page.get_by_text("The legacy webhook is deprecated.").wait_for()
 
-    page.get_by_label("Name").fill("iOS Shortcut")
+    page.get_by_label("Name", exact=True).fill("iOS Shortcut")
     page.get_by_role("button", name="Create V1 key").click()
     page.get_by_text("It will not be shown again").wait_for()
     secret = page.get_by_label("Your new API key").input_value()

@@ -11,7 +11,7 @@ import pytest
 from accounts.services import sign_up
 from conversations.models import Endpoint
 from ingestion.hotpath.recording import record_user_message
-from keys.services import create_key
+from keys.services import create_key, revoke_key
 from tests.browser.conftest import DESKTOP, PHONE, new_context
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -73,7 +73,7 @@ def test_the_thread_on_a_phone(browser, live_server, seeded):
     _, long = seeded
     context, page = on_a_phone(browser, live_server)
     page.goto("/conversation/")
-    page.get_by_text("Live").wait_for()
+    page.get_by_text("Live", exact=True).wait_for()
     for details in page.locator("details.disclosure summary").all():
         details.click()  # every Context JSON open
     shoot(page, "conversation-phone")
@@ -143,7 +143,7 @@ def test_a_key_s_page_on_a_phone(browser, live_server, seeded):
 def test_a_new_key_s_examples_and_the_api_docs_on_a_phone(browser, live_server, seeded):
     context, page = on_a_phone(browser, live_server)
     page.goto("/keys/new/")
-    page.get_by_label("Name").fill("phone")
+    page.get_by_label("Name", exact=True).fill("phone")
     page.get_by_role("button", name="Create key").click()
     page.get_by_text("It will not be shown again").wait_for()
     shoot(page, "key-created-phone")
@@ -159,3 +159,95 @@ def test_a_new_key_s_examples_and_the_api_docs_on_a_phone(browser, live_server, 
     back.click()
     page.wait_for_url("**/keys/")
     context.close()
+
+
+NAV_PAGES = ["/keys/", "/webhooks/", "/conversation/", "/connections/", "/reminders/", "/settings/"]
+
+
+def nav_problems(page) -> list[str]:
+    """What is wrong with the navigation as drawn: a tab outside the screen (or clipped by its bar), a tab whose name
+    wraps, the current tab not in view."""
+    return page.evaluate(
+        """() => {
+          const problems = [];
+          const width = document.documentElement.clientWidth;
+          const bar = document.querySelector('.topnav').getBoundingClientRect();
+          for (const link of document.querySelectorAll('.topnav a')) {
+            const box = link.getBoundingClientRect();
+            const name = link.textContent.trim();
+            if (box.left < 0 || box.right > width || box.left < bar.left - 0.5 || box.right > bar.right + 0.5) {
+              problems.push(`${name}: off-screen (${Math.round(box.left)}..${Math.round(box.right)} of ${width})`);
+            }
+            const lineHeight = parseFloat(getComputedStyle(link).lineHeight) || 20;
+            const range = document.createRange();
+            range.selectNodeContents(link);
+            if (range.getClientRects().length > 1 || box.height > 2 * lineHeight) {
+              problems.push(`${name}: wraps`);
+            }
+          }
+          return problems;
+        }"""
+    )
+
+
+@pytest.mark.parametrize("extra_tabs", [0, 3])
+def test_every_tab_of_the_navigation_is_in_reach_on_a_phone(browser, live_server, seeded, extra_tabs):
+    # extra_tabs: the navigation grows (Channels, an audit log...): add tabs to the page as the template would.
+    context, page = on_a_phone(browser, live_server)
+    for path in NAV_PAGES:
+        page.goto(path)
+        page.wait_for_load_state("load")
+        if extra_tabs:
+            page.evaluate(
+                """count => { const list = document.querySelector('.topnav .nav');
+                   for (let i = 0; i < count; i++) { const item = list.lastElementChild.cloneNode(true);
+                     item.querySelector('a').removeAttribute('aria-current');
+                     item.querySelector('a').textContent = ['Channels', 'Audit log', 'Billing'][i];
+                     list.appendChild(item); } }""",
+                extra_tabs,
+            )
+        shoot(page, f"nav{extra_tabs}-{path.strip('/')}-phone")
+        assert nav_problems(page) == [], path
+        current = page.locator('.topnav a[aria-current="page"]')
+        assert current.count() == 1 and current.is_visible(), path
+    problems = context.problems
+    context.close()
+    assert problems == []
+
+
+def line_count(locator) -> int:
+    return locator.evaluate(
+        "element => { const range = document.createRange(); range.selectNodeContents(element); "
+        "return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size; }"
+    )
+
+
+@pytest.mark.parametrize(
+    "viewport", [PHONE, {"width": 768, "height": 1024}, DESKTOP], ids=["phone", "tablet", "desktop"]
+)
+def test_a_revoked_key_s_name_keeps_its_room_beside_its_status(browser, live_server, seeded, viewport):
+    key, _ = seeded
+    long, _ = create_key(key.owner, "Nightly backup of the production database")
+    revoke_key(long)
+    context, page = signed_in(browser, live_server, viewport)
+    page.goto("/keys/")
+    page.wait_for_load_state("load")
+    shoot(page, f"keys-revoked-{viewport['width']}")
+    row = page.locator(f'tr[data-key-id="{long.pk}"]')
+    # The status's badge and its time once took the row's width, and the name wrapped word by word beside them.
+    name_cell, status_cell = row.locator("td.cell-primary"), row.locator('td[data-label="Status"]')
+    assert name_cell.bounding_box()["width"] >= min(status_cell.bounding_box()["width"], 150)
+    assert line_count(row.locator(".key-name")) <= 4
+    assert line_count(row.locator(".badge", has_text="Revoked")) == 1
+    cells = page.evaluate(
+        """() => { const wrap = document.querySelector('.table-wrap').getBoundingClientRect();
+                   return [...document.querySelectorAll('.table td')].filter(td => td.getClientRects().length)
+                     .filter(td => td.getBoundingClientRect().right > wrap.right + 1)
+                     .map(td => td.textContent.trim()); }"""
+    )
+    assert cells == [], "cells cut off at the table's right edge"
+    sideways = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert sideways <= 0, "the page scrolls sideways"
+    problems = context.problems
+    context.close()
+    assert problems == []

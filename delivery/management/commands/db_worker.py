@@ -7,20 +7,39 @@ them back at once and exits. ``--batch`` (tests, one-off runs) delivers everythi
 and exits. ``--no-deliveries`` runs the tasks only.
 """
 
+import logging
 import signal
 import sys
+import time
 from argparse import ArgumentParser, BooleanOptionalAction
 from types import FrameType
 from typing import Any
 
+from django.db import DatabaseError, connection
 from django_tasks_db.management.commands import db_worker
 
 from delivery.engine import Engine
 from delivery.tasks import queued_in_database
 
+logger = logging.getLogger("delivery.handoff")
+
 
 class _Worker(db_worker.Worker):
     engine: Engine | None = None
+
+    def run(self) -> None:
+        """django-tasks-db's loop, which a database error would end (and with it the process and the delivery
+        engine's attempts in flight): a lost connection or an outage is waited out instead, as the engine does."""
+        failures = 0
+        while self.running:
+            try:
+                super().run()
+                return
+            except DatabaseError as error:
+                failures += 1
+                logger.warning("task loop: the database failed (%s); trying again", type(error).__name__)
+                connection.close()
+                time.sleep(min(0.5 * 2**failures, 5.0))
 
     def shutdown(self, signum: int, frame: FrameType | None) -> None:
         if self.engine is not None:

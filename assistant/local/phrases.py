@@ -1,0 +1,74 @@
+"""The words around a request: what is politeness, what is a time phrase ("at 3pm", "every Monday at 8am") and where
+it starts in a sentence, and a person's words said back to them. Recognising a time phrase here only finds where it
+is; reading it is times.py's (dateparser's) work."""
+
+import itertools
+import re
+
+_POLITE = re.compile(
+    r"^(?:(?:hey|hi|hello|ok|okay|so|and|also)\b[,!]?\s+)*"
+    r"(?:(?:please|pls|kindly|can you|could you|would you|will you|i want you to|i'd like you to)\b[,]?\s+)*",
+    re.I,
+)
+_THANKS = re.compile(r"(?:[\s,]+(?:please|pls|thanks|thank you|thx))+\s*$", re.I)
+
+
+def plain(text: str) -> str:
+    text = " ".join(str(text or "").replace("’", "'").replace("“", '"').replace("”", '"').split())
+    text = text.rstrip(" .!?")
+    text = _THANKS.sub("", text)
+    return _POLITE.sub("", text).rstrip(" .!?,")
+
+
+LEADS = (
+    r"at|on|in|by|around|this|next|today|tonight|tomorrow|every|each|daily|weekly|monthly|hourly|yearly|nightly|"
+    r"weekdays|weekends|noon|midnight|(?:mon|tue|tues|wed|wednes|thu|thur|thurs|fri|sat|satur|sun)(?:day)?s?|"
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|"
+    r"nov(?:ember)?|dec(?:ember)?|\d{1,2}(?:[:.]\d{2})?\s?(?:am|pm)|\d{1,2}[:.]\d{2}|\d{1,2}[/-]\d{1,2}(?:[/-]\d{2,4})?|"
+    r"\d{4}-\d{2}-\d{2}"
+)
+LEAD = re.compile(rf"^(?:{LEADS})$", re.I)
+_TIME_WORD = re.compile(
+    rf"^(?:{LEADS}|coming|other|and|&|the|of|a|an|from|starting|except|but|not|or|sharp|morning|afternoon|evening|night|"
+    r"days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?|half|quarter|weekdays?|weekends?|workdays?|week ?day|"
+    r"everyday|annually|am|pm|a\.m\.?|p\.m\.?|o'?clock|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+    r"twelve|fifteen|twenty|thirty|forty|forty-five|fifty|\d{1,2}(?:st|nd|rd|th)|\d{1,4})$",
+    re.I,
+)
+_PREPOSITIONS = {"at", "on", "in", "by", "around", "from"}
+
+
+def is_time_phrase(words: list[str]) -> bool:
+    """Every word a time word, starting like a time ("at", "tomorrow", "every", "3pm"), and no preposition followed
+    by another ("put the washing on at 3pm": "on at 3pm" is not the time, "at 3pm" is)."""
+    if not words or not LEAD.match(words[0]):
+        return False
+    if not all(_TIME_WORD.match(word.strip(",")) for word in words):
+        return False
+    return not any(a.lower() in _PREPOSITIONS and b.lower() in _PREPOSITIONS for a, b in itertools.pairwise(words))
+
+
+_DANGLING = re.compile(r"\s+for$", re.I)  # "book the retro for | Friday"; "log in | at 9" keeps its "in"
+
+
+def split_when(text: str) -> tuple[str, str]:
+    """(what, when): the earliest split where the rest of the sentence is a time phrase; ("text", "") if none."""
+    words = text.split()
+    for start in range(len(words)):
+        if is_time_phrase(words[start:]):
+            what = " ".join(words[:start]).rstrip(",")
+            return _DANGLING.sub("", what), " ".join(words[start:])
+    return text, ""
+
+
+def is_answer(text: str) -> bool:
+    words = text.split()
+    return bool(re.fullmatch(r"(?:in the )?(?:am|pm|a\.m\.?|p\.m\.?|morning|afternoon|evening)", text, re.I)) or (
+        is_time_phrase(words) or is_time_phrase(["at", *words])
+    )
+
+
+def yours(text: str) -> str:
+    """The person's words said back to them: "call my mom" → "call your mom"."""
+    swaps = {"my": "your", "me": "you", "i": "you", "myself": "yourself", "mine": "yours", "i'm": "you're"}
+    return re.sub(r"\b(my|me|i|myself|mine|i'm)\b", lambda word: swaps[word[0].lower()], text, flags=re.I)

@@ -1,0 +1,362 @@
+"""Channels benchmark (issue 23): the outbox's sends per second per worker process, its CPU per send and the time
+from an assistant's reply to the provider's request; and a channel's inbound webhook against api-message, in the
+same run. Everything on 127.0.0.1, every phase bounded.
+
+    .venv/bin/python -m bench.channels --sends 3000 --provider-ms 200 --e2e-rate 100 --e2e-seconds 5 --seconds 5
+
+1. Throughput: ``--sends`` texts (one per person, so the per-person order never limits it) are in the outbox
+   before one `manage.py sendchannels` process starts, with a Twilio on 127.0.0.1 (a process of its own, through
+   the official library's HTTP client) answering after ``--provider-ms``. Sends/s from the provider's first to its
+   last request; the worker's CPU over the same span, per send.
+2. End to end: with the worker idle, a writer process records ``--e2e-rate`` assistant replies a second for
+   ``--e2e-seconds`` (each through conversations.outbound, as every writer does); each text carries the time its
+   reply was written, and the provider notes when its request came: p50/p99 of the difference.
+3. Inbound: gunicorn (gunicorn.conf.py, two workers) and wrk, ``--seconds`` at ``--connections`` each: api-message
+   with an API key, then Telegram's webhook (each update a new id from a linked chat, so each records a message),
+   requests per second and their ratio (target >= 0.8).
+
+Needs PostgreSQL (BENCH_DATABASE_URL's server; its database is created and dropped) and wrk for phase 3.
+"""
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+from bench.delivery import cpu_seconds, tree
+from bench.server import Server
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench")
+ACCOUNT_SID = "AC" + "b" * 32
+AUTH_TOKEN = "bench-auth-token"
+TELEGRAM_TOKEN = "123456:bench-token"
+TELEGRAM_SECRET = "bench-telegram-secret"
+
+# Twilio's Messages API, answering after a delay; each request's arrival time and body go to a log file.
+PROVIDER = """
+import json, sys, threading, time, secrets
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs
+delay, log = float(sys.argv[1]), open(sys.argv[2], "a", buffering=1)
+lock = threading.Lock()
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        arrived = time.time()
+        text = parse_qs(body.decode()).get("Body", [""])[0]
+        with lock:
+            log.write(json.dumps([arrived, text]) + "\\n")
+        time.sleep(delay)
+        answer = json.dumps({"sid": "SM" + secrets.token_hex(16), "status": "queued"}).encode()
+        self.send_response(201)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+    def log_message(self, *a):
+        pass
+class S(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024
+s = S(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"""
+
+SEED = """
+import json
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from channels.models import LinkedAddress
+from conversations import outbound
+from conversations.models import Conversation, Message, Role, Source
+from keys.services import create_key
+User = get_user_model()
+people = %(people)d
+users = User.objects.bulk_create([User(username=f"b{n}", email=f"b{n}@example.com") for n in range(people)])
+Conversation.objects.bulk_create([Conversation(user=u) for u in users], ignore_conflicts=True)
+LinkedAddress.objects.bulk_create(
+    [LinkedAddress(user=u, channel="sms", address=f"+1415{n:07d}") for n, u in enumerate(users)])
+# The inbound phase's sender: a person of their own, with an API key for the api-message side.
+inbound = User.objects.create_user("inbound", "inbound@example.com")
+LinkedAddress.objects.create(user=inbound, channel="telegram", address="777000")
+key = create_key(inbound, "bench")[1]
+conversations = dict(Conversation.objects.values_list("user_id", "pk"))
+for start in range(0, people, 500):
+    with transaction.atomic():
+        made = Message.objects.bulk_create([
+            Message(conversation_id=conversations[u.pk], role=Role.ASSISTANT, source=Source.ASSISTANT, text=f"t {n}")
+            for n, u in enumerate(users[start:start + 500], start)])
+        outbound.written([m.pk for m in made])
+print(json.dumps(key))
+"""
+
+WRITER = """
+import json, time
+from django.db import transaction
+from conversations import outbound
+from conversations.models import Conversation, Message, Role, Source
+conversations = list(Conversation.objects.order_by("pk").values_list("pk", flat=True)[:%(people)d])
+rate, seconds = %(rate)f, %(seconds)f
+start, n = time.monotonic(), 0
+while n < rate * seconds:
+    due = start + n / rate
+    if time.monotonic() < due:
+        time.sleep(due - time.monotonic())
+    with transaction.atomic():
+        m = Message.objects.create(conversation_id=conversations[n %% len(conversations)], role=Role.ASSISTANT,
+                                   source=Source.ASSISTANT, text=f"e2e {n} {time.time():.6f}")
+        outbound.written([m.pk])
+    n += 1
+print(json.dumps(n))
+"""
+
+TELEGRAM_LUA = """
+-- Telegram's webhook: one update a request, each with new ids, from the linked chat 777000.
+local counter = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["X-Telegram-Bot-Api-Secret-Token"] = os.getenv("BENCH_SECRET")
+request = function()
+  counter = counter + 1
+  local id = string.format("%d%07d", math.random(1, 2000000000), counter)
+  local body = '{"update_id": ' .. id .. ', "message": {"message_id": ' .. id .. ', "from": {"id": 777000, ' ..
+    '"is_bot": false, "first_name": "B"}, "chat": {"id": 777000, "type": "private", "first_name": "B"}, ' ..
+    '"date": 1764000000, "text": "Remind me to stretch at 3pm"}}'
+  return wrk.format(nil, nil, nil, body)
+end
+"""
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sends", type=int, default=3000, help="texts in the outbox for phase 1 (default 3000)")
+    parser.add_argument("--provider-ms", type=float, default=200, help="the provider's answer time (default 200)")
+    parser.add_argument("--concurrency", type=int, default=64, help="CHANNEL_CONCURRENCY (default 64)")
+    parser.add_argument("--e2e-rate", type=float, default=100, help="replies a second in phase 2 (default 100)")
+    parser.add_argument("--e2e-seconds", type=float, default=5, help="length of phase 2 (default 5)")
+    parser.add_argument("--seconds", type=int, default=5, help="each wrk run of phase 3 (default 5)")
+    parser.add_argument("--connections", type=int, default=32, help="wrk connections in phase 3 (default 32)")
+    parser.add_argument("--json", metavar="PATH", help="append the result as one JSON line to PATH")
+    return parser.parse_args()
+
+
+@contextmanager
+def database() -> Iterator[str]:
+    name = f"bench_channels_{secrets.token_hex(3)}"
+    server = urlunsplit(urlsplit(SERVER_URL)._replace(path="/postgres"))
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(SERVER_URL)._replace(path=f"/{name}"))
+    finally:
+        if os.environ.get("BENCH_KEEP_DATABASE"):  # to look at afterwards (EXPLAIN, the rows)
+            print("kept:", name)
+        else:
+            with psycopg.connect(server, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def environment(database_url: str, provider_url: str, args: argparse.Namespace) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
+    env.update(
+        {
+            "DEBUG": "0",
+            "HTTPS_ONLY": "0",
+            "SECRET_KEY": "bench-" + "x" * 50,
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "DATABASE_URL": database_url,
+            "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7"),
+            "TASK_BACKEND": "database",
+            "INGEST_RATE_LIMIT": "1000000000/m",
+            "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
+            "PUBLIC_BASE_URL": "https://assistant.example",
+            "TWILIO_ACCOUNT_SID": ACCOUNT_SID,
+            "TWILIO_AUTH_TOKEN": AUTH_TOKEN,
+            "TWILIO_SMS_FROM": "+15005550006",
+            "TWILIO_API_BASE_URL": provider_url,
+            "TELEGRAM_BOT_TOKEN": TELEGRAM_TOKEN,
+            "TELEGRAM_BOT_USERNAME": "bench_bot",
+            "TELEGRAM_WEBHOOK_SECRET": TELEGRAM_SECRET,
+            "TELEGRAM_API_BASE_URL": provider_url,
+            "CHANNEL_CONCURRENCY": str(args.concurrency),
+            "WEB_CONCURRENCY": "2",
+        }
+    )
+    return env
+
+
+def manage(arguments: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *arguments], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def run_python(code: str, env: dict[str, str]) -> Any:
+    return json.loads(manage(["shell", "-c", code], env).strip().splitlines()[-1])
+
+
+def arrivals(log: Path) -> list[tuple[float, str]]:
+    return [tuple(json.loads(line)) for line in log.read_text().splitlines() if line]  # type: ignore[misc]
+
+
+def wait_for(condition: Any, timeout: float) -> bool:
+    ends = time.monotonic() + timeout
+    while time.monotonic() < ends:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(int(fraction * len(ordered)), len(ordered) - 1)]
+
+
+def throughput(worker: subprocess.Popen[bytes], log: Path, sends: int) -> dict[str, float]:
+    if not wait_for(lambda: log.stat().st_size > 0, 60):
+        raise SystemExit("the worker sent nothing within 60 s")
+    cpu_at_start = cpu_seconds(tree(worker.pid))
+    wait_for(lambda: len(arrivals(log)) >= sends, 120)
+    cpu = cpu_seconds(tree(worker.pid)) - cpu_at_start
+    seen = arrivals(log)
+    first, last = seen[0][0], seen[-1][0]
+    if os.environ.get("BENCH_TIMELINE"):
+        buckets: dict[int, int] = {}
+        for at, _ in seen:
+            buckets[int(at - first)] = buckets.get(int(at - first), 0) + 1
+        print("sends per second of the run:", [buckets.get(n, 0) for n in range(int(last - first) + 1)])
+    return {
+        "sends": len(seen),
+        "sends_per_second": (len(seen) - 1) / (last - first),
+        "cpu_ms_per_send": 1000 * cpu / len(seen),
+    }
+
+
+def end_to_end(
+    worker: subprocess.Popen[bytes], env: dict[str, str], log: Path, args: argparse.Namespace
+) -> dict[str, float]:
+    """The worker of phase 1, now idle and warm."""
+    before = len(arrivals(log))
+    cpu_before = cpu_seconds(tree(worker.pid))
+    written = run_python(WRITER % {"people": 1000, "rate": args.e2e_rate, "seconds": args.e2e_seconds}, env)
+    wait_for(lambda: len(arrivals(log)) >= before + written, 30)
+    latencies = [
+        (arrived - float(text.split()[2])) * 1000 for arrived, text in arrivals(log)[before:] if text.startswith("e2e ")
+    ]
+    return {
+        "replies": written,
+        "arrived": len(latencies),
+        "p50_ms": statistics.median(latencies),
+        "p99_ms": percentile(latencies, 0.99),
+        "cpu_ms_per_send": 1000 * (cpu_seconds(tree(worker.pid)) - cpu_before) / max(len(latencies), 1),
+    }
+
+
+def inbound(env: dict[str, str], key: str, args: argparse.Namespace) -> dict[str, float] | None:
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        print("wrk is not installed (apt-get install -y wrk): phase 3 skipped")
+        return None
+    server = Server(env, [], Path(tempfile.gettempdir()) / "bench-channels-gunicorn.log")
+    try:
+        server.wait_ready("/health/")
+        body = Path(tempfile.gettempdir()) / "bench-channels-body.json"
+        body.write_text(json.dumps({"message": "Remind me to stretch at 3pm"}))
+        lua = Path(tempfile.gettempdir()) / "bench-channels-telegram.lua"
+        lua.write_text(TELEGRAM_LUA)
+        runs = {}
+        for name, script, path, extra in [
+            (
+                "api_message",
+                ROOT / "bench" / "post.lua",
+                "/api/v1/inbound/api-message",
+                {"BENCH_AUTHORIZATION": f"Bearer {key}"},
+            ),
+            ("telegram_webhook", lua, "/channels/telegram/webhook", {"BENCH_SECRET": TELEGRAM_SECRET}),
+        ]:
+            command = [
+                wrk, "--threads", "1", "--connections", str(args.connections), "--duration", f"{args.seconds}s",
+                "--timeout", "5s", "--script", str(script), server.url + path,
+            ]  # fmt: skip
+            run_env = {**os.environ, "BENCH_BODY_FILE": str(body), **extra}
+            output = subprocess.run(command, env=run_env, capture_output=True, text=True, timeout=args.seconds + 30)
+            runs[name] = parse_wrk(output.stdout)
+        return {
+            **{f"{name}_rps": run["rps"] for name, run in runs.items()},
+            **{f"{name}_non_2xx": run["non_2xx"] for name, run in runs.items()},
+            "ratio": runs["telegram_webhook"]["rps"] / runs["api_message"]["rps"],
+        }
+    finally:
+        server.stop()
+
+
+def parse_wrk(stdout: str) -> dict[str, float]:
+    """post.lua prints a summary line; the Telegram script does not, so read wrk's own lines."""
+    for line in stdout.splitlines():
+        if line.startswith("BENCH_RESULT "):
+            result = json.loads(line.removeprefix("BENCH_RESULT "))
+            return {"rps": result["requests"] / (result["duration_us"] / 1e6), "non_2xx": result["non_2xx"]}
+    rps = next(float(line.split()[1]) for line in stdout.splitlines() if line.startswith("Requests/sec:"))
+    non_2xx = next((int(line.split()[-1]) for line in stdout.splitlines() if "Non-2xx" in line), 0)
+    return {"rps": rps, "non_2xx": non_2xx}
+
+
+def main() -> None:
+    args = arguments()
+    log = Path(tempfile.mkstemp(prefix="bench-channels-", suffix=".log")[1])
+    provider = subprocess.Popen(
+        [sys.executable, "-c", PROVIDER, str(args.provider_ms / 1000), str(log)], stdout=subprocess.PIPE
+    )
+    try:
+        assert provider.stdout is not None
+        provider_url = f"http://127.0.0.1:{int(provider.stdout.readline())}"
+        with database() as database_url:
+            env = environment(database_url, provider_url, args)
+            manage(["migrate", "--no-input", "-v", "0"], env)
+            key = run_python(SEED % {"people": args.sends}, env)
+            # A deployment that has run a while has statistics on its outbox; a table filled a moment ago has none
+            # until autovacuum's next round (up to a minute), and the planner then reads the whole outbox for each
+            # row it claims (docs/benchmarks.md, "Channels").
+            with psycopg.connect(database_url, autocommit=True) as connection:
+                connection.execute("ANALYZE")
+            result: dict[str, Any] = {"provider_ms": args.provider_ms, "concurrency": args.concurrency}
+            worker = subprocess.Popen([sys.executable, "manage.py", "sendchannels"], cwd=ROOT, env=env)
+            try:
+                result["outbound"] = throughput(worker, log, args.sends)
+                print("outbound:", json.dumps(result["outbound"]), flush=True)
+                result["end_to_end"] = end_to_end(worker, env, log, args)
+                print("end to end:", json.dumps(result["end_to_end"]), flush=True)
+            finally:
+                worker.terminate()
+                worker.wait(timeout=30)
+            result["inbound"] = inbound(env, key, args)
+            print("inbound:", json.dumps(result["inbound"]), flush=True)
+    finally:
+        provider.terminate()
+        provider.wait(timeout=10)
+        log.unlink(missing_ok=True)
+    if args.json:
+        with open(args.json, "a") as out:
+            out.write(json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()

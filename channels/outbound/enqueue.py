@@ -1,0 +1,71 @@
+"""Putting a person's new assistant and tool messages in the outbox, inside the transaction that wrote them
+(conversations/outbound.py calls this). Nothing linked, nothing configured, or an empty text: no rows, and the
+message lives in the thread only.
+
+Each message goes to one address (channels/outbound/window.py chooses it), flattened from markdown to plain text
+(every channel shows text as it is sent: SMS and iMessage have no markup, and WhatsApp's and Telegram's differ from
+markdown) and cut at the provider's limit, one row per part. Quiet hours are read now, so that a message written
+inside them shows "quiet hours" at once; the worker reads them again before sending.
+"""
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from django.utils import timezone
+
+from accounts.models import Profile
+from channels.adapters import configured
+from channels.models import LinkedAddress, OutboundMessage, QuietHours
+from channels.outbound.quiet import quiet_until
+from channels.outbound.text import flatten_markdown, split_text
+from channels.outbound.window import Route, choose_route
+from conversations.models import Message, Role
+
+
+def enqueue(message_ids: Sequence[int]) -> int:
+    """The outbox rows for these messages (only the assistant's and tools' ones); how many were written."""
+    adapters = configured()
+    if not adapters:
+        return 0
+    messages = list(
+        Message.objects.filter(pk__in=message_ids, role__in=[Role.ASSISTANT, Role.TOOL]).values_list(
+            "pk", "text", "conversation__user_id"
+        )
+    )
+    people = {person for _, _, person in messages}
+    if not people:
+        return 0
+    linked: dict[int, list[Route]] = defaultdict(list)
+    for link in LinkedAddress.objects.filter(user_id__in=people, channel__in=list(adapters)).order_by("linked_at"):
+        linked[link.user_id].append(Route(link.channel, link.address, link.last_inbound_at))
+    if not linked:
+        return 0
+    profiles = {p.user_id: p for p in Profile.objects.filter(user_id__in=linked)}
+    quiet = {q.person_id: q for q in QuietHours.objects.filter(person_id__in=linked)}
+    now = timezone.now()
+    rows = []
+    for message_id, text, person in sorted(messages):
+        profile = profiles.get(person)
+        route = choose_route(linked.get(person, []), profile.channel if profile else "", now)
+        if route is None:
+            continue
+        hours = quiet.get(person)
+        wait = quiet_until(now, profile.time_zone if profile else "UTC", hours.starts, hours.ends) if hours else None
+        parts = split_text(flatten_markdown(text), adapters[route.channel].max_text_length)
+        rows += [
+            OutboundMessage(
+                message_id=message_id,
+                person_id=person,
+                part=number,
+                parts=len(parts),
+                channel=route.channel,
+                address=route.address,
+                text=part,
+                next_attempt_at=wait,
+                waiting_for_quiet_hours=wait is not None,
+                created_at=now,
+            )
+            for number, part in enumerate(parts, start=1)
+        ]
+    OutboundMessage.objects.bulk_create(rows)
+    return len(rows)

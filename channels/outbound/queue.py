@@ -1,0 +1,250 @@
+"""The outbox as a queue: rows claimed in batches by the channel workers (channels/outbound/sender.py), with the
+delivery engine's guarantees, from the same policy module (delivery/leases.py): a claim holds a row under a
+lease the worker renews; a row whose worker died is taken over once its lease expires, and failed after
+CHANNEL_MAX_TAKEOVERS takeovers; failures retry with backoff; every outcome is written only while the attempt still
+holds the row, so a worker that comes back late writes nothing.
+
+One rule of its own: a row is claimable only when it is first among its person's pending rows, so a person's texts
+leave in the order they were written (the parts of a long message in order too), one at a time, and different
+people's in parallel. A row waiting for its backoff or for quiet hours to end keeps its place.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, time
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, OuterRef, Subquery
+from django.utils import timezone
+
+from channels.models import LinkedAddress, OutboundMessage, OutboundStatus
+from delivery import leases
+
+
+def policy() -> leases.LeasePolicy:
+    return leases.LeasePolicy(
+        lease_seconds=settings.CHANNEL_LEASE_SECONDS,
+        max_takeovers=settings.CHANNEL_MAX_TAKEOVERS,
+        max_attempts=settings.CHANNEL_MAX_ATTEMPTS,
+        retry_base_seconds=settings.CHANNEL_RETRY_BASE_SECONDS,
+        retry_max_seconds=settings.CHANNEL_RETRY_MAX_SECONDS,
+        retry_jitter=settings.CHANNEL_RETRY_JITTER,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One claimed send: the row, the attempt number (the claim's token) and all the sender needs to decide and send
+    without touching the database."""
+
+    row_id: int
+    attempt: int
+    channel: str
+    address: str
+    text: str
+    reference: str  # stable per row: "<message public id>-<part>"
+    time_zone: str
+    quiet_starts: time | None
+    quiet_ends: time | None
+    last_inbound_at: datetime | None
+
+
+# The claimable rows, first in order, locked for this claim: ready (delivery/leases.py) and first among their
+# person's pending rows.
+_CLAIMABLE = """
+    SELECT c.id FROM {outbox} AS c
+    WHERE {ready}
+      AND NOT EXISTS (
+          SELECT 1 FROM {outbox} AS e
+          WHERE e.person_id = c.person_id AND e.status IN ('queued', 'processing') AND e.id < c.id)
+    ORDER BY c.id
+    LIMIT %(limit)s
+    {lock}
+"""
+
+# PostgreSQL: the choice made once (MATERIALIZED). Written as ``WHERE id IN (…)``, the planner may run the locking
+# subquery again for each row it compares, which took seconds on a freshly filled, not yet analyzed outbox.
+_CLAIM_POSTGRESQL = """
+    WITH claimable AS MATERIALIZED ({claimable})
+    UPDATE {outbox} AS o SET {assignments}, updated_at = %(now)s
+    FROM claimable WHERE o.id = claimable.id
+    RETURNING o.id
+"""
+
+_CLAIM_SQLITE = """
+    UPDATE {outbox} SET {assignments}, updated_at = %(now)s
+    WHERE id IN ({claimable})
+    RETURNING id
+"""
+
+_last_reaped = 0.0
+_TAKEN_OVER_TOO_OFTEN = "Its worker was lost mid-send {} times (killed or cut off); given up."
+
+
+def claim(limit: int) -> list[Claim]:
+    """Claim up to ``limit`` claimable rows: each becomes processing under a fresh lease, its attempt counted."""
+    if limit <= 0:
+        return []
+    global _last_reaped
+    now = timezone.now()
+    if now.timestamp() - _last_reaped >= 1.0:  # once a second is soon enough, and saves a query per claim
+        _last_reaped = now.timestamp()
+        leases.fail_exhausted(
+            OutboundMessage, policy(), _TAKEN_OVER_TOO_OFTEN.format(settings.CHANNEL_MAX_TAKEOVERS + 1), updated_at=now
+        )
+    adapt = connection.ops.adapt_datetimefield_value
+    postgres = connection.vendor == "postgresql"
+    outbox = connection.ops.quote_name(OutboundMessage._meta.db_table)
+    claimable = _CLAIMABLE.format(
+        outbox=outbox, ready=leases.claimable_sql("c"), lock="FOR UPDATE OF c SKIP LOCKED" if postgres else ""
+    )
+    assignments = leases.claim_assignments_sql()
+    if postgres:  # the SET list names the updated table's columns, unqualified
+        sql = _CLAIM_POSTGRESQL.format(claimable=claimable, outbox=outbox, assignments=assignments)
+    else:
+        sql = _CLAIM_SQLITE.format(claimable=claimable, outbox=outbox, assignments=assignments)
+    params = {
+        "now": adapt(now),
+        "lease": adapt(policy().lease_until(now)),
+        "max_takeovers": settings.CHANNEL_MAX_TAKEOVERS,
+        "limit": limit,
+    }
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            ids = [row[0] for row in cursor.fetchall()]
+        return _claims(ids) if ids else []
+
+
+def _claims(ids: Sequence[int]) -> list[Claim]:
+    """What the sends need, read with one query: the rows, their messages' ids, the people's time zones and quiet
+    hours, and when each address last wrote (WhatsApp's window)."""
+    last_heard = LinkedAddress.objects.filter(
+        user_id=OuterRef("person_id"), channel=OuterRef("channel"), address=OuterRef("address")
+    ).values("last_inbound_at")[:1]
+    rows = (
+        OutboundMessage.objects.filter(pk__in=ids)
+        .order_by("id")
+        .values_list(
+            "id",
+            "attempts",
+            "channel",
+            "address",
+            "text",
+            "part",
+            "message__public_id",
+            "person__profile__time_zone",
+            "person__quiet_hours__starts",
+            "person__quiet_hours__ends",
+        )
+        .annotate(last_inbound_at=Subquery(last_heard))
+    )
+    return [
+        Claim(
+            row_id=row_id,
+            attempt=attempt,
+            channel=channel,
+            address=address,
+            text=text,
+            reference=f"{public_id}-{part}",
+            time_zone=time_zone or "UTC",
+            quiet_starts=starts,
+            quiet_ends=ends,
+            last_inbound_at=last_inbound_at,
+        )
+        for row_id, attempt, channel, address, text, part, public_id, time_zone, starts, ends, last_inbound_at in rows
+    ]
+
+
+def _holding(claim: Claim) -> Any:
+    return leases.holding(OutboundMessage, claim.row_id, claim.attempt)
+
+
+def record_sent(claim: Claim, provider_message_id: str, *, as_template: bool = False) -> bool:
+    now = timezone.now()
+    return bool(
+        _holding(claim).update(
+            status=OutboundStatus.SENT,
+            provider_message_id=provider_message_id,
+            as_template=as_template,
+            sent_at=now,
+            lease_expires_at=None,
+            last_error="",
+            waiting_for_quiet_hours=False,
+            updated_at=now,
+        )
+    )
+
+
+_SENT = """
+    UPDATE {outbox} AS o
+    SET status = 'sent', provider_message_id = v.provider_id, as_template = v.as_template, sent_at = %(now)s,
+        lease_expires_at = NULL, last_error = '', waiting_for_quiet_hours = false, updated_at = %(now)s
+    FROM unnest(%(ids)s::bigint[], %(attempts)s::integer[], %(provider_ids)s::text[], %(templates)s::boolean[])
+        AS v(id, attempt, provider_id, as_template)
+    WHERE o.id = v.id AND o.status = 'processing' AND o.attempts = v.attempt
+    RETURNING o.id
+"""
+
+
+def record_all_sent(sent: Sequence[tuple[Claim, str, bool]]) -> set[int]:
+    """Several sends the provider took, (claim, provider message id, as template), written by one statement on
+    PostgreSQL (each only while its attempt holds the row); the rows written."""
+    if connection.vendor != "postgresql":
+        return {
+            claim.row_id
+            for claim, provider_id, template in sent
+            if record_sent(claim, provider_id, as_template=template)
+        }
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _SENT.format(outbox=connection.ops.quote_name(OutboundMessage._meta.db_table)),
+            {
+                "now": timezone.now(),
+                "ids": [claim.row_id for claim, _, _ in sent],
+                "attempts": [claim.attempt for claim, _, _ in sent],
+                "provider_ids": [provider_id for _, provider_id, _ in sent],
+                "templates": [template for _, _, template in sent],
+            },
+        )
+        return {int(row[0]) for row in cursor.fetchall()}
+
+
+def record_retry(claim: Claim, error: str, next_attempt_at: datetime) -> bool:
+    return _record_unsent(claim, OutboundStatus.QUEUED, next_attempt_at, last_error=error)
+
+
+def record_failed(claim: Claim, error: str) -> bool:
+    return _record_unsent(claim, OutboundStatus.FAILED, None, last_error=error)
+
+
+def record_held(claim: Claim, reason: str) -> bool:
+    return _record_unsent(claim, OutboundStatus.HELD, None, held_reason=reason, attempts=F("attempts") - 1)
+
+
+def record_quiet(claim: Claim, until: datetime) -> bool:
+    """Quiet hours began since the row was queued: back to queued until they end, the attempt not counted."""
+    return _record_unsent(claim, OutboundStatus.QUEUED, until, attempts=F("attempts") - 1, waiting_for_quiet_hours=True)
+
+
+def put_back(claims: Sequence[Claim]) -> int:
+    """Sends that could not finish before the worker stopped: queued again, due at once, the attempt not counted."""
+    return sum(_record_unsent(claim, OutboundStatus.QUEUED, None, attempts=F("attempts") - 1) for claim in claims)
+
+
+def _record_unsent(claim: Claim, status: str, next_attempt_at: datetime | None, **fields: Any) -> bool:
+    now = timezone.now()
+    return bool(
+        _holding(claim).update(
+            status=status, next_attempt_at=next_attempt_at, lease_expires_at=None, updated_at=now, **fields
+        )
+    )
+
+
+def release_held(user_id: int, channel: str, address: str) -> int:
+    """The person wrote from this address (WhatsApp's window is open again): what was held for it goes out now."""
+    return OutboundMessage.objects.filter(
+        person_id=user_id, channel=channel, address=address, status=OutboundStatus.HELD
+    ).update(status=OutboundStatus.QUEUED, held_reason="", next_attempt_at=None, updated_at=timezone.now())

@@ -1,0 +1,274 @@
+"""The channel worker (``manage.py sendchannels``): many sends in flight in one process, two database connections.
+
+- One claimer (a database connection) claims ready outbox rows in batches whenever send slots are free, decides
+  each without the database (channels/outbound/decide.py: send, send the approved template, wait for quiet hours,
+  hold) and renews the leases of the sends in flight (delivery/leases.py ``Renewals``).
+- CHANNEL_CONCURRENCY send threads call the providers through the adapters, one HTTP request per row. They never
+  touch the database.
+- One recorder (a database connection) writes each outcome while its attempt still holds the row.
+
+Stopping (SIGTERM): claim nothing more; the sends in flight get CHANNEL_GRACE_SECONDS (a send ends within
+CHANNEL_TIMEOUT_SECONDS, less than the grace, so in practice all of them finish and are recorded); any that could
+not are put back, queued, uncounted. After SIGKILL nothing runs: the leases expire and another worker (or this one,
+restarted) takes the rows over.
+"""
+
+import logging
+import queue as queues
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from channels.adapters import configured
+from channels.adapters.base import Adapter, SendError, Sent
+from channels.adapters.twilio import TwilioAdapter
+from channels.models import OutboundMessage
+from channels.outbound import queue, template
+from channels.outbound.decide import Decision, Hold, Send, Wait, decide
+from channels.outbound.queue import Claim
+from delivery import leases
+
+logger = logging.getLogger("channels.outbound")
+
+# How long the claimer waits when nothing was claimable, unless woken by finished sends; after being woken, how
+# long it lets more finish so that one claim serves several free slots.
+POLL_SECONDS = 0.1
+GATHER_SECONDS = 0.01
+
+
+@dataclass(slots=True)
+class Outcome:
+    claim: Claim
+    result: Sent | Exception | Decision
+    as_template: bool = False
+    seconds: float = 0.0
+
+
+def template_channels(adapters: dict[str, Adapter]) -> set[str]:
+    """The channels that can send the operator's approved template outside WhatsApp's window (Twilio's WhatsApp
+    with TWILIO_WHATSAPP_TEMPLATE_SID set)."""
+    return {name for name, adapter in adapters.items() if template.can_send(adapter)}
+
+
+def send_now(adapter: Adapter, claim: Claim, as_template: bool) -> Outcome:
+    started = time.monotonic()
+    result: Sent | Exception
+    try:
+        if as_template:
+            assert isinstance(adapter, TwilioAdapter)
+            result = template.send(adapter, claim.address, claim.text)
+        else:
+            result = adapter.send_text(claim.address, claim.text, reference=claim.reference)
+    except Exception as error:
+        result = error
+    return Outcome(claim, result, as_template, time.monotonic() - started)
+
+
+def record(outcome: Outcome) -> str:
+    """Write how a send ended (one statement); returns the row's status after, or "skipped" when the attempt no
+    longer held it."""
+    claim, result = outcome.claim, outcome.result
+    if isinstance(result, Sent):
+        if not queue.record_sent(claim, result.provider_message_id, as_template=outcome.as_template):
+            return "skipped"
+        _log_sent(outcome)
+        return "sent"
+    if isinstance(result, Wait):
+        return "queued" if queue.record_quiet(claim, result.until) else "skipped"
+    if isinstance(result, Hold):
+        return "held" if queue.record_held(claim, result.reason) else "skipped"
+    if isinstance(result, SendError):
+        reason, retryable = result.reason, result.retryable
+    elif isinstance(result, Exception):
+        logger.error("outbox %s: unexpected error sending on %s", claim.row_id, claim.channel, exc_info=result)
+        reason, retryable = f"Unexpected error: {type(result).__name__}.", True
+    else:
+        raise TypeError(f"a send decided but not sent: {result!r}")
+    rules = queue.policy()
+    if not retryable or rules.gives_up_after(claim.attempt):
+        reason = reason if not retryable else f"{reason} Gave up after {claim.attempt} attempts."
+        if not queue.record_failed(claim, reason):
+            return "skipped"
+        logger.warning("outbox %s failed after %s attempt(s): %s", claim.row_id, claim.attempt, reason)
+        return "failed"
+    due = timezone.now() + timedelta(seconds=rules.backoff_seconds(claim.attempt))
+    if not queue.record_retry(claim, reason, due):
+        return "skipped"
+    logger.info("outbox %s: attempt %s failed (%s); retry at %s", claim.row_id, claim.attempt, reason, due.isoformat())
+    return "queued"
+
+
+def _log_sent(outcome: Outcome) -> None:
+    claim = outcome.claim
+    logger.info(
+        "outbox %s sent on %s (attempt %s, %.0f ms)", claim.row_id, claim.channel, claim.attempt, outcome.seconds * 1000
+    )
+
+
+class Sender:
+    def __init__(self, concurrency: int | None = None, batch: int | None = None) -> None:
+        self.concurrency = concurrency or settings.CHANNEL_CONCURRENCY
+        self.batch = batch or settings.CHANNEL_CLAIM_BATCH
+        self.adapters = configured()
+        self.templates = template_channels(self.adapters)
+        self.renewals = leases.Renewals(OutboundMessage, queue.policy())
+        self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="channel-send")
+        self._outcomes: queues.SimpleQueue[Outcome | None] = queues.SimpleQueue()
+        self._in_flight: dict[int, Claim] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._hurry = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for target, name in [(self._claim_loop, "channel-claimer"), (self._record_loop, "channel-recorder")]:
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        logger.info("channel worker started: %s, up to %s sends in flight", sorted(self.adapters), self.concurrency)
+
+    def in_flight(self) -> int:
+        with self._lock:
+            return len(self._in_flight)
+
+    def stop(self, grace: float | None = None) -> None:
+        grace = settings.CHANNEL_GRACE_SECONDS if grace is None else grace
+        self._stopping.set()
+        self._wake.set()
+        ends_at = time.monotonic() + grace
+        while self.in_flight() and time.monotonic() < ends_at and not self._hurry.is_set():
+            time.sleep(0.05)
+        self._outcomes.put(None)
+        for thread in self._threads:
+            thread.join(timeout=5)
+        with self._lock:
+            unfinished = list(self._in_flight.values())
+            self._in_flight.clear()
+        if unfinished:
+            logger.warning("channel worker stopped: %s unfinished send(s) put back", queue.put_back(unfinished))
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        connection.close()
+
+    def hurry(self) -> None:
+        """End the grace period now (a second SIGTERM): what is still in flight is put back."""
+        self._hurry.set()
+
+    def drain(self) -> int:
+        """Without threads of its own: send everything claimable now, batch after batch; how many rows ran."""
+        ran = 0
+        while claims := queue.claim(self.batch):
+            now = timezone.now()
+            for claim in claims:
+                record(self._outcome_of(claim, now))
+            ran += len(claims)
+        return ran
+
+    def _outcome_of(self, claim: Claim, now: datetime) -> Outcome:
+        decision = decide(claim, now, set(self.adapters), self.templates)
+        if isinstance(decision, Send):
+            return send_now(self.adapters[claim.channel], claim, decision.as_template)
+        return Outcome(claim, decision)
+
+    def _claim_loop(self) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            self.renewals.tick(time.monotonic())
+            free = self.concurrency - self.in_flight()
+            if free <= 0:
+                if self._sleep():
+                    time.sleep(GATHER_SECONDS)
+                continue
+            wanted = min(free, self.batch)
+            try:
+                claims = queue.claim(wanted)
+                failures = 0
+            except Exception as error:
+                failures += 1
+                logger.warning("channel worker: claiming failed (%s); trying again", type(error).__name__)
+                connection.close()
+                time.sleep(min(POLL_SECONDS * 2**failures, 5.0))
+                continue
+            now = timezone.now()
+            for claim in claims:
+                decision = decide(claim, now, set(self.adapters), self.templates)
+                with self._lock:
+                    self._in_flight[claim.row_id] = claim
+                self.renewals.add(claim.row_id, claim.attempt)
+                if isinstance(decision, Send):
+                    self._pool.submit(self._send, claim, decision.as_template)
+                else:
+                    self._outcomes.put(Outcome(claim, decision))
+            if len(claims) < wanted and self._sleep():
+                time.sleep(GATHER_SECONDS)  # woken by finished sends: let a few more finish, one claim for them all
+        connection.close()
+
+    def _sleep(self) -> bool:
+        """Wait until woken or POLL_SECONDS pass; whether woken."""
+        woken = self._wake.wait(POLL_SECONDS)
+        self._wake.clear()
+        return woken
+
+    def _send(self, claim: Claim, as_template: bool) -> None:
+        self._outcomes.put(send_now(self.adapters[claim.channel], claim, as_template))
+
+    def _record_loop(self) -> None:
+        while True:
+            batch = [self._outcomes.get()]
+            while batch[-1] is not None and len(batch) < self.batch:  # whatever else finished meanwhile
+                try:
+                    batch.append(self._outcomes.get_nowait())
+                except queues.Empty:
+                    break
+            outcomes = [outcome for outcome in batch if outcome is not None]
+            with self._lock:
+                ours = [o for o in outcomes if self._in_flight.get(o.claim.row_id) is o.claim]
+            for outcome in ours:  # before recording: a renewal after the row is sent would find it gone
+                self.renewals.discard(outcome.claim.row_id, outcome.claim.attempt)
+            self._record_all(ours)
+            with self._lock:
+                for outcome in ours:
+                    if self._in_flight.get(outcome.claim.row_id) is outcome.claim:
+                        del self._in_flight[outcome.claim.row_id]
+            self._wake.set()
+            if batch[-1] is None:
+                break
+        connection.close()
+
+    def _record_all(self, outcomes: list[Outcome]) -> None:
+        """The sends the provider took together in one statement (the common outcome), the rest one by one."""
+        sent = [o for o in outcomes if isinstance(o.result, Sent)]
+        if len(sent) > 1:
+            try:
+                written = queue.record_all_sent(
+                    [(o.claim, o.result.provider_message_id, o.as_template) for o in sent]  # type: ignore[union-attr]
+                )
+            except Exception as error:
+                logger.warning("outbox: recording %s sends failed (%s); one by one", len(sent), type(error).__name__)
+                connection.close()
+            else:
+                for outcome in sent:
+                    if outcome.claim.row_id in written:
+                        _log_sent(outcome)
+                outcomes = [o for o in outcomes if not isinstance(o.result, Sent)]
+        for outcome in outcomes:
+            self._record_until_done(outcome)
+
+    def _record_until_done(self, outcome: Outcome) -> None:
+        for failures in range(1, 21):
+            try:
+                record(outcome)
+                return
+            except Exception as error:
+                logger.warning("outbox %s: recording failed (%s)", outcome.claim.row_id, type(error).__name__)
+                connection.close()
+                time.sleep(min(0.1 * 2**failures, 5.0))
+                close_old_connections()
+        # Its lease expires and another attempt sends it again: one of the documented duplicates (README).
+        logger.error("outbox %s: its outcome could not be recorded", outcome.claim.row_id)

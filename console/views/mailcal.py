@@ -1,0 +1,95 @@
+"""Connections, continued: the person's calendar (CalDAV) and mailbox (IMAP + SMTP). Connect (logs in first),
+remove (asks first). The password is never shown back: not in the page, not in a re-rendered form."""
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_http_methods, require_POST
+
+from connections import mailcal
+from connections.checks import ChecksBusy
+from connections.models import CalendarAccount, Connection, MailAccount
+from console.forms.connections import ConnectionForm
+from console.forms.mailcal import CalendarForm, MailboxForm
+
+
+def page_context(
+    request: HttpRequest, calendar_form: CalendarForm | None = None, mailbox_form: MailboxForm | None = None
+) -> dict[str, Any]:
+    """What the Connections page shows of the calendar and the mailbox (connections/list.html)."""
+    return {
+        "calendar": CalendarAccount.objects.filter(owner_id=request.user.pk).first(),
+        "mailbox": MailAccount.objects.filter(owner_id=request.user.pk).first(),
+        "calendar_form": calendar_form or CalendarForm(),
+        "mailbox_form": mailbox_form or MailboxForm(),
+    }
+
+
+def _page_with_errors(request: HttpRequest, status: int, **forms: Any) -> HttpResponse:
+    connections = Connection.objects.filter(owner_id=request.user.pk).prefetch_related("tools")
+    context = {"connections": connections, "form": ConnectionForm(), **page_context(request, **forms)}
+    return render(request, "connections/list.html", context, status=status)
+
+
+def _refusal_status(error: Exception) -> int:
+    if isinstance(error, ChecksBusy):
+        return 503 if error.whole_process else 429
+    return 409 if isinstance(error, mailcal.AccountRefused) and error.exists else 400
+
+
+@sensitive_post_parameters("password")
+@login_required
+@require_POST
+def add_calendar(request: HttpRequest) -> HttpResponse:
+    form = CalendarForm(request.POST)
+    if form.is_valid():
+        try:
+            account = mailcal.add_calendar(
+                request.user,  # type: ignore[arg-type]
+                form.cleaned_data["server_url"],
+                form.cleaned_data["username"],
+                form.cleaned_data["password"],
+            )
+        except (mailcal.AccountRefused, ChecksBusy) as refused:
+            form.add_error(None, str(refused))
+            return _page_with_errors(request, _refusal_status(refused), calendar_form=form)
+        messages.success(request, f"Connected your calendar “{account.calendar_name}”.")
+        return redirect("connections:list")
+    return _page_with_errors(request, 400, calendar_form=form)
+
+
+@sensitive_post_parameters("password")
+@login_required
+@require_POST
+def add_mailbox(request: HttpRequest) -> HttpResponse:
+    form = MailboxForm(request.POST)
+    if form.is_valid():
+        try:
+            account = mailcal.add_mailbox(request.user, form.api_fields())  # type: ignore[arg-type]
+        except (mailcal.AccountRefused, ChecksBusy) as refused:
+            form.add_error(None, str(refused))
+            return _page_with_errors(request, _refusal_status(refused), mailbox_form=form)
+        messages.success(request, f"Connected your mailbox {account.address}.")
+        return redirect("connections:list")
+    return _page_with_errors(request, 400, mailbox_form=form)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def remove(request: HttpRequest, kind: str) -> HttpResponse:
+    account: CalendarAccount | MailAccount | None = None
+    if kind == "calendar":
+        account = CalendarAccount.objects.filter(owner_id=request.user.pk).first()
+    elif kind == "mailbox":
+        account = MailAccount.objects.filter(owner_id=request.user.pk).first()
+    if account is None:
+        raise Http404("Nothing to remove.")
+    if request.method == "POST":
+        mailcal.remove(account)
+        messages.success(request, f"Removed your {kind}; its password is deleted and the assistant no longer uses it.")
+        return redirect("connections:list")
+    return render(request, "connections/remove_account.html", {"account": account, "kind": kind})

@@ -1,0 +1,103 @@
+"""The channel worker as the Procfile runs it (`manage.py sendchannels`), over PostgreSQL, sending through the
+official twilio library to a Twilio on 127.0.0.1: killed with SIGKILL while sends are in flight, nothing is lost,
+and a text goes out twice only when its request had reached the provider and the worker died before it could
+record the answer (README, "When a text may arrive twice")."""
+
+import signal
+from collections import Counter
+from urllib.parse import parse_qs
+
+import psycopg
+
+from tests.delivery_stack import Worker, wait_until
+from tests.live_stack import private_database, require_postgres_and_redis, run_python
+from tests.providers import TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_SMS_FROM, FakeTwilio, serving
+
+SEND = ["manage.py", "sendchannels"]
+
+SEED = """
+import json
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from channels.models import LinkedAddress
+from conversations import outbound
+from conversations.models import Message, Role, Source
+from conversations.services import conversation_of
+for n in range(%(people)d):
+    user = get_user_model().objects.create_user(f"p{n}", f"p{n}@example.com")
+    LinkedAddress.objects.create(user=user, channel="sms", address=f"+1415555{n:04d}")
+    with transaction.atomic():
+        ids = [Message.objects.create(conversation=conversation_of(user), role=Role.ASSISTANT,
+                                      source=Source.ASSISTANT, text=f"text {n}-{k}").pk for k in range(%(each)d)]
+        outbound.written(ids)
+print(json.dumps(%(people)d * %(each)d))
+"""
+
+
+def form_of(body: bytes) -> dict[str, str]:
+    return {name: values[0] for name, values in parse_qs(body.decode()).items()}
+
+
+def outbox_of(database_url: str) -> list[tuple[str, str, str, int, int]]:
+    """The outbox rows as the worker left them, read straight from the database (a shell process per poll would
+    take seconds)."""
+    with psycopg.connect(database_url) as connection:
+        return connection.execute(
+            "SELECT text, status, provider_message_id, takeovers, attempts FROM channels_outboundmessage ORDER BY id"
+        ).fetchall()
+
+
+def test_kill_9_mid_send_loses_nothing_and_repeats_only_what_reached_the_provider():
+    require_postgres_and_redis()
+    with serving(FakeTwilio()) as twilio, private_database("outbox") as database_url:
+        env = {
+            "DATABASE_URL": database_url,
+            "TWILIO_ACCOUNT_SID": TWILIO_ACCOUNT_SID,
+            "TWILIO_AUTH_TOKEN": TWILIO_AUTH_TOKEN,
+            "TWILIO_SMS_FROM": TWILIO_SMS_FROM,
+            "TWILIO_API_BASE_URL": twilio.url,
+            "PUBLIC_BASE_URL": "https://assistant.example",
+            "CHANNEL_LEASE_SECONDS": "2",
+            "CHANNEL_CONCURRENCY": "16",
+            "LOG_LEVEL": "INFO",
+        }
+        total = run_python(SEED % {"people": 40, "each": 2}, env)
+        twilio.delay = 0.6  # every send is in flight for a while
+        doomed = Worker(env, "outbox-doomed", SEND)
+        try:
+            wait_until(lambda: len(twilio.requests) >= 24, timeout=60, what="the second round of sends in flight")
+            doomed.signal(signal.SIGKILL)
+            with twilio.lock:
+                reached_before_kill = {form_of(body)["Body"] for _, _, body in twilio.requests}
+            doomed.wait(10)
+        finally:
+            doomed.stop()
+        twilio.delay = 0.05
+        survivor = Worker(env, "outbox-survivor", SEND)
+        try:
+            rows = wait_until(
+                lambda: (state := outbox_of(database_url)) and all(r[1] == "sent" for r in state) and state,
+                timeout=60,
+                what="every text sent after the takeover",
+            )
+        finally:
+            survivor.stop()
+
+    assert len(rows) == total
+    sent = Counter(message.text for message in twilio.sent)
+    assert set(sent) == {r[0] for r in rows}  # nothing lost
+    twice = {body for body, count in sent.items() if count > 1}
+    assert max(sent.values()) <= 2
+    assert twice <= reached_before_kill  # a repeat only of a send that had reached the provider
+    taken_over = {r[0] for r in rows if r[3] > 0}
+    assert twice <= taken_over and taken_over, "the killed worker's sends were taken over after their lease"
+    sids = {message.provider_message_id: message.text for message in twilio.sent}
+    assert all(sids[r[2]] == r[0] for r in rows)  # each row keeps the id of a message that carried its text
+    # Each person's texts left in order, even across the takeover: no first text after a second one.
+    seconds_seen: set[str] = set()
+    for message in twilio.sent:
+        person, k = message.text.removeprefix("text ").split("-")
+        if k == "1":
+            seconds_seen.add(person)
+        else:
+            assert person not in seconds_seen
