@@ -123,3 +123,51 @@ def test_mail_that_instructs_the_assistant_leads_at_most_to_a_draft(
         assert len(imap.search()) == 1  # and the mail that asked to be deleted is still there
     action = Action.objects.get(tool="mail_send")
     assert not action.is_error and "Not sent" in action.result
+
+
+def test_mail_send_for_a_keys_message_waits_and_once_approved_the_mail_reaches_smtp(
+    client, person, dovecot_server, smtp_server, mail_user, django_capture_on_commit_callbacks
+):
+    """A key whose tools wait for approval: mail_send waits; the person approves in the thread; the approved call
+    sends through SMTP and the mail arrives at aiosmtpd. Without the approval nothing was sent."""
+    import time
+
+    from django.utils import timezone
+
+    from assistant.models import ActionState
+    from assistant.tools.toolbox import toolbox_for
+    from conversations.models import DeliveryStatus, Endpoint, Message, Role, Source
+    from conversations.services import conversation_of
+    from tests.factories import make_key
+
+    mailcal.add_mailbox(person, mailbox_fields(dovecot_server, smtp_server, mail_user))
+    key, _ = make_key(person, "ci", tools_need_approval=True)
+    conversation = conversation_of(person)
+    message = Message.objects.create(
+        conversation=conversation, role=Role.USER, source=Source.API, text="mail Sam", api_key=key
+    )
+    delivery = Delivery.objects.create(
+        message=message,
+        conversation=conversation,
+        api_key=key,
+        endpoint=Endpoint.CURRENT,
+        status=DeliveryStatus.PROCESSING,
+        attempts=1,
+        started_at=timezone.now(),
+    )
+    delivery = Delivery.objects.select_related("message__api_key", "message__trigger").get(pk=delivery.pk)
+    box = toolbox_for(person, delivery, 1)
+    arguments = {"to": "sam@example.test", "subject": "Lunch", "body": "Friday at 1?"}
+    box.call("call_1", "mail_send", json.dumps(arguments), 1, time.monotonic() + 30)
+    Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.DELIVERED)
+    waiting = Action.objects.get(delivery=delivery)
+    assert waiting.state == ActionState.AWAITING_APPROVAL and smtp_server.received == []
+
+    client.force_login(person)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/conversation/approvals/{waiting.pk}/", {"decision": "approve"})
+
+    [sent] = smtp_server.received
+    assert (sent["To"], sent["Subject"]) == ("sam@example.test", "Lunch")
+    carried = Action.objects.exclude(pk=waiting.pk).get(tool="mail_send")
+    assert carried.state == ActionState.DONE and carried.result.startswith("Sent to sam@example.test")

@@ -33,6 +33,7 @@ MAX_LIST_DAYS = 92
 MAX_EVENT_DAYS = 31
 READ_CHARACTERS = 6000
 MIN_SECONDS = 0.5
+APPROVED_CALL_PREFIX = "approved-"  # the call id Toolbox.call_approved gives a call the person approved
 
 
 def _seconds(call: Call) -> float:
@@ -252,18 +253,23 @@ class _Mailbox:
         return f"Saved a draft in {folder}: to {message['To']}, subject “{message['Subject']}”. Nothing was sent."
 
     def send(self, arguments: dict[str, Any], call: Call) -> str:
-        # Until the person can approve a side-effecting call (DESIGN.md, "Scopes and approval"), nothing is sent:
-        # a draft is the most a message, or a mail the assistant read, can make happen.
+        # Mail leaves the person's account for good, and what the model read this turn (a mail, a web page) may be
+        # what asks for it: it is sent only as a call the person approved (Toolbox.call_approved runs it under an
+        # "approved-" call id, assistant/approvals.py). Any other call, even for a message the person typed, saves
+        # a draft: at most a draft comes of a message, or a mail the assistant read.
         try:
             server = self.server()
             message = mailboxes.compose(server, arguments.get("to"), arguments.get("subject"), arguments.get("body"))
+            if call.action.tool_call_id.startswith(APPROVED_CALL_PREFIX):
+                mailboxes.send(server, message, seconds=_seconds(call))
+                return f"Sent to {message['To']}: “{message['Subject']}” (the person approved it)."
             folder = mailboxes.save_draft(server, message, seconds=_seconds(call))
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
         return (
-            f"Not sent: sending mail needs the person's approval, which this server cannot ask for yet. Saved it as "
-            f"a draft in {folder} instead (to {message['To']}, subject “{message['Subject']}”); tell the person "
-            "to review and send it from their mail app."
+            f"Not sent: sending mail needs the person's approval. Saved it as a draft in {folder} instead (to "
+            f"{message['To']}, subject “{message['Subject']}”); the person can review and send it from their mail "
+            "app, or approve it when the assistant is asked to send it by a key that waits for approval."
         )
 
 
@@ -403,8 +409,8 @@ def _mail_tools(mailbox: _Mailbox) -> list[Tool]:
         Tool(
             name="mail_send",
             description=(
-                "Send a message from the person's address. Sending needs the person's approval: until they can "
-                "give it here, the message is saved as a draft instead, and the result says so."
+                "Send a message from the person's address. It is sent only once the person has approved this call; "
+                "otherwise it is saved as a draft instead, and the result says so."
             ),
             parameters={"type": "object", "properties": message_fields, "required": ["to", "subject", "body"]},
             kind=ToolKind.BUILT_IN,
