@@ -6,8 +6,16 @@ answers after a fixed delay. Everything on 127.0.0.1, every run bounded in time.
 
 Reports accepted/s, delivered/s (deliveries finished inside the arrival window), the backlog when arrivals stop,
 accept→delivered p50/p99 (messages accepted in the window), CPU-ms per accepted message (gunicorn's processes) and
-per delivered one (the workers'), the workers' memory and the most attempts in flight. Needs PostgreSQL
+per delivered one (the workers'), the workers' memory, the most attempts in flight, and how many messages the
+runtime received more than once (double attempts: a lease taken over while its attempt still ran). Needs PostgreSQL
 (BENCH_DATABASE_URL's server); the database it uses is created and dropped.
+
+A runtime as slow as a tool-using assistant (issue 22: tool calls of 45 s, longer than a lease):
+
+    .venv/bin/python -m bench.delivery --rate 1 --seconds 10 --runtime-ms 45000 --timeout-seconds 60 --workers 2 \
+        --drain-seconds 70
+
+(its warm-up is 10 messages, answered before the window opens).
 """
 
 import argparse
@@ -17,6 +25,7 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -57,6 +66,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--backend", default="webhook", help="ASSISTANT_BACKEND (webhook; local: no runtime)")
     parser.add_argument("--drain-seconds", type=float, default=30, help="wait this long at most for the backlog")
     parser.add_argument(
+        "--timeout-seconds", type=float, default=10, help="ASSISTANT_TIMEOUT_SECONDS (default 10; above --runtime-ms)"
+    )
+    parser.add_argument(
         "--broker",
         metavar="URL",
         help="deliver through Dramatiq on this broker (amqp://… or redis://…) instead of the database queue",
@@ -68,15 +80,20 @@ def arguments() -> argparse.Namespace:
 # --- the runtime --------------------------------------------------------------------------------------------------
 
 
-def runtime_process(delay: float) -> tuple[subprocess.Popen[bytes], str]:
-    """The assistant runtime in a process of its own (its CPU is not ours): HTTP/1.1, a thread per connection."""
+def runtime_process(delay: float, seen: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The assistant runtime in a process of its own (its CPU is not ours): HTTP/1.1, a thread per connection. It
+    appends each hand-over's webhook-id (the message id) to ``seen``, one line each."""
     code = f"""
-import json, sys, time
+import json, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+lock = threading.Lock()
+seen = open({str(seen)!r}, "a", buffering=1)
 class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
+        with lock:
+            seen.write(self.headers.get("webhook-id", "") + "\\n")
         time.sleep({delay})
         body = b'{{"reply": "done"}}'
         self.send_response(200)
@@ -167,6 +184,7 @@ def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -
             "ASSISTANT_WEBHOOK_SECRET": "whsec_" + "YmVuY2htYXJrLXJ1bnRpbWUtc2hhcmVkLXNlY3JldC0zMmI=",
             "DELIVERY_CONCURRENCY": str(args.concurrency),
             "DELIVERY_RECORDERS": str(args.recorders),
+            "ASSISTANT_TIMEOUT_SECONDS": str(args.timeout_seconds),
             "WEB_CONCURRENCY": str(args.web_processes),
         }
     )
@@ -232,7 +250,8 @@ def offer(port: int, keys: list[str], rate: float, seconds: float) -> tuple[int,
 
 def main() -> None:
     args = arguments()
-    runtime, runtime_url = runtime_process(args.runtime_ms / 1000)
+    seen = Path(tempfile.mkstemp(prefix="bench-runtime-seen-")[1])
+    runtime, runtime_url = runtime_process(args.runtime_ms / 1000, seen)
     processes: list[subprocess.Popen[bytes]] = [runtime]
     try:
         with database() as database_url:
@@ -281,10 +300,12 @@ def main() -> None:
                 except OSError:
                     time.sleep(0.2)
             time.sleep(2)  # the workers start
-            # Warm up: every web process meets keys, every worker connects.
-            offer(port, keys, rate=50, seconds=2)
+            # Warm up: every web process meets keys, every worker connects (a few messages only for a slow runtime,
+            # which must be answered before the window opens).
+            slow = args.runtime_ms >= 10_000
+            offer(port, keys, rate=5 if slow else 50, seconds=2)
             with psycopg.connect(database_url, autocommit=True) as db:
-                wait_drained(db, 30)
+                wait_drained(db, args.runtime_ms / 1000 + 20 if slow else 30)
                 db.execute("DELETE FROM conversations_delivery; DELETE FROM conversations_message;")
                 web_pids = tree(web.pid)
                 worker_pids = [pid for w in workers for pid in tree(w.pid)]
@@ -327,6 +348,8 @@ def main() -> None:
                     [t0, t1],
                 ).fetchone()
                 window = (t1 - t0).total_seconds()
+                most_attempts = db.execute("SELECT coalesce(max(attempts), 0) FROM conversations_delivery").fetchone()
+            handed = [line for line in seen.read_text().splitlines() if line]
             result = {
                 "rate": args.rate,
                 "seconds": args.seconds,
@@ -354,6 +377,8 @@ def main() -> None:
                 "worker_rss_mb_idle": [round(r) for r in idle_rss],
                 "worker_rss_mb_loaded": [round(r) for r in loaded_rss],
                 "peak_in_flight": peak_in_flight[0],
+                "double_attempts": len(handed) - len(set(handed)),
+                "most_attempts": most_attempts[0],
                 "offer_seconds": round(took, 1),
                 "loadavg": os.getloadavg(),
             }
@@ -362,6 +387,7 @@ def main() -> None:
                 with open(args.json, "a") as out:
                     out.write(json.dumps(result) + "\n")
     finally:
+        seen.unlink(missing_ok=True)
         for process in reversed(processes):
             process.terminate()
         for process in processes:

@@ -16,17 +16,18 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import icalendar
-import niquests
-import recurring_ical_events
-from caldav.davclient import DAVClient
-from caldav.lib import error as dav_errors
 from dateutil.rrule import rrulestr
 
 from connections.network import ServiceError, plaintext_allowed, resolve
+
+if TYPE_CHECKING:
+    from caldav.davclient import DAVClient
+
+# caldav (with niquests), icalendar and recurring_ical_events take a second or more to import: they are imported
+# where they are first used, not by every process that loads the URLs or the assistant.
 
 MAX_EVENTS = 50
 MAX_SUMMARY = 255
@@ -64,7 +65,10 @@ def check_url(url: object) -> str:
     return url
 
 
-def _client(server: CalendarServer, seconds: float) -> DAVClient:
+def _client(server: CalendarServer, seconds: float) -> "DAVClient":
+    import niquests
+    from caldav.davclient import DAVClient
+
     url = check_url(server.url)
     parts = urlsplit(url)
     host = parts.hostname or ""
@@ -105,6 +109,9 @@ def _bounded[T](work: Callable[[], T], seconds: float) -> T:
 
 
 def _failure(error: BaseException) -> BaseException:
+    import niquests
+    from caldav.lib import error as dav_errors
+
     if isinstance(error, ServiceError):
         return error
     if isinstance(error, dav_errors.AuthorizationError):
@@ -138,6 +145,8 @@ def check(server: CalendarServer, seconds: float) -> tuple[str, str]:
     """Log in and find the calendar to use: (its URL, its name). ServiceError when the account cannot be used."""
 
     def work() -> tuple[str, str]:
+        from caldav.lib import error as dav_errors
+
         client = _client(server, seconds)
         calendars = client.principal().calendars()
         if not calendars:
@@ -173,6 +182,9 @@ def list_events(server: CalendarServer, start: datetime, end: datetime, seconds:
     read (malformed iCalendar is skipped, not fatal)."""
 
     def work() -> tuple[list[Event], int]:
+        import icalendar
+        import recurring_ical_events
+
         objects = _calendar(server, seconds).search(start=start, end=end, event=True, expand=False)
         events: list[Event] = []
         unreadable = 0
@@ -214,6 +226,8 @@ def _event(component: Any, repeating: bool) -> Event:
 
 
 def check_rrule(rule: str, start: datetime | date) -> str:
+    import icalendar
+
     rule = rule.strip().removeprefix("RRULE:")
     if len(rule) > 500 or "\n" in rule:
         raise ServiceError("rrule must be one RFC 5545 RRULE line, e.g. FREQ=WEEKLY;BYDAY=MO.")
@@ -237,6 +251,8 @@ def create_event(
     seconds: float,
 ) -> str:
     """Store a new event; its UID (the id the other tools take)."""
+    import icalendar
+
     event = icalendar.Event()
     uid = f"{uuid.uuid4()}@poke"
     event.add("UID", uid)
@@ -266,6 +282,9 @@ def delete_event(server: CalendarServer, uid: str, seconds: float) -> str:
     """Delete the event with this UID (every occurrence of a repeating one); its summary."""
 
     def work() -> str:
+        import icalendar
+        from caldav.lib import error as dav_errors
+
         try:
             found = _calendar(server, seconds).get_event_by_uid(uid)
         except dav_errors.NotFoundError:

@@ -10,6 +10,8 @@ is the polling: a message is pushed to a worker the moment its request commits.
   the one before it finishes, its worker sends the thread's next one (the baton).
 - A transient failure is sent again with a delay (the backoff); the thread's later messages wait, as with the
   database queue.
+- Each worker process renews the leases of the attempts it has in flight (a thread of its own, one statement every
+  third of a lease, delivery/leases.py), so a long attempt keeps its delivery.
 - A worker killed mid-attempt: its message was not acknowledged, so the broker hands it to another worker, which
   finds the delivery still under its lease and sends it again for the moment the lease expires.
 - A message lost between the commit and the broker (the web process died, the broker was unreachable): every worker

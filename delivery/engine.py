@@ -146,8 +146,11 @@ class Engine:
 
     def _claim_loop(self) -> None:
         failures = 0
-        while not self._stopping.is_set():
+        while not self._stopped.is_set():
             self.renewals.tick(time.monotonic())
+            if self._stopping.is_set():  # the grace period: claim nothing, keep the attempts' leases
+                time.sleep(POLL_SECONDS)
+                continue
             free = self.concurrency - self.in_flight()
             if free <= 0:
                 self._sleep(POLL_SECONDS)

@@ -247,3 +247,42 @@ def mcp_tools_galore(v2):
 
     connection = Connection.objects.create(owner=v2[0].owner, name="Big", server_url="http://127.0.0.1:9/mcp")
     Tool.objects.bulk_create(Tool(connection=connection, name=f"tool_{n:03d}") for n in range(200))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_removed_while_the_delivery_runs_is_an_error_for_the_model(send, llm, v2, tracker):
+    """The person removes the connection after the model was offered its tools and before it calls one: the call's
+    result tells the model the connection is gone, the server is not called, and the delivery goes on (it ended
+    failed through an IntegrityError: the call's record pointed at the removed connection)."""
+    import threading
+    import time
+
+    from django.db import connection as database_connection
+
+    from connections.models import Connection
+
+    offered = threading.Event()
+    llm.answer(200, completion(tool_calls=[call("tracker__create_issue", {"title": "Flaky deploy"})]), hold=offered)
+    llm.answer(200, completion("The tracker connection is gone; I opened nothing."))
+
+    def remove_once_the_tools_were_offered() -> None:
+        try:
+            deadline = time.monotonic() + 10
+            while not llm.received and time.monotonic() < deadline:
+                time.sleep(0.02)
+            connections.remove_connection(Connection.objects.get())
+        finally:
+            database_connection.close()
+            offered.set()
+
+    remover = threading.Thread(target=remove_once_the_tools_were_offered)
+    remover.start()
+    send(v2[1], {"message": "Open an issue about the flaky deploy"})
+    remover.join(10)
+
+    assert "tracker__create_issue" in {tool["function"]["name"] for tool in llm.received[0].json()["tools"]}
+    result = tool_messages(llm.received[1])[0]["content"]
+    assert "was removed" in result
+    assert not any(name == "create_issue" for name, _ in tracker.calls)
+    assert delivery().status == DeliveryStatus.DELIVERED
+    assert delivery().reply.text == "The tracker connection is gone; I opened nothing."

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from dateparser.date import DateDataParser
 from dateutil import rrule
 
 # dateparser keeps state between calls in places (its issues #441, #813), and the delivery engine runs many
@@ -145,6 +144,9 @@ def _parse(phrase: str, now: datetime) -> tuple[datetime | None, str]:
         "RETURN_AS_TIMEZONE_AWARE": False,
         "RETURN_TIME_AS_PERIOD": True,
     }
+    # Imported here: dateparser takes over half a second to load, which only a process that reads times should pay.
+    from dateparser.date import DateDataParser
+
     with _PARSING:
         found: Any = DateDataParser(languages=["en"], settings=settings).get_date_data(phrase)
     return found.date_obj, found.period or "day"

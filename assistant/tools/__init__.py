@@ -111,6 +111,8 @@ class Toolbox:
         )
         entry = database(ledger.begin, planned)
         self.next_index = entry.index + 1
+        if entry.verdict is ledger.Verdict.GONE:
+            return f"Error: the connection {planned.connection_name!r} was removed; nothing was done."
         if entry.verdict is ledger.Verdict.LOST:
             return "Error: this attempt no longer holds the message (another worker took it over); nothing was done."
         if entry.verdict is ledger.Verdict.UNKNOWN:

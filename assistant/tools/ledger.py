@@ -29,6 +29,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from assistant.models import Action, ActionState
+from connections.models import Connection
 from conversations.models import Delivery, DeliveryStatus
 
 
@@ -37,6 +38,7 @@ class Verdict(enum.Enum):
     REUSE = "reuse"  # an earlier attempt ran it: its recorded result is the answer
     UNKNOWN = "unknown"  # an earlier attempt began it and was lost: not repeated
     LOST = "lost"  # this attempt no longer holds the delivery: nothing is run
+    GONE = "gone"  # the tool's connection was removed (or switched off) since the toolbox was made: nothing is run
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,12 @@ def _begin(planned: Planned) -> Entry:
     )
     if not held.exists():
         return Entry(Verdict.LOST, planned.index, None)
+    # Locked until the call's row is written: a removal waits for it, then clears the row's link (SET_NULL), instead
+    # of the row pointing at a connection deleted meanwhile (an IntegrityError at commit).
+    if planned.connection is not None and not (
+        Connection.objects.select_for_update().filter(pk=planned.connection.pk, active=True).exists()
+    ):
+        return Entry(Verdict.GONE, planned.index, None)
     existing = Action.objects.filter(delivery_id=planned.delivery_id, call_index=planned.index).first()
     if existing is None:
         return Entry(Verdict.RUN, planned.index, _create(planned, planned.index))

@@ -285,6 +285,8 @@ def test_screenshots_of_the_calendar_and_the_mailbox(
 def test_channel_screenshots(context, live_server, settings, providers):
     """Settings → Channels with every provider configured (the fake ones of tests/providers.py): a number linked by
     SMS and a Telegram chat, a WhatsApp code just sent and waiting to be typed."""
+    import urllib.request
+
     from channels.models import LinkedAddress
     from tests.providers import configure
 
@@ -297,6 +299,8 @@ def test_channel_screenshots(context, live_server, settings, providers):
     )
     chat = LinkedAddress.objects.create(user=user, channel="telegram", address="518204377")
     LinkedAddress.objects.filter(pk=chat.pk).update(linked_at=now - timedelta(days=3))
+    # A cold server's first page can outlast the context's 10 s fetch timeout on a busy machine.
+    urllib.request.urlopen(live_server.url + "/login/", timeout=120).read()
     page = context.new_page()
     page.goto("/login/")
     page.get_by_label("Email").fill(EMAIL)
