@@ -24,7 +24,7 @@ from assistant.models import Action, FollowUpToken, ToolKind
 from assistant.tools.mcp import TOKEN_PREFIX, digest_of, new_token_for
 from conversations import outbound
 from conversations.models import Endpoint
-from ingestion import throttling
+from ingestion import openapi, throttling
 from ingestion.authentication import bearer_token
 from ingestion.exceptions import InvalidBody, InvalidJson, Unauthorized
 from ingestion.hotpath.recording import record_user_message
@@ -49,6 +49,7 @@ class FollowUpView(APIView):
     http_method_names = ["post", "options"]
     content_negotiation_class = JsonOnly
 
+    @openapi.mcp_follow_up_endpoint
     def post(self, request: Request) -> Response:
         try:
             return self.follow_up(request)

@@ -11,6 +11,7 @@ here: its calls get a 400 that says so, and what to do instead.
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,6 +21,7 @@ from accounts import audit
 from connections import services
 from connections.checks import ChecksBusy
 from connections.models import Connection, is_connection_id
+from ingestion import openapi
 from ingestion.authentication import ApiKeyAuthentication
 from ingestion.exceptions import ApiError, InvalidBody, NotFound
 from ingestion.negotiation import JsonOnly
@@ -125,6 +127,7 @@ class _McpView(APIView):
 class AddConnectionView(_McpView):
     http_method_names = ["post", "options"]
 
+    @openapi.mcp_add_endpoint
     def post(self, request: Request) -> Response:
         body = request.data
         if not isinstance(body, dict):
@@ -156,6 +159,7 @@ class AddConnectionView(_McpView):
 class ConnectionListView(_McpView):
     http_method_names = ["get", "head", "options"]
 
+    @openapi.mcp_list_endpoint
     def get(self, request: Request) -> Response:
         connections = Connection.objects.filter(owner_id=self.owner_id(request)).prefetch_related("tools")
         return Response({"success": True, "connections": [connection_json(c) for c in connections]})
@@ -164,9 +168,11 @@ class ConnectionListView(_McpView):
 class ConnectionView(_McpView):
     http_method_names = ["get", "head", "delete", "options"]
 
+    @openapi.mcp_get_endpoint
     def get(self, request: Request, connection_id: str) -> Response:
         return Response({"success": True, **connection_json(self.connection(request, connection_id))})
 
+    @openapi.mcp_remove_endpoint
     def delete(self, request: Request, connection_id: str) -> Response:
         key = request.auth
         assert isinstance(key, ApiKey)
@@ -177,6 +183,7 @@ class ConnectionView(_McpView):
 class SyncToolsView(_McpView):
     http_method_names = ["post", "options"]
 
+    @openapi.mcp_sync_endpoint
     def post(self, request: Request, connection_id: str) -> Response:
         connection = self.connection(request, connection_id)
         try:
@@ -191,6 +198,7 @@ class SyncToolsView(_McpView):
         return Response({"success": True, "message": "Tools synced.", **connection_json(connection)})
 
 
+@extend_schema(exclude=True)  # not offered: every call is the same 400 (README, "MCP connections")
 class TunnelView(_McpView):
     """activate-tunnel and create-recipe: parts of `poke tunnel`, which this server does not offer."""
 

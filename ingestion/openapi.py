@@ -56,6 +56,19 @@ class ReplySerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class ReceiptActionSerializer(serializers.Serializer):
+    tool = serializers.CharField(help_text="The tool's name as its server (or the assistant) knows it.")
+    connection = serializers.CharField(
+        allow_null=True, help_text="The MCP connection's name; null for a built-in tool."
+    )
+    arguments = serializers.JSONField(help_text="The arguments the model called it with (a JSON object).")
+    result = serializers.CharField(allow_blank=True, help_text="What the tool answered (or the error).")
+    isError = serializers.BooleanField()
+    startedAt = serializers.DateTimeField()
+    finishedAt = serializers.DateTimeField(allow_null=True)
+    followUps = serializers.IntegerField(min_value=0, help_text="Follow-ups the tool posted back later.")
+
+
 class ReceiptSerializer(serializers.Serializer):
     success = serializers.BooleanField()
     message = serializers.CharField(help_text="Where the delivery stands, in words.")
@@ -73,6 +86,11 @@ class ReceiptSerializer(serializers.Serializer):
             "The assistant's reply (null until it arrives). Present only when the key may read replies, a permission "
             "its owner gives on the key's page (off by default): the reply is meant for the person, not the caller."
         ),
+    )
+    actions = ReceiptActionSerializer(
+        many=True,
+        required=False,
+        help_text="What the assistant did while answering (its tool calls), under the same permission as `reply`.",
     )
 
 
@@ -336,6 +354,174 @@ fire_trigger_endpoint = extend_schema(
     tags=["webhook triggers"],
 )
 
+fire_trigger_by_token_endpoint = extend_schema(
+    operation_id="fire_webhook_trigger_by_token",
+    summary="Fire a webhook trigger named by its token alone (the URL the SDK's triggers have)",
+    description=(
+        "The same as POST /api/v1/inbound/webhook/{trigger_id}, without the id in the path: the Bearer token names "
+        "the trigger. No signature here (X-Hub-Signature-256 needs the trigger's own URL)."
+    ),
+    request={"application/json": {"type": "object", "minProperties": 1, "additionalProperties": True}},
+    responses={
+        200: OpenApiResponse(WebhookReceivedSerializer, description="Recorded."),
+        **{
+            status: OpenApiResponse(ErrorSerializer, description=error_description(status))
+            for status in _SENDING_ERRORS
+        },
+    },
+    parameters=[*_SENDING_REQUEST_HEADERS, *COMMON_RESPONSE_HEADERS],
+    tags=["webhook triggers"],
+)
+
+
+# --- MCP connections (`poke mcp add`) and their tools' follow-ups -------------------------------------------------
+
+
+class McpToolSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    description = serializers.CharField(allow_blank=True)
+    inputSchema = serializers.JSONField(help_text="The tool's JSON Schema for its arguments.")
+
+
+class McpConnectionSerializer(serializers.Serializer):
+    id = serializers.RegexField(r"^mcp_[0-9A-Za-z]{20}$", help_text="The connection's id, for the other endpoints.")
+    name = serializers.CharField()
+    serverUrl = serializers.CharField()
+    hasApiKey = serializers.BooleanField(help_text="Whether a key for the server is stored; the key is never shown.")
+    active = serializers.BooleanField()
+    serverName = serializers.CharField(allow_blank=True)
+    lastSyncedAt = serializers.DateTimeField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    tools = McpToolSerializer(many=True)
+
+
+class McpConnectionAnswerSerializer(McpConnectionSerializer):
+    success = serializers.BooleanField()
+    message = serializers.CharField(required=False)
+
+
+class McpConnectionListSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    connections = McpConnectionSerializer(many=True)
+
+
+class DoneSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    message = serializers.CharField()
+
+
+class FollowUpRecordedSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    message = serializers.CharField()
+    id = serializers.RegexField(r"^msg_[0-9A-Za-z]{24}$", help_text="The follow-up's id in the thread.")
+    nextToken = serializers.CharField(allow_null=True, help_text="For the next follow-up; null after the last one.")
+
+
+_CONNECTION_ID = OpenApiParameter(
+    "connection_id",
+    {"type": "string", "pattern": "^mcp_[0-9A-Za-z]{20}$"},
+    location=OpenApiParameter.PATH,
+    description="The connection's id (mcp_…), from adding or listing it.",
+)
+_MCP_ERRORS = (401, 403, 405, 429, 503)
+_MCP_BODY_ERRORS = (400, 411, 413, 415)
+
+
+def _mcp_responses(*statuses: int, success: Any, status: int = 200) -> dict[int, OpenApiResponse]:
+    described = {status: OpenApiResponse(success, description="Done.")}
+    for error in statuses:
+        described[error] = OpenApiResponse(ErrorSerializer, description=error_description(error) or "See `code`.")
+    return described
+
+
+mcp_add_endpoint = extend_schema(
+    operation_id="add_mcp_connection",
+    summary="Connect an MCP server and list its tools (`poke mcp add`)",
+    description=(
+        "Connects to the server over Streamable HTTP (initialize, tools/list) before anything is stored. 422 when "
+        "the server cannot be used (mcp_server_unusable, mcp_authentication_required); 429 "
+        "too_many_connection_checks or 503 connection_checks_busy while other checks run; 400 invalid_body for a "
+        "bad name or serverUrl (http(s), public addresses only in production)."
+    ),
+    request={
+        "application/json": {
+            "type": "object",
+            "required": ["name", "serverUrl"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 100},
+                "serverUrl": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "http(s) URL."},
+                "apiKey": {"type": "string", "description": "The server's key, sent as its Bearer token."},
+            },
+            "additionalProperties": True,
+        }
+    },
+    responses=_mcp_responses(
+        *_MCP_ERRORS, *_MCP_BODY_ERRORS, 409, 422, success=McpConnectionAnswerSerializer, status=201
+    ),
+    parameters=COMMON_RESPONSE_HEADERS,
+    tags=["mcp connections"],
+)
+
+mcp_list_endpoint = extend_schema(
+    operation_id="list_mcp_connections",
+    summary="The account's MCP connections and their tools",
+    responses=_mcp_responses(*_MCP_ERRORS, success=McpConnectionListSerializer),
+    parameters=COMMON_RESPONSE_HEADERS,
+    tags=["mcp connections"],
+)
+
+mcp_get_endpoint = extend_schema(
+    operation_id="get_mcp_connection",
+    summary="One MCP connection and its tools",
+    responses=_mcp_responses(*_MCP_ERRORS, 404, success=McpConnectionAnswerSerializer),
+    parameters=[_CONNECTION_ID, *COMMON_RESPONSE_HEADERS],
+    tags=["mcp connections"],
+)
+
+mcp_remove_endpoint = extend_schema(
+    operation_id="remove_mcp_connection",
+    summary="Remove an MCP connection and its tools",
+    responses=_mcp_responses(*_MCP_ERRORS, 404, success=DoneSerializer),
+    parameters=[_CONNECTION_ID, *COMMON_RESPONSE_HEADERS],
+    tags=["mcp connections"],
+)
+
+mcp_sync_endpoint = extend_schema(
+    operation_id="sync_mcp_tools",
+    summary="Read an MCP connection's tools again",
+    description="A failure keeps the tools of the last good sync (422); busy checks as when adding.",
+    request=None,
+    responses=_mcp_responses(*_MCP_ERRORS, *_MCP_BODY_ERRORS, 404, 422, success=McpConnectionAnswerSerializer),
+    parameters=[_CONNECTION_ID, *COMMON_RESPONSE_HEADERS],
+    tags=["mcp connections"],
+)
+
+mcp_follow_up_endpoint = extend_schema(
+    operation_id="post_tool_follow_up",
+    summary="A long-running MCP tool's follow-up (poke.mcp callbacks)",
+    description=(
+        "For MCP servers, not API-key callers: `Authorization: Bearer <X-Poke-Callback-Token>`, a one-time token "
+        "sent with the tool call; each answer carries `nextToken` while more are allowed. Sooner than the interval: "
+        "429 with retryAfterMs."
+    ),
+    auth=[],
+    request={
+        "application/json": {
+            "type": "object",
+            "required": ["content"],
+            "properties": {
+                "content": {"type": "string", "minLength": 1, "maxLength": 50000},
+                "hasMore": {"type": "boolean"},
+            },
+            "additionalProperties": True,
+        }
+    },
+    responses=_mcp_responses(400, 401, 405, 411, 413, 415, 429, 503, success=FollowUpRecordedSerializer),
+    parameters=COMMON_RESPONSE_HEADERS,
+    tags=["mcp connections"],
+)
+
 device_code_endpoint = extend_schema(
     operation_id="start_cli_login",
     summary="Start a CLI log-in (RFC 8628 device authorization)",
@@ -398,6 +584,10 @@ class CurrentKeyScheme(_KeyScheme):
     description = "A V2 API key (psk_…), created in the console under API Keys: `Authorization: Bearer <API_KEY>`."
 
 
+class McpKeyScheme(CurrentKeyScheme):
+    target_class = "ingestion.mcp.McpKeyAuthentication"  # a V2 key too (the CLI's token from `poke login` is one)
+
+
 class LegacyKeyScheme(_KeyScheme):
     target_class = "ingestion.authentication.V1KeyAuthentication"
     name = "legacyApiKey"
@@ -437,6 +627,7 @@ PUBLIC_PATH_PREFIXES = (
     "/api/v1/cli-auth/",
     "/api/v1/user/",
     "/api/v1/assistant/replies",
+    "/api/v1/mcp/",
 )
 
 

@@ -16,7 +16,6 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -221,6 +220,9 @@ class FireTriggerView(APIView):
         return Response({"success": True, "message": RECEIVED, "id": message.public_id})
 
 
-@extend_schema(exclude=True)  # the same operation as FireTriggerView's, documented there
 class FireTriggerByTokenView(FireTriggerView):
     """POST /api/v1/inbound/webhook, the URL the Poke SDK's triggers have: the token alone names the trigger."""
+
+    @openapi.fire_trigger_by_token_endpoint
+    def post(self, request: Request, trigger_id: str | None = None) -> Response:
+        return super().post(request, trigger_id)

@@ -35,7 +35,16 @@ DEVICE_CODE = "/api/v1/cli-auth/code"
 DEVICE_POLL = "/api/v1/cli-auth/poll/{device_code}"
 PROFILE = "/api/v1/user/profile"
 CALLBACK = "/api/v1/assistant/replies"
-PUBLIC_PATHS = {CURRENT, LEGACY, RECEIPT, CREATE_TRIGGER, FIRE_TRIGGER, DEVICE_CODE, DEVICE_POLL, PROFILE, CALLBACK}
+FIRE_BY_TOKEN = "/api/v1/inbound/webhook"
+MCP_ADD = "/api/v1/mcp/connections/cli"
+MCP_LIST = "/api/v1/mcp/connections"
+MCP_ONE = "/api/v1/mcp/connections/{connection_id}"
+MCP_SYNC = "/api/v1/mcp/connections/{connection_id}/sync-tools"
+MCP_FOLLOW_UP = "/api/v1/mcp/callback"
+PUBLIC_PATHS = {
+    CURRENT, LEGACY, RECEIPT, CREATE_TRIGGER, FIRE_TRIGGER, FIRE_BY_TOKEN, DEVICE_CODE, DEVICE_POLL, PROFILE, CALLBACK,
+    MCP_ADD, MCP_LIST, MCP_ONE, MCP_SYNC, MCP_FOLLOW_UP,
+}  # fmt: skip
 
 # Kept small so the suite stays fast; raise it locally for a deeper run.
 EXAMPLES_PER_OPERATION_AND_MODE = 25
@@ -64,6 +73,28 @@ def test_the_document_describes_the_public_endpoints_only(document):
     assert {"401", "404", "429", "503"} <= set(document["paths"][RECEIPT]["get"]["responses"])
     assert document["paths"][LEGACY]["post"]["deprecated"] is True
     assert document["paths"][CURRENT]["post"]["requestBody"]["required"] is True
+
+
+def test_the_receipt_the_mcp_endpoints_and_the_token_only_webhook_are_described(document):
+    """Issue 26 item 14: missing from the document, so schemathesis never fuzzed them."""
+    receipt = document["components"]["schemas"]["Receipt"]["properties"]
+    action = document["components"]["schemas"]["ReceiptAction"]
+    assert receipt["actions"]["items"] == {"$ref": "#/components/schemas/ReceiptAction"}
+    assert {"tool", "connection", "arguments", "result", "isError", "startedAt", "finishedAt", "followUps"} <= set(
+        action["properties"]
+    )
+    assert document["paths"][FIRE_BY_TOKEN]["post"]["security"] == [{"webhookToken": []}]
+    assert (
+        document["paths"][FIRE_BY_TOKEN]["post"]["operationId"]
+        != document["paths"][FIRE_TRIGGER]["post"]["operationId"]
+    )
+    assert set(document["paths"][MCP_ADD]["post"]["responses"]) >= {"201", "400", "401", "422", "429", "503"}
+    assert set(document["paths"][MCP_ONE]) >= {"get", "delete"}
+    for path in (MCP_ADD, MCP_LIST, MCP_ONE, MCP_SYNC):
+        for operation in document["paths"][path].values():
+            if isinstance(operation, dict) and "tags" in operation:
+                assert operation["tags"] == ["mcp connections"]
+                assert operation["security"] == [{"apiKey": []}]
 
 
 def _tags_in_order_of_first_use(document) -> list[str]:
@@ -154,10 +185,12 @@ def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, se
     settings.AUTH_FAILURE_RATE_LIMIT = "1000000/m"
     settings.CLI_AUTH_CODE_RATE_LIMIT = settings.CLI_AUTH_POLL_RATE_LIMIT = "1000000/m"
     settings.ASSISTANT_WEBHOOK_KEY = secret_bytes(WEBHOOK_SECRET)  # the callback answers (else it is a 404)
+    settings.MCP_ALLOW_PRIVATE_ADDRESSES = False  # generated server URLs are refused before any connection
+    settings.MCP_CHECK_TIMEOUT_SECONDS = 2
     owner = UserFactory()
     current, legacy = make_key(owner, "fuzz", Generation.V2)[1], make_key(owner, "fuzz v1", Generation.V1)[1]
     trigger, webhook_token, _ = create_trigger(owner, "When fuzzed", "Say so")
-    credential = {LEGACY: legacy, FIRE_TRIGGER: webhook_token}
+    credential = {LEGACY: legacy, FIRE_TRIGGER: webhook_token, FIRE_BY_TOKEN: webhook_token}
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/")
 
     operations = [result.ok() for result in schema.get_all_operations()]

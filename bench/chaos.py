@@ -1,0 +1,498 @@
+"""The chaos run: thousands of messages sent with Idempotency-Keys while the web workers (gunicorn) and the delivery
+workers (`manage.py db_worker`) are killed with SIGKILL and started again and the database goes away and comes
+back; then it counts what was lost, duplicated or left stuck. Everything on 127.0.0.1, bounded in time and count.
+
+    .venv/bin/python -m bench.chaos --messages 3000 --rate 25          # prints the counts; exit 1 if one is not 0
+    .venv/bin/python -m bench.chaos --messages 3000 --rate 25 --docs   # and writes them to docs/chaos.md
+
+What runs: a database of its own on BENCH_DATABASE_URL's PostgreSQL server (created, dropped afterwards), reached by
+gunicorn and the workers through a TCP proxy that the run cuts (the shared server itself is never stopped:
+tests/live_stack.py's CuttableProxy); gunicorn with the project's gunicorn.conf.py (as the Procfile runs it); the
+workers; an assistant runtime on 127.0.0.1 answering at once (the webhook backend). REDIS_URL is not used: each
+process keeps its own limits, which the run raises out of the way.
+
+Each message has its own Idempotency-Key; a request that gets anything but 200 (a 503 while the database is away, a
+409 while its first try is still running, a dropped connection when its worker was killed) is sent again with the
+same key until it is answered or the sending time is over. The counts, read from the database once the workers have
+settled:
+
+- lost: messages answered 200 that are not in the thread;
+- duplicated: a message recorded more than once, or one key answered with two different ids;
+- stuck: deliveries still queued or being attempted once the workers had SETTLE seconds to finish;
+- half-written: messages without their delivery;
+- unanswered: messages never answered 200 before the sending time ran out (not a loss: the caller knows).
+"""
+
+import argparse
+import http.client
+import json
+import os
+import random
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+from bench.delivery import free_port, tree
+from tests.live_stack import CuttableProxy
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench")
+DOCS = ROOT / "docs" / "chaos.md"
+CURRENT = "/api/v1/inbound/api-message"
+WEBHOOK_SECRET = "whsec_" + "YmVuY2htYXJrLXJ1bnRpbWUtc2hhcmVkLXNlY3JldC0zMmI="
+
+SETUP = """
+import json
+from django.contrib.auth import get_user_model
+from keys.services import create_key
+made = []
+for n in range(%d):
+    user = get_user_model().objects.create_user(f"chaos{n}", f"chaos{n}@example.com")
+    made.append(create_key(user, "chaos")[1])
+print(json.dumps(made))
+"""
+
+# The runtime counts what it is sent: every attempt, and the distinct messages (webhook-id is the message's id).
+RUNTIME = """
+import json, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+seen, lock = {}, threading.Lock()
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        with lock:
+            seen[self.headers.get("webhook-id", "")] = seen.get(self.headers.get("webhook-id", ""), 0) + 1
+        self.answer(b'{"reply": "done"}')
+    def do_GET(self):
+        with lock:
+            stats = {"attempts": sum(seen.values()), "messages": len(seen)}
+        self.answer(json.dumps(stats).encode())
+    def answer(self, body):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+class S(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024
+    def handle_error(self, request, client_address):
+        pass  # a worker killed mid-attempt drops its connection: expected here
+s = S(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"""
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=3000, help="messages to send (default 3000)")
+    parser.add_argument("--senders", type=int, default=8, help="concurrent senders (default 8)")
+    parser.add_argument("--rate", type=float, default=25, help="new messages per second at most (default 25)")
+    parser.add_argument("--users", type=int, default=20, help="people (keys, threads) the messages spread over")
+    parser.add_argument("--seconds", type=float, default=150, help="sending time at most (default 150)")
+    parser.add_argument("--settle", type=float, default=90, help="seconds the workers get to finish afterwards")
+    parser.add_argument("--every", type=float, default=4, help="seconds between two blows (default 4)")
+    parser.add_argument("--web-processes", type=int, default=2, help="gunicorn workers (default 2)")
+    parser.add_argument("--workers", type=int, default=2, help="db_worker processes (default 2)")
+    parser.add_argument("--seed", type=int, default=None, help="the blows' random order (default: a new one)")
+    parser.add_argument("--docs", action="store_true", help=f"write the result to {DOCS.relative_to(ROOT)}")
+    return parser.parse_args()
+
+
+# --- the processes ------------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def own_database() -> Iterator[str]:
+    name = f"chaos_{secrets.token_hex(4)}"
+    server = urlunsplit(urlsplit(SERVER_URL)._replace(path="/postgres"))
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(SERVER_URL)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def through(proxy: CuttableProxy, database_url: str) -> str:
+    parts = urlsplit(database_url)
+    credentials, at, _ = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=f"{credentials}{at}127.0.0.1:{proxy.port}"))
+
+
+def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST", "DJANGO_SETTINGS"))}
+    env.update(
+        {
+            "DEBUG": "0",
+            "HTTPS_ONLY": "0",
+            "SECRET_KEY": "chaos-" + "x" * 50,
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "DATABASE_URL": database_url,
+            "REDIS_URL": "",
+            "TASK_BACKEND": "database",
+            "INGEST_RATE_LIMIT": "1000000/h",
+            "AUTH_FAILURE_RATE_LIMIT": "1000000/h",
+            "LOG_LEVEL": os.environ.get("CHAOS_LOG_LEVEL", "ERROR"),
+            "ASSISTANT_BACKEND": "webhook",
+            "ASSISTANT_WEBHOOK_URL": runtime_url,
+            "ASSISTANT_WEBHOOK_SECRET": WEBHOOK_SECRET,
+            # Short waits, so that the run settles within minutes: a killed worker's deliveries are taken over after
+            # a 6 s lease, a failed attempt is retried after 1 to 5 s, and the kills themselves do not use up a
+            # delivery's attempts or takeovers (they are not the message's fault).
+            "DELIVERY_LEASE_SECONDS": "6",
+            "DELIVERY_MAX_TAKEOVERS": "50",
+            "ASSISTANT_RETRY_BASE_SECONDS": "1",
+            "ASSISTANT_RETRY_MAX_SECONDS": "5",
+            "ASSISTANT_MAX_ATTEMPTS": "50",
+            "DELIVERY_GRACE_SECONDS": "2",
+            "WEB_CONCURRENCY": str(args.web_processes),
+            "BIND_HOST": "127.0.0.1",
+        }
+    )
+    return env
+
+
+def manage(arguments: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *arguments], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def start(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, *command], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+@dataclass
+class Stack:
+    """gunicorn (one master, its workers) and the db_worker processes, each killable and replaceable."""
+
+    env: dict[str, str]
+    port: int
+    worker_count: int
+    web: subprocess.Popen[bytes] | None = None
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    blows: Counter[str] = field(default_factory=Counter)
+
+    def start_web(self) -> None:
+        self.web = start(
+            ["-m", "gunicorn", "--config", "gunicorn.conf.py", "config.wsgi"], {**self.env, "PORT": str(self.port)}
+        )
+
+    def start_workers(self) -> None:
+        """Top the workers up to their number, replacing any that exited (as a platform restarts a dead process)."""
+        self.workers = [worker for worker in self.workers if worker.poll() is None]
+        while len(self.workers) < self.worker_count:
+            self.workers.append(start(["manage.py", "db_worker", "--no-reload"], self.env))
+
+    def kill_a_web_worker(self) -> None:
+        """SIGKILL one of gunicorn's workers mid-request; the master starts another."""
+        assert self.web is not None
+        children = tree(self.web.pid)[1:]
+        if children:
+            with suppress(ProcessLookupError):
+                os.kill(random.choice(children), signal.SIGKILL)
+            self.blows["gunicorn worker killed"] += 1
+
+    def kill_the_web_server(self) -> None:
+        """SIGKILL gunicorn whole (master and workers), then start it again on the same port."""
+        assert self.web is not None
+        kill_group(self.web)
+        self.start_web()
+        self.blows["gunicorn killed and restarted"] += 1
+
+    def kill_a_delivery_worker(self) -> None:
+        """SIGKILL one db_worker mid-attempt, and start another."""
+        victim = self.workers.pop(random.randrange(len(self.workers)))
+        kill_group(victim)
+        self.start_workers()
+        self.blows["db_worker killed and restarted"] += 1
+
+    def stop(self) -> None:
+        for process in [*self.workers, *([self.web] if self.web else [])]:
+            kill_group(process)
+
+
+def cut_the_database(proxy: CuttableProxy, stack: Stack) -> None:
+    """Every connection to PostgreSQL dropped and new ones refused for 1 to 3 s (the database restarting)."""
+    proxy.cut()
+    time.sleep(random.uniform(1, 3))
+    proxy.restore()
+    stack.blows["database cut off (1-3 s)"] += 1
+
+
+# --- the traffic --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Ledger:
+    """What the senders were told, per message number."""
+
+    answered: dict[int, set[str]] = field(default_factory=dict)  # the ids answered with 200 (one, if all is well)
+    unanswered: set[int] = field(default_factory=set)
+    refused: Counter[str] = field(default_factory=Counter)  # statuses answered before a retry, and connection errors
+    replays: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def send_all(port: int, keys: list[str], run: str, args: argparse.Namespace, ledger: Ledger) -> None:
+    numbers = iter(range(args.messages))
+    take = threading.Lock()
+    began = time.monotonic()
+    deadline = began + args.seconds
+
+    def sender() -> None:
+        connection: http.client.HTTPConnection | None = None
+        while True:
+            with take:
+                number = next(numbers, None)
+            if number is None:
+                return
+            pause = began + number / args.rate - time.monotonic()  # a steady arrival rate, so the blows fall on traffic
+            if pause > 0:
+                time.sleep(pause)
+            body = json.dumps({"message": f"chaos {run} #{number}"}).encode()
+            headers = {
+                "Authorization": f"Bearer {keys[number % len(keys)]}",
+                "Content-Type": "application/json",
+                "Idempotency-Key": f"chaos-{run}-{number}",
+            }
+            while True:
+                if time.monotonic() > deadline:
+                    with ledger.lock:
+                        ledger.unanswered.add(number)
+                    break
+                try:
+                    if connection is None:
+                        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+                    connection.request("POST", CURRENT, body=body, headers=headers)
+                    response = connection.getresponse()
+                    answer = response.read()
+                    status = response.status
+                except (OSError, http.client.HTTPException) as error:
+                    if connection is not None:
+                        connection.close()
+                    connection = None
+                    with ledger.lock:
+                        ledger.refused[type(error).__name__] += 1
+                    time.sleep(0.2)
+                    continue
+                if status == 200:
+                    with ledger.lock:
+                        ledger.answered.setdefault(number, set()).add(json.loads(answer)["id"])
+                        ledger.replays += response.getheader("Idempotent-Replayed") == "true"
+                    break
+                with ledger.lock:
+                    ledger.refused[str(status)] += 1
+                if status not in (409, 429, 500, 502, 503, 504):
+                    with ledger.lock:
+                        ledger.unanswered.add(number)  # a refusal a retry cannot change: counted, not retried
+                    break
+                time.sleep(min(float(response.getheader("Retry-After") or 1), 1.0) * random.uniform(0.2, 1))
+
+    threads = [threading.Thread(target=sender, daemon=True) for _ in range(args.senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def wait_until_up(port: int, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with suppress(OSError, http.client.HTTPException):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", "/healthz")
+            if connection.getresponse().status == 200:
+                return
+        time.sleep(0.2)
+    raise RuntimeError("gunicorn did not answer /healthz")
+
+
+# --- the counts ---------------------------------------------------------------------------------------------------
+
+
+def settle(database_url: str, seconds: float) -> float:
+    """Wait (at most ``seconds``) until no delivery is queued or being attempted; how long it took."""
+    started = time.monotonic()
+    with psycopg.connect(database_url, autocommit=True) as db:
+        while time.monotonic() - started < seconds:
+            row = db.execute(
+                "SELECT count(*) FROM conversations_delivery WHERE status IN ('queued', 'processing')"
+            ).fetchone()
+            if row is not None and row[0] == 0:
+                break
+            time.sleep(1)
+    return time.monotonic() - started
+
+
+def count(database_url: str, run: str, ledger: Ledger) -> dict[str, Any]:
+    with psycopg.connect(database_url, autocommit=True) as db:
+        texts = Counter(
+            text
+            for (text,) in db.execute(
+                "SELECT text FROM conversations_message WHERE role = 'user' AND text LIKE %s", [f"chaos {run} #%"]
+            )
+        )
+        ids = {row[0] for row in db.execute("SELECT public_id FROM conversations_message WHERE role = 'user'")}
+        statuses: dict[str, int] = dict(
+            db.execute("SELECT status, count(*) FROM conversations_delivery GROUP BY status").fetchall()
+        )
+        half = db.execute(
+            "SELECT count(*) FROM conversations_message m WHERE m.role = 'user' AND NOT EXISTS "
+            "(SELECT 1 FROM conversations_delivery d WHERE d.message_id = m.id)"
+        ).fetchone()
+    lost = [n for n, answered in ledger.answered.items() if not answered & ids]
+    two_ids = [n for n, answered in ledger.answered.items() if len(answered) > 1]
+    return {
+        "sent": len(ledger.answered) + len(ledger.unanswered),
+        "answered 200": len(ledger.answered),
+        "of which replays": ledger.replays,
+        "unanswered": len(ledger.unanswered),
+        "recorded": sum(texts.values()),
+        "lost": len(lost),
+        "duplicated": sum(times - 1 for times in texts.values()) + len(two_ids),
+        "stuck": statuses.get("queued", 0) + statuses.get("processing", 0),
+        "half-written": half[0] if half else 0,
+        "delivered": statuses.get("delivered", 0),
+        "failed": statuses.get("failed", 0),
+    }
+
+
+def runtime_stats(url: str) -> dict[str, int]:
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=5)
+    connection.request("GET", "/stats")
+    return dict(json.loads(connection.getresponse().read()))
+
+
+# --- the run ------------------------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    args = arguments()
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
+    random.seed(seed)
+    run = secrets.token_hex(3)
+    runtime = subprocess.Popen([sys.executable, "-c", RUNTIME], stdout=subprocess.PIPE)
+    assert runtime.stdout is not None
+    runtime_url = f"http://127.0.0.1:{int(runtime.stdout.readline())}/hooks/assistant"
+    server = urlsplit(SERVER_URL)
+    proxy = CuttableProxy(server.hostname or "127.0.0.1", server.port or 5432)
+    stack: Stack | None = None
+    started_at = datetime.now(UTC)
+    try:
+        with own_database() as database_url:
+            direct = environment(database_url, runtime_url, args)
+            manage(["migrate", "--no-input", "-v", "0"], direct)
+            keys = json.loads(manage(["shell", "-c", SETUP % args.users], direct).strip().splitlines()[-1])
+            stack = Stack(environment(through(proxy, database_url), runtime_url, args), free_port(), args.workers)
+            stack.start_web()
+            stack.start_workers()
+            wait_until_up(stack.port)
+            ledger = Ledger()
+            sending = threading.Thread(target=send_all, args=(stack.port, keys, run, args, ledger), daemon=True)
+            began = time.monotonic()
+            sending.start()
+            # Restarting gunicorn whole is the rarest blow: its new workers take seconds to answer their first
+            # request on a busy machine, and a run of such restarts would leave nothing to hit but refusals.
+            blows = [stack.kill_a_web_worker, stack.kill_a_delivery_worker, lambda: cut_the_database(proxy, stack)]
+            while sending.is_alive():
+                sending.join(args.every)
+                if sending.is_alive():
+                    random.choices([*blows, stack.kill_the_web_server], weights=[3, 3, 3, 1])[0]()
+                    stack.start_workers()
+            sending_seconds = time.monotonic() - began
+            proxy.restore()
+            stack.start_workers()
+            settled_in = settle(database_url, args.settle)
+            result = count(database_url, run, ledger)
+            result["runtime attempts"], result["runtime messages"] = runtime_stats(runtime_url).values()
+    finally:
+        if stack is not None:
+            stack.stop()
+        proxy.close()
+        runtime.kill()
+        runtime.wait()
+    report = {
+        "when": started_at.strftime("%Y-%m-%d %H:%M UTC"),
+        "seed": seed,
+        "messages": args.messages,
+        "sending seconds": round(sending_seconds, 1),
+        "settled in seconds": round(settled_in, 1),
+        "blows": dict(stack.blows),
+        "refusals retried": dict(ledger.refused),
+        "counts": result,
+    }
+    print(json.dumps(report, indent=2))
+    if args.docs:
+        write_docs(report, args)
+    bad = result["lost"] + result["duplicated"] + result["stuck"] + result["half-written"]
+    return 1 if bad else 0
+
+
+def write_docs(report: dict[str, Any], args: argparse.Namespace) -> None:
+    counts = report["counts"]
+    lines = [
+        "# The chaos run",
+        "",
+        "`bench/chaos.py` (see its docstring): messages sent with Idempotency-Keys while gunicorn's workers, gunicorn",
+        "whole and the `db_worker` processes are killed with SIGKILL and started again and the database is cut off",
+        "(a TCP proxy dropped and restored); refused requests are retried with their key. Run it with",
+        f"`.venv/bin/python -m bench.chaos --messages {args.messages} --rate {args.rate:g} --senders {args.senders} "
+        f"--seconds {args.seconds:g} --docs`.",
+        "",
+        f"## Last result ({report['when']}, seed {report['seed']})",
+        "",
+        f"**lost {counts['lost']} · duplicated {counts['duplicated']} · stuck {counts['stuck']} · half-written "
+        f"{counts['half-written']}**",
+        "",
+        "| | |",
+        "|---|---|",
+        *(f"| {name} | {value} |" for name, value in counts.items()),
+        f"| sending took (s) | {report['sending seconds']} |",
+        f"| settled after (s) | {report['settled in seconds']} |",
+        "",
+        "Blows: " + ", ".join(f"{name} × {times}" for name, times in report["blows"].items()) + ".",
+        "",
+        "Refusals the senders retried (status or error, times): "
+        + (", ".join(f"{name} × {times}" for name, times in report["refusals retried"].items()) or "none")
+        + ".",
+        "",
+        "The runtime is sent a message more than once when a worker was killed mid-attempt (at least once, by",
+        "design; the `webhook-id` lets it drop the repeat): `runtime attempts` against `runtime messages`.",
+        "",
+    ]
+    DOCS.write_text("\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
