@@ -18,6 +18,12 @@ class ActionState(models.TextChoices):
     RUNNING = "running", "Running"  # begun; an attempt that finds it so after a takeover cannot know if it acted
     DONE = "done", "Done"  # finished, its result recorded: never run again for this delivery
     INTERRUPTED = "interrupted", "Interrupted"  # begun by an attempt that was lost before it recorded a result
+    # A side-effecting call for a key's or a trigger's message (assistant/approvals.py): not run; the person was
+    # asked. Approved, it runs in the delivery of the approval's message (as that delivery's call, in its ledger).
+    AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+    APPROVED = "approved", "Approved"
+    DENIED = "denied", "Denied"
+    EXPIRED = "expired", "Approval expired"
 
 
 class Action(models.Model):
@@ -44,6 +50,15 @@ class Action(models.Model):
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     follow_ups = models.PositiveIntegerField(default=0, help_text="Follow-ups the tool posted back so far.")
+    # For a call that waits for approval: who asked (an API key or a webhook trigger, by name), until when the
+    # person may answer, and their answer.
+    requested_by = models.CharField(max_length=300, blank=True)
+    approval_expires_at = models.DateTimeField(null=True, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    # The assistant's message in the thread that asks the person (written once, even if the call is replayed).
+    approval_message = models.ForeignKey(
+        "conversations.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     last_follow_up_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -2,11 +2,13 @@
 size or content type the provider never sends (405, 413 unread, 415); checks the provider's signature or secret
 before reading anything else (403 ``invalid_channel_signature``, nothing recorded); then hands the statuses to
 channels.status and each message to channels.inbound. A body the provider signed but we cannot read is 400, never a
-500. A provider's retry of a message already recorded is answered like the first time (else it would retry on).
+500. A provider's retry of a message already recorded is answered 200 (else it would retry on), its JSON saying
+``duplicates``.
 
 No session, no CSRF token: the providers are not browsers; their signature is what authenticates them."""
 
 import logging
+from collections import Counter
 from collections.abc import Callable
 
 from django.conf import settings
@@ -60,7 +62,7 @@ def _handle(
     request: HttpRequest,
     adapters: list[Adapter],
     content_type: str,
-    answer: Callable[[], HttpResponse],
+    answer: Callable[[Counter[str]], HttpResponse],
     *,
     messages: bool = True,
     statuses: bool = True,
@@ -73,6 +75,7 @@ def _handle(
     refusal = _verified(request, adapters[0])  # adapters of one endpoint share the provider's credentials
     if refusal is not None:
         return refusal
+    outcomes: Counter[str] = Counter()
     try:
         for adapter in adapters:
             updates = [u for u in adapter.parse_statuses(request) if is_reasonable_id(u.provider_message_id, 128)]
@@ -81,17 +84,19 @@ def _handle(
             for message in adapter.parse_inbound(request) if messages else []:
                 if not (is_reasonable_id(message.provider_message_id, 128) and is_reasonable_id(message.address, 64)):
                     raise BadRequest("A message carries an id or sender no provider sends.")
-                inbound.receive(adapter.channel, message, getattr(request, "request_id", ""))
+                received = inbound.receive(adapter.channel, message, getattr(request, "request_id", ""))
+                outcomes[received.outcome] += 1
     except BadRequest as error:
         return json_error(error.code, error.message)
-    return answer()
+    return answer(outcomes)
 
 
-def _ok() -> HttpResponse:
-    return JsonResponse({"success": True})
+def _ok(outcomes: Counter[str]) -> HttpResponse:
+    # 200 even for a retry of what was recorded (Meta and Telegram retry anything else for hours), saying so.
+    return JsonResponse({"success": True, "recorded": outcomes["recorded"], "duplicates": outcomes["duplicate"]})
 
 
-def _empty_twiml() -> HttpResponse:
+def _empty_twiml(outcomes: Counter[str]) -> HttpResponse:
     # Twilio reads the answer to an incoming message as TwiML: an empty <Response/> sends nothing back (replies go
     # out through the API, from the outbox).
     return HttpResponse(str(MessagingResponse()), content_type="text/xml")

@@ -465,6 +465,9 @@ MAIL_CALENDAR_ALLOW_PLAINTEXT = env_bool("MAIL_CALENDAR_ALLOW_PLAINTEXT", DEBUG 
 # The tool-calling loop of the openai backend: at most this many rounds of tool calls, and this long in all.
 ASSISTANT_TOOL_ROUNDS = env_int("ASSISTANT_TOOL_ROUNDS", 6)
 ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
+# How long the person may answer a request to approve a side-effecting tool (assistant/approvals.py); after it the
+# action is not done and the assistant says so.
+APPROVAL_TIMEOUT_SECONDS = env_int("APPROVAL_TIMEOUT_SECONDS", 86400)
 # Follow-ups from long-running tools (the poke.mcp callback protocol): how many one tool call may send, and how
 # soon after the previous one the next may come.
 MCP_FOLLOW_UP_LIMIT = env_int("MCP_FOLLOW_UP_LIMIT", 10)

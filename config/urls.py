@@ -17,6 +17,7 @@ urlpatterns = [
     path("", include("console.urls.accounts")),
     path("", include("console.urls.keys")),
     path("", include("console.urls.audit")),
+    path("", include("console.urls.approvals")),
     path("", include("console.urls.thread")),
     path("", include("console.urls.devices")),
     path("", include("console.urls.triggers")),

@@ -97,6 +97,9 @@ class ToolInfo:
     title: str
     description: str
     input_schema: dict[str, Any]
+    # The server's annotation readOnlyHint (MCP 2025-03-26): true when the tool changes nothing. A hint, and absent
+    # means "not read-only": such a tool needs approval where approval applies (assistant/tools/__init__.py).
+    read_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +285,7 @@ def list_tools(url: str, api_key: str = "", timeout: float | None = None) -> Ser
                     title=tool.title or "",
                     description=tool.description or "",
                     input_schema=dict(tool.input_schema or {"type": "object"}),
+                    read_only=bool(tool.annotations is not None and tool.annotations.read_only_hint is True),
                 )
                 for tool in page.tools
             )

@@ -54,36 +54,55 @@ class MailServer:
 
 
 class _GuardedIMAP4(imap4.IMAP4WithTimeout):
-    def __init__(self, host: str, port: int, timeout: float | None) -> None:
+    def __init__(self, host: str, port: int, timeout: float | None, watchdog: Watchdog) -> None:
+        self._watchdog = watchdog  # before the base class connects and reads the greeting
         super().__init__(host, port, timeout)
 
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
-        return connect(self.host, self.port, timeout or self._timeout or 10, "IMAP")
+        return connect(self.host, self.port, timeout or self._timeout or 10, "IMAP", self._watchdog)
 
 
 class _GuardedIMAP4TLS(tls.IMAP4_TLS):
+    def __init__(
+        self, host: str, port: int, context: ssl.SSLContext, timeout: float | None, watchdog: Watchdog
+    ) -> None:
+        self._watchdog = watchdog
+        super().__init__(host, port, context, timeout)
+
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
-        sock = connect(self.host, self.port, timeout or self._timeout or 10, "IMAP")
+        sock = connect(self.host, self.port, timeout or self._timeout or 10, "IMAP", self._watchdog)
         return tls.wrap_socket(sock, self.ssl_context, self.host)
 
 
 class _Client(IMAPClient):
-    """IMAPClient whose socket goes through connections.network (checked address, timeout)."""
+    """IMAPClient whose socket goes through connections.network (checked address, timeout, the watchdog)."""
+
+    def __init__(self, watchdog: Watchdog, *args: Any, **kwargs: Any) -> None:
+        self._watchdog = watchdog  # IMAPClient's constructor connects
+        super().__init__(*args, **kwargs)
 
     def _create_IMAP4(self) -> imaplib.IMAP4:
         timeout = getattr(self._timeout, "connect", None)
         if self.ssl:
-            return _GuardedIMAP4TLS(self.host, self.port, self.ssl_context, timeout)
-        return _GuardedIMAP4(self.host, self.port, timeout)
+            return _GuardedIMAP4TLS(self.host, self.port, self.ssl_context, timeout, self._watchdog)
+        return _GuardedIMAP4(self.host, self.port, timeout, self._watchdog)
 
 
 class _GuardedSMTP(smtplib.SMTP):
+    def __init__(self, watchdog: Watchdog, *args: Any, **kwargs: Any) -> None:
+        self._watchdog = watchdog  # smtplib's constructor connects and reads the greeting
+        super().__init__(*args, **kwargs)
+
     def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
-        return connect(host, port, timeout, "SMTP")
+        return connect(host, port, timeout, "SMTP", self._watchdog)
 
 
 class _GuardedSMTPSSL(smtplib.SMTP_SSL, _GuardedSMTP):
     """SMTP_SSL wraps what _GuardedSMTP._get_socket opened (the MRO puts ours under SMTP_SSL's)."""
+
+    def __init__(self, watchdog: Watchdog, *args: Any, **kwargs: Any) -> None:
+        self._watchdog = watchdog
+        smtplib.SMTP_SSL.__init__(self, *args, **kwargs)
 
 
 def _short(text: object, limit: int = 200) -> str:
@@ -141,13 +160,13 @@ def imap_session(server: MailServer, seconds: float) -> Iterator[IMAPClient]:
         client: IMAPClient | None = None
         try:
             client = _Client(
+                dog,
                 server.imap_host,
                 port=server.imap_port,
                 ssl=server.imap_security == "ssl",
                 ssl_context=tls_context(),
                 timeout=max(seconds, 0.1),
             )
-            dog.watch(client.socket)
             if server.imap_security == "starttls":
                 client.starttls(tls_context())
             client.login(server.username, server.password)
@@ -167,11 +186,9 @@ def smtp_session(server: MailServer, seconds: float) -> Iterator[smtplib.SMTP]:
         try:
             timeout = max(seconds, 0.1)
             if server.smtp_security == "ssl":
-                smtp = _GuardedSMTPSSL(server.smtp_host, server.smtp_port, timeout=timeout, context=tls_context())
+                smtp = _GuardedSMTPSSL(dog, server.smtp_host, server.smtp_port, timeout=timeout, context=tls_context())
             else:
-                smtp = _GuardedSMTP(server.smtp_host, server.smtp_port, timeout=timeout)
-            current = smtp
-            dog.watch(lambda: current.sock)
+                smtp = _GuardedSMTP(dog, server.smtp_host, server.smtp_port, timeout=timeout)
             smtp.ehlo()
             if server.smtp_security == "starttls":
                 smtp.starttls(context=tls_context())

@@ -56,6 +56,8 @@ class Tool(models.Model):
     title = models.CharField(max_length=255, blank=True)
     description = models.TextField(blank=True)
     input_schema = models.JSONField(default=dict)
+    # The server's readOnlyHint, read at each sync: unknown (absent) is stored as False, a tool that acts.
+    read_only = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["name"]

@@ -12,11 +12,11 @@ Every exchange has a deadline; ``Watchdog`` shuts the socket down when it passes
 cannot hold a worker past it (a socket timeout alone bounds one read, not the exchange).
 """
 
+import contextlib
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
 from types import TracebackType
 
 from django.conf import settings
@@ -70,8 +70,9 @@ def resolve(host: str, port: int, label: str) -> list[tuple[int, str]]:
     return found
 
 
-def connect(host: str, port: int, timeout: float, label: str) -> socket.socket:
-    """A TCP socket to a checked address of the host, or ServiceError (unreachable, refused address, timeout)."""
+def connect(host: str, port: int, timeout: float, label: str, watchdog: "Watchdog | None" = None) -> socket.socket:
+    """A TCP socket to a checked address of the host, or ServiceError (unreachable, refused address, timeout);
+    watched by the watchdog from the start, when there is one."""
     deadline = time.monotonic() + timeout
     last: OSError | None = None
     for family, ip in resolve(host, port, label)[:4]:
@@ -86,7 +87,7 @@ def connect(host: str, port: int, timeout: float, label: str) -> socket.socket:
             sock.close()
             last = error
             continue
-        return sock
+        return watchdog.watch(sock) if watchdog is not None else sock
     if isinstance(last, TimeoutError) or last is None:
         raise ServiceError(f"The {label} server {host}:{port} did not answer in time.")
     raise ServiceError(f"Could not connect to the {label} server {host}:{port} (refused or unreachable).")
@@ -97,27 +98,37 @@ def tls_context() -> ssl.SSLContext:
 
 
 class Watchdog:
-    """Shuts a socket down at a deadline, so every blocked read or write on it returns at once."""
+    """Shuts a connection down at a deadline, so every blocked read or write on it returns at once.
+
+    It holds a duplicate of each socket's descriptor, taken when the socket is opened: shutting that down ends the
+    TCP connection itself, whatever object reads from it by then (a TLS wrapper, the socket STARTTLS put in place),
+    and even while the server's greeting or the TLS handshake is still being waited for."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = max(seconds, 0.0)
         self.fired = False
-        # The socket of the moment: a TLS upgrade (STARTTLS) replaces the socket object a client reads from.
-        self._current: Callable[[], socket.socket | None] = lambda: None
+        self._lock = threading.Lock()
+        self._duplicates: list[socket.socket] = []
         self._timer = threading.Timer(self.seconds, self._fire)
         self._timer.daemon = True
 
-    def watch(self, current: Callable[[], socket.socket | None]) -> None:
-        self._current = current
+    def watch(self, sock: socket.socket) -> socket.socket:
+        with self._lock:
+            self._duplicates.append(sock.dup())
+            if self.fired:  # opened after the deadline passed
+                self._shut(self._duplicates[-1])
+        return sock
+
+    @staticmethod
+    def _shut(duplicate: socket.socket) -> None:
+        with contextlib.suppress(OSError):  # already closed by the other side
+            duplicate.shutdown(socket.SHUT_RDWR)
 
     def _fire(self) -> None:
-        self.fired = True
-        try:
-            sock = self._current()
-            if sock is not None:
-                sock.shutdown(socket.SHUT_RDWR)
-        except (OSError, AttributeError):
-            pass  # not connected yet, or already closed
+        with self._lock:
+            self.fired = True
+            for duplicate in self._duplicates:
+                self._shut(duplicate)
 
     def __enter__(self) -> "Watchdog":
         self._timer.start()
@@ -127,3 +138,7 @@ class Watchdog:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self._timer.cancel()
+        with self._lock:
+            for duplicate in self._duplicates:
+                duplicate.close()
+            self._duplicates.clear()

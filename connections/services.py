@@ -151,6 +151,7 @@ def _store_tools(connection: Connection, tools: list[client.ToolInfo]) -> None:
                 title=_storable(tool.title)[:255],
                 description=_storable(tool.description)[:10_000],
                 input_schema=schema if isinstance(schema, dict) else {"type": "object"},
+                read_only=tool.read_only,
             )
         )
     Tool.objects.bulk_create(rows)

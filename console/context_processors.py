@@ -11,6 +11,7 @@ _SECTIONS = {
     "channels:telegram": "settings",
     "channels:unlink": "settings",
     "audit:log": "settings",
+    "approvals:detail": "conversations",
 }
 
 

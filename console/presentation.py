@@ -7,7 +7,9 @@ from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 
-from conversations.models import DeliveryStatus, Message, Source
+from assistant.approvals import APPROVAL_CONTEXT
+from assistant.models import Action
+from conversations.models import DeliveryStatus, Message, Role, Source
 
 
 def source_label(message: Message) -> str:
@@ -60,6 +62,16 @@ def actions_of(message: Message) -> list[Any]:
     except ObjectDoesNotExist:
         return []
     return list(delivery.actions.all())
+
+
+def approval_of(message: Message) -> Action | None:
+    """For the assistant's message that asks the person's approval (assistant/approvals.py): the action."""
+    if message.role != Role.ASSISTANT or not isinstance(message.context, dict):
+        return None
+    action_id = message.context.get(APPROVAL_CONTEXT)
+    if not isinstance(action_id, int):
+        return None
+    return Action.objects.filter(pk=action_id, approval_message_id=message.pk).first()
 
 
 def pretty_json(value: Any) -> str:

@@ -59,6 +59,7 @@ class Source(models.TextChoices):
     ASSISTANT = "assistant", "Assistant"
     TOOL_FOLLOW_UP = "tool_follow_up", "Tool follow-up"
     REMINDER = "reminder", "Reminder"
+    APPROVAL = "approval", "Your approval"  # the person approved an action the assistant asked for
     # What the person wrote on a linked channel (channels/): the channel itself, shown on the message.
     SMS = "sms", "SMS"
     WHATSAPP = "whatsapp", "WhatsApp"
@@ -102,6 +103,7 @@ class Endpoint(models.TextChoices):
     WEBHOOK_TRIGGER = "webhook_trigger", "POST /api/v1/inbound/webhook"
     FOLLOW_UP = "follow_up", "POST /api/v1/mcp/callback (a tool's follow-up)"
     CHANNEL = "channel", "A linked channel (/channels/)"
+    APPROVAL = "approval", "An approval given in the console"
 
 
 class DeliveryStatus(models.TextChoices):

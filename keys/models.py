@@ -13,6 +13,15 @@ class Generation(models.TextChoices):
     V2 = "v2", "V2"
 
 
+class ToolAccess(models.TextChoices):
+    """What the assistant may do for a message that came through the key (assistant/tools/toolbox.py)."""
+
+    ALL = "all", "Every tool"
+    READ_ONLY = "read_only", "Read-only tools only (nothing that changes anything)"
+    NONE = "none", "No tools: the assistant only answers"
+    LISTED = "listed", "Only the tools listed"
+
+
 class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
     def active(self) -> "ApiKeyQuerySet":
         """Neither revoked nor expired: the keys that count towards the account's cap."""
@@ -41,6 +50,11 @@ class ApiKey(models.Model):
     # Set for the keys that existed before scopes did: they were given what they could do then, which the console
     # says, until the owner chooses their scopes.
     scopes_predate_choice = models.BooleanField(default=False, editable=False)
+    tool_access = models.CharField(max_length=16, choices=ToolAccess.choices, default=ToolAccess.ALL)
+    allowed_tools = models.JSONField(default=list, blank=True)  # tool names, for ToolAccess.LISTED
+    # Whether a tool that changes something waits for the owner's approval when the assistant wants it for one of
+    # this key's messages (assistant/approvals.py). What the person types themselves never waits.
+    tools_need_approval = models.BooleanField(default=True)
     # Set when the key was rolled: the key with the new secret. This one then works until its expires_at (the
     # overlap its owner chose).
     replaced_by = models.ForeignKey(

@@ -53,6 +53,7 @@ def create_key(
     scopes: Iterable[Scope] | None = None,
     may_read_replies: bool = False,
     expires_at: datetime | None = None,
+    tools_need_approval: bool = True,
     by: str = audit.COMMAND,
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its plaintext, which exists nowhere else and cannot be recovered.
@@ -84,6 +85,7 @@ def create_key(
             hint=tokens.hint(plaintext),
             scopes=stored(granted),
             expires_at=expires_at,
+            tools_need_approval=tools_need_approval,
         )
         audit.record(owner, AuditKind.KEY_CREATED, f"“{key.name}” ({key.hint}) {_scopes_and_expiry(key)}", by=by)
     return key, plaintext
@@ -125,6 +127,9 @@ def roll_key(key: ApiKey, overlap: timedelta, *, by: str = audit.COMMAND) -> tup
             scopes=current.scopes,
             scopes_predate_choice=current.scopes_predate_choice,
             expires_at=current.expires_at,
+            tool_access=current.tool_access,
+            allowed_tools=current.allowed_tools,
+            tools_need_approval=current.tools_need_approval,
         )
         old_until = now + overlap
         if current.expires_at is not None:

@@ -18,17 +18,25 @@ class UserFactory(factory.django.DjangoModelFactory):
 
 
 def make_key(
-    owner=None, name: str = "ci job", generation: Generation = Generation.V2, *, may_read_replies=False, scopes=None
+    owner=None,
+    name: str = "ci job",
+    generation: Generation = Generation.V2,
+    *,
+    may_read_replies=False,
+    scopes=None,
+    tools_need_approval=False,
 ):
     """A key and its plaintext, created the way the product creates them. Unless ``scopes`` says otherwise, it may
     do what every V2 key could before keys had scopes (all but replies:read, which ``may_read_replies`` adds), so
-    that a test of one endpoint is not a test of scopes; tests/test_scopes.py is that."""
+    that a test of one endpoint is not a test of scopes; tests/test_scopes.py is that. Likewise its messages' tools
+    run without the owner's approval unless ``tools_need_approval`` (tests/test_approvals.py)."""
     return create_key(
         owner or UserFactory(),
         name,
         generation,
         scopes=BEFORE_SCOPES if scopes is None else scopes,
         may_read_replies=may_read_replies,
+        tools_need_approval=tools_need_approval,
     )
 
 

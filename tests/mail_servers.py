@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from email import message_from_bytes
 from email.message import Message
 from pathlib import Path
@@ -183,8 +184,9 @@ class Dovecot:
     def maildir(self, user: str) -> Path:
         return self.root / "mail" / user
 
-    def deliver(self, user: str, raw: bytes, *, seen: bool = False, name: str = "") -> None:
-        """Put a message straight into the user's inbox (maildir), as a delivery agent would."""
+    def deliver(self, user: str, raw: bytes, *, seen: bool = False, name: str = "", received: str = "") -> None:
+        """Put a message straight into the user's inbox (maildir), as a delivery agent would. ``received``
+        ("2026-11-24 10:00", UTC) is its arrival time, IMAP's internal date: the file's modification time."""
         box = self.maildir(user)
         fresh = not box.exists()
         for sub in ("cur", "new", "tmp"):
@@ -194,6 +196,9 @@ class Dovecot:
         unique = name or f"{time.time_ns()}.{os.getpid()}_{threading.get_ident()}.test"
         path = box / "cur" / f"{unique}:2,{'S' if seen else ''}"
         path.write_bytes(raw)
+        if received:
+            stamp = datetime.strptime(received, "%Y-%m-%d %H:%M").replace(tzinfo=UTC).timestamp()
+            os.utime(path, (stamp, stamp))
         self.own(path)
 
 
@@ -321,4 +326,42 @@ def silent_server() -> Iterator[int]:
         thread.join()
         for sock in held:
             sock.close()
+        listener.close()
+
+
+@contextmanager
+def trickling_server(greeting: bytes = b"* OK IMAP4rev1 ready, almost\r\n", every: float = 0.2) -> Iterator[int]:
+    """Answers one byte at a time, each well within any socket timeout, and never finishes its first line: only a
+    deadline on the whole exchange ends a client's wait."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        with conn:
+            for byte in (greeting[:-2] * 1000)[:2000]:
+                if stop.wait(every):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join()
         listener.close()

@@ -30,7 +30,7 @@ class McpServer:
 def build(server: McpServer, follow_ups: int) -> FastMCP:
     mcp = FastMCP("Test tools", version="1.2.3")
 
-    @mcp.tool()
+    @mcp.tool(annotations={"readOnlyHint": True})
     def add(a: int, b: int) -> int:
         """Add two whole numbers."""
         server.calls.append(("add", {"a": a, "b": b}))

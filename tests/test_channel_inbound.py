@@ -78,6 +78,13 @@ def test_a_retried_callback_records_nothing_twice(client, providers, person):
     assert InboundEvent.objects.count() == 1
 
 
+def test_a_retry_is_answered_200_saying_it_was_a_duplicate(client, providers, person):
+    callback = providers.telegram.inbound(4242, "once")
+    assert callback.send(client).json() == {"success": True, "recorded": 1, "duplicates": 0}
+    assert callback.send(client).json() == {"success": True, "recorded": 0, "duplicates": 1}
+    assert [m.text for m in _thread(person)] == ["once"]
+
+
 def test_whatsapp_through_twilio_lands_as_whatsapp(client, providers, settings, person):
     from tests.providers import configure
 

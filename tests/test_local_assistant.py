@@ -237,12 +237,20 @@ def test_the_reminders_page_invites_what_the_built_in_assistant_understands(clie
 
 
 def test_a_webhook_triggers_action_is_understood_like_a_message(user, django_capture_on_commit_callbacks):
+    from assistant.models import Action, ActionState
+    from ingestion.approvals import answer
+
     _, token, _ = triggers.create_trigger(user, "the deploy starts", "Remind me to check the deploy in 20 minutes")
     with django_capture_on_commit_callbacks(execute=True):
         post(Client(), "/api/v1/inbound/webhook", token, {"commit": "4f2c"})
 
+    # Understood, but a trigger's message acts only with the person's approval (assistant/approvals.py).
+    asked = Action.objects.get()
+    assert (asked.tool, asked.state) == ("schedule_reminder", ActionState.AWAITING_APPROVAL)
+    assert not Reminder.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        answer(user, asked, approve=True)
     assert Reminder.objects.get().text == "Check the deploy"
-    assert reply_text().startswith("Okay! I'll remind you to check the deploy ")
 
 
 def test_an_attempt_that_replays_a_lost_one_does_not_schedule_twice(

@@ -2,13 +2,14 @@
 checked when added (wrong password, unreachable, no TLS, private address), stored encrypted, never shown back."""
 
 import io
+import time
 
 import pytest
 from django.core.management import call_command
 
 from connections import crypto
 from connections.models import CalendarAccount, MailAccount
-from tests.mail_servers import PASSWORD, free_port, silent_server
+from tests.mail_servers import PASSWORD, free_port, silent_server, trickling_server
 
 pytestmark = pytest.mark.django_db
 
@@ -170,6 +171,21 @@ def test_a_mailbox_server_that_hangs_is_refused_in_time(client, v2, smtp_server,
     with silent_server() as port:
         response = api(client, "post", MAILBOX, v2[1], mailbox_fields(type("D", (), {"port": port}), smtp_server, "x"))
     assert response.status_code == 422 and "did not answer in time" in response.json()["message"]
+
+
+def test_an_smtp_server_that_answers_a_byte_at_a_time_is_refused_in_time(
+    client, v2, dovecot_server, smtp_server, mail_user, settings
+):
+    settings.MCP_CHECK_TIMEOUT_SECONDS = 1.5
+    api(client, "get", MAILBOX, v2[1])  # the first request of a process loads the URLs: not what is timed here
+    with trickling_server(b"220 mail.example ESMTP almost ready\r\n") as port:
+        started = time.monotonic()
+        response = api(
+            client, "post", MAILBOX, v2[1], mailbox_fields(dovecot_server, smtp_server, mail_user, smtpPort=port)
+        )
+        took = time.monotonic() - started
+    assert response.status_code == 422 and "SMTP server 127.0.0.1 did not answer in time" in response.json()["message"]
+    assert took < 4
 
 
 def test_the_api_needs_a_v2_key(client, v1):

@@ -17,7 +17,7 @@ from assistant.tools.toolbox import toolbox_for
 from connections import mailboxes, mailcal
 from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
 from conversations.services import conversation_of
-from tests.mail_servers import PASSWORD, free_port, silent_server
+from tests.mail_servers import PASSWORD, free_port, silent_server, trickling_server
 from tests.test_mail_calendar_connections import mailbox_fields
 
 pytestmark = pytest.mark.django_db
@@ -376,3 +376,26 @@ def test_a_wrong_password_or_a_server_that_is_down_or_hangs_is_told_to_the_model
     assert action.is_error and "did not answer in time" in result
     assert time.monotonic() - started < 3
     assert "wrong" not in result and PASSWORD not in result
+
+
+def test_a_server_that_answers_a_byte_at_a_time_is_cut_off_at_the_deadline(person, mailbox):
+    """Each byte comes well within a socket timeout; the watchdog ends the exchange at the call's deadline."""
+    with trickling_server() as port:
+        mailbox.imap_port = port
+        mailbox.save()
+        started = time.monotonic()
+        result, action = run(person, "mail_search", {}, seconds=1.5)
+        took = time.monotonic() - started
+    assert action.is_error and "did not answer in time" in result
+    assert took < 3
+
+
+def test_search_since_a_local_date(person, mailbox, dovecot_server, mail_user):
+    old = "From: a@example.test\r\nSubject: Old\r\nDate: Mon, 02 Nov 2026 10:00:00 +0000\r\n\r\nx\r\n"
+    new = "From: a@example.test\r\nSubject: New\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\n\r\nx\r\n"
+    for raw, when in ((old, "2026-11-02 10:00"), (new, "2026-11-24 10:00")):
+        dovecot_server.deliver(mail_user, raw.encode(), received=when)
+    answer = json.loads(run(person, "mail_search", {"since": "2026-11-20"})[0])
+    assert [m["subject"] for m in answer["messages"]] == ["New"]
+    refused, action = run(person, "mail_search", {"since": "last week"})
+    assert action.is_error and "ISO 8601" in refused

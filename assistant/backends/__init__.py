@@ -9,7 +9,8 @@ Backend = Callable[[AssistantRequest], Outcome]
 
 
 def backend_named(name: str) -> Backend:
-    from assistant.backends import local, openai, webhook
+    from assistant.backends import approved, local, openai, webhook
 
     backends: dict[str, Backend] = {"local": local.deliver, "webhook": webhook.deliver, "openai": openai.deliver}
-    return backends[name]
+    # A person's approval is carried out before any backend sees its message (assistant/approvals.py).
+    return approved.carrying_out_approvals(backends[name])

@@ -18,8 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 
+from assistant import approvals
 from assistant.models import Action, ToolKind
 from assistant.tools import ledger
 from conversations.models import Delivery
@@ -80,6 +82,10 @@ class Toolbox:
     tools: dict[str, Tool] = field(default_factory=dict)
     time_zone: str = "UTC"  # the person's, read with the toolbox (an attempt thread cannot read the profile)
     next_index: int = 0  # the index the next call gets in the delivery's ledger
+    # For a message from an API key or a webhook trigger (assistant/tools/toolbox.py): a tool that is not read-only
+    # waits for the person's approval (assistant/approvals.py), and who asked, in the person's words.
+    needs_approval: bool = False
+    requested_by: str = ""
 
     def add(self, tool: Tool) -> None:
         name = tool_name(tool.name)
@@ -92,10 +98,14 @@ class Toolbox:
     def as_openai(self) -> list[dict[str, Any]]:
         return [tool.as_openai() for tool in self.tools.values()]
 
-    def call(self, call_id: str, name: str, raw_arguments: Any, round_number: int, deadline: float) -> str:
-        """Run one tool call the model asked for, at most once for the delivery, and return what the model is told."""
+    def call(
+        self, call_id: str, name: str, raw_arguments: Any, round_number: int, deadline: float, *, approved: bool = False
+    ) -> str:
+        """Run one tool call the model asked for, at most once for the delivery, and return what the model is told.
+        A side-effecting tool waits for the person's approval where the toolbox says so, unless ``approved``."""
         tool = self.tools.get(name) if isinstance(name, str) else None
         arguments, problem = _arguments(raw_arguments)
+        waits = self.needs_approval and not approved and tool is not None and not tool.read_only and problem is None
         planned = ledger.Planned(
             delivery_id=self.delivery.pk,
             attempt=self.attempt,
@@ -108,11 +118,18 @@ class Toolbox:
             connection_name=tool.connection.name if tool and tool.connection is not None else "",
             arguments=arguments if problem is None else {"_unparsed": str(raw_arguments)[:1000]},
             read_only=tool.read_only if tool else True,
+            needs_approval=waits,
+            requested_by=self.requested_by,
+            approval_expires_at=approvals.expires_at() if waits else None,
         )
         entry = database(ledger.begin, planned)
         self.next_index = entry.index + 1
         if entry.verdict is ledger.Verdict.GONE:
             return f"Error: the connection {planned.connection_name!r} was removed; nothing was done."
+        if entry.verdict is ledger.Verdict.AWAIT:
+            assert entry.action is not None
+            database(approvals.announce, entry.action)
+            return approvals.told_to_the_model(entry.action)
         if entry.verdict is ledger.Verdict.LOST:
             return "Error: this attempt no longer holds the message (another worker took it over); nothing was done."
         if entry.verdict is ledger.Verdict.UNKNOWN:
@@ -138,6 +155,20 @@ class Toolbox:
             logger.exception("tool %s failed", tool.name)
             return _finish(action, f"Error: the tool failed unexpectedly ({type(error).__name__}).", True)
         return _finish(action, result, False)
+
+    def call_approved(self, action: Action) -> str:
+        """Run a call the person approved (it waited in another delivery's ledger) as this delivery's next call."""
+        name = next(
+            (
+                tool.name
+                for tool in self.tools.values()
+                if tool.original_name == action.tool
+                and (tool.connection.name if tool.connection is not None else "") == action.connection_name
+            ),
+            action.tool,  # gone since (a connection removed): the call says there is no such tool
+        )
+        deadline = time.monotonic() + settings.ASSISTANT_TOOL_SECONDS
+        return self.call(f"approved-{action.pk}", name, action.arguments, 0, deadline, approved=True)
 
 
 def tool_name(text: str) -> str:

@@ -18,7 +18,10 @@ What remains possible, and is documented: a worker lost *during* a side-effectin
 its result was written) leaves the call ``interrupted``; it is not repeated, and the person is told it may or may not
 have happened.
 
-A later state (a call awaiting a person's approval, h25) fits before ``running``: ``begin`` would answer "wait"."""
+A call that needs the person's approval (``Planned.needs_approval``: a side-effecting tool for a key's or a
+trigger's message, assistant/approvals.py) is not begun: its row is written ``awaiting_approval`` and ``begin``
+answers AWAIT; a replay of the same call finds that row (or its answer: approved, denied, expired) and waits too.
+The approved call then runs in the delivery of the person's approval, as that delivery's own call."""
 
 import enum
 from dataclasses import dataclass
@@ -38,6 +41,7 @@ class Verdict(enum.Enum):
     REUSE = "reuse"  # an earlier attempt ran it: its recorded result is the answer
     UNKNOWN = "unknown"  # an earlier attempt began it and was lost: not repeated
     LOST = "lost"  # this attempt no longer holds the delivery: nothing is run
+    AWAIT = "await"  # the call waits for (or got) the person's answer: not run by this delivery
     GONE = "gone"  # the tool's connection was removed (or switched off) since the toolbox was made: nothing is run
 
 
@@ -56,6 +60,9 @@ class Planned:
     connection_name: str
     arguments: dict[str, Any]
     read_only: bool
+    needs_approval: bool = False
+    requested_by: str = ""  # who asked, for the person: "API key “ci” (psk_…ab12)"
+    approval_expires_at: Any = None  # datetime until which the person may answer
 
 
 @dataclass(frozen=True)
@@ -90,11 +97,12 @@ def _begin(planned: Planned) -> Entry:
         return Entry(Verdict.GONE, planned.index, None)
     existing = Action.objects.filter(delivery_id=planned.delivery_id, call_index=planned.index).first()
     if existing is None:
-        return Entry(Verdict.RUN, planned.index, _create(planned, planned.index))
+        return _new(planned, planned.index)
     if not _same_call(existing, planned):
         taken = Action.objects.filter(delivery_id=planned.delivery_id).aggregate(last=Max("call_index"))["last"]
-        index = (taken or 0) + 1
-        return Entry(Verdict.RUN, index, _create(planned, index))
+        return _new(planned, (taken or 0) + 1)
+    if existing.state in WAITING_STATES:
+        return Entry(Verdict.AWAIT, planned.index, existing)
     if existing.state == ActionState.DONE:
         return Entry(Verdict.REUSE, planned.index, existing)
     if planned.read_only:
@@ -106,6 +114,15 @@ def _begin(planned: Planned) -> Entry:
         existing.state = ActionState.INTERRUPTED
         existing.save(update_fields=["state"])
     return Entry(Verdict.UNKNOWN, planned.index, existing)
+
+
+# A call in one of these states was not run by its delivery: it waits for the person, or got their answer.
+WAITING_STATES = (ActionState.AWAITING_APPROVAL, ActionState.APPROVED, ActionState.DENIED, ActionState.EXPIRED)
+
+
+def _new(planned: Planned, index: int) -> Entry:
+    action = _create(planned, index)
+    return Entry(Verdict.AWAIT if planned.needs_approval else Verdict.RUN, index, action)
 
 
 def _same_call(action: Action, planned: Planned) -> bool:
@@ -122,7 +139,9 @@ def _create(planned: Planned, index: int) -> Action:
         attempt=planned.attempt,
         round=planned.round,
         call_index=index,
-        state=ActionState.RUNNING,
+        state=ActionState.AWAITING_APPROVAL if planned.needs_approval else ActionState.RUNNING,
+        requested_by=planned.requested_by[:300],
+        approval_expires_at=planned.approval_expires_at if planned.needs_approval else None,
         tool_call_id=planned.tool_call_id,
         kind=planned.kind,
         tool=planned.tool,

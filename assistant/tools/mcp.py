@@ -77,6 +77,7 @@ def tools_of(user: User) -> list[Tool]:
                     run=_runner(connection, tool.name),
                     original_name=tool.name,
                     connection=connection,
+                    read_only=tool.read_only,
                     uses_database=False,  # it waits on the server; its two writes go through database()
                 )
             )

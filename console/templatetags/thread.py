@@ -31,6 +31,12 @@ def actions_of(message: Message) -> list[Any]:
 
 
 @register.filter
+def approval_of(message: Message) -> Any:
+    """The action an assistant's message asks approval for, if it is one (assistant/approvals.py)."""
+    return presentation.approval_of(message)
+
+
+@register.filter
 def excerpt(text: str) -> presentation.Excerpt:
     return presentation.excerpt(text or "")
 

@@ -23,6 +23,7 @@ _SOURCE_OF_ENDPOINT = {
     Endpoint.CONSOLE: Source.APP,
     Endpoint.WEBHOOK_TRIGGER: Source.WEBHOOK_TRIGGER,
     Endpoint.FOLLOW_UP: Source.TOOL_FOLLOW_UP,
+    Endpoint.APPROVAL: Source.APPROVAL,
     Endpoint.CHANNEL: Source.SMS,  # the caller names the channel (``source``)
 }
 
@@ -38,6 +39,7 @@ def record_user_message(
     confirm_key: bool = False,
     trigger: WebhookTrigger | None = None,
     source: Source | None = None,
+    notes_key_use: bool = True,
 ) -> Message:
     """Record a message in the user's thread and its delivery record (with the database task backend, the delivery
     queue's entry: delivery/queue.py), together or not at all (DESIGN.md, "Conversations and the assistant
@@ -49,7 +51,10 @@ def record_user_message(
 
     ``trigger``: the webhook trigger whose firing this is (then there is no key).
 
-    ``source``: where the person wrote it, when the endpoint alone does not say (a linked channel: sms, ...)."""
+    ``source``: where the person wrote it, when the endpoint alone does not say (a linked channel: sms, ...).
+
+    ``notes_key_use``: False where the key is only the message's origin, not its sender (the person's approval of
+    what the key asked for)."""
     # Keys by id rather than by instance: nothing reads the related objects back from these rows, and setting an
     # instance goes through Django's related-object descriptor (type and router checks, caches) for each.
     api_key_id = None if api_key is None else api_key.pk
@@ -80,6 +85,6 @@ def record_user_message(
         raise recent.NoLongerHolds()
     # The database queue: nothing (the delivery row is the queue's entry); a broker: its message, after the commit.
     enqueue_delivery(message.public_id, delivery_id=delivery.pk)
-    if api_key is not None:
+    if api_key is not None and notes_key_use:
         note_key_used(api_key)
     return message

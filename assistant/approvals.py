@@ -1,0 +1,123 @@
+"""Approval: a side-effecting tool that the assistant wants for a message from an API key or a webhook trigger is
+not called. Its call is recorded in the delivery's ledger as ``awaiting_approval`` (assistant/tools/ledger.py), and
+the assistant asks the person in the thread (``announce``: one message per call, however often it is replayed);
+the person approves or denies in the console (ingestion/approvals.py records the decision).
+
+Approved, the decision is a message of the thread with a delivery of its own; when its attempt begins, whatever the
+backend, ``assistant.backends.approved`` runs the approved call as that delivery's first call, through the same
+ledger, so a worker killed during the attempt neither loses the call nor repeats it (a call it had begun is reported
+as of unknown effect, as any other). The backend then gets the result as the message's text and the assistant goes on.
+Denied, or left unanswered past ``APPROVAL_TIMEOUT_SECONDS``, the assistant says so in the thread and nothing runs.
+"""
+
+import json
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts import audit
+from accounts.models import AuditKind
+from assistant.models import Action, ActionState
+from conversations.models import Delivery, Message, Source
+from conversations.services import assistant_message
+
+APPROVAL_CONTEXT = "approval"  # the asking message's context: {"approval": <action id>}
+APPROVED_CONTEXT = "approvedAction"  # the decision's message: {"approvedAction": <action id>}
+
+
+def expires_at() -> datetime:
+    return timezone.now() + timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS)
+
+
+def describe(action: Action) -> str:
+    arguments = json.dumps(action.arguments, ensure_ascii=False, sort_keys=True)
+    if len(arguments) > 600:
+        arguments = arguments[:600] + "…"
+    return f"{action.label} with {arguments}"
+
+
+def announce(action: Action) -> None:
+    """Ask the person in the thread, once per call (a replayed call finds its question already asked)."""
+    with transaction.atomic():
+        locked = Action.objects.select_for_update().select_related("delivery").get(pk=action.pk)
+        if locked.approval_message_id is not None or locked.state != ActionState.AWAITING_APPROVAL:
+            return
+        text = (
+            f"{locked.requested_by or 'An automation'} asked for something that needs your approval: "
+            f"{describe(locked)}. I have not done it. Approve or deny it on this message in the console"
+            f"{_until(locked)}."
+        )
+        assert locked.delivery.conversation_id is not None  # a delivery of a message is in its thread
+        message = assistant_message(
+            locked.delivery.conversation_id, text, source=Source.ASSISTANT, context={APPROVAL_CONTEXT: locked.pk}
+        )
+        Action.objects.filter(pk=locked.pk).update(approval_message=message)
+
+
+def _until(action: Action) -> str:
+    if action.approval_expires_at is None:
+        return ""
+    return f" (until {action.approval_expires_at:%Y-%m-%d %H:%M} UTC)"
+
+
+def told_to_the_model(action: Action) -> str:
+    """What the model hears for a call that waits for, or got, the person's answer."""
+    state = action.state
+    if state == ActionState.AWAITING_APPROVAL:
+        return (
+            "Not done: this action changes something, and the message came from an automation, so the person must "
+            "approve it first. They have been asked in the thread. Do not call it again; tell them it awaits their "
+            "approval."
+        )
+    if state == ActionState.APPROVED:
+        return "The person approved this action; it is carried out separately. Do not call it again."
+    if state == ActionState.DENIED:
+        return "The person denied this action: it was not done. Do not call it again."
+    return "The person did not answer in time: the action was not done. Do not call it again."
+
+
+def approved_action(message_id: str) -> Action | None:
+    message = Message.objects.filter(public_id=message_id).first()
+    if message is None or not isinstance(message.context, dict):
+        return None
+    action_id = message.context.get(APPROVED_CONTEXT)
+    if not isinstance(action_id, int):
+        return None
+    return Action.objects.filter(pk=action_id, state=ActionState.APPROVED).select_related("connection").first()
+
+
+def expire_overdue(now: datetime | None = None) -> int:
+    """Answer for the person who did not: every call still awaiting approval past its time is expired, and the
+    assistant says so in the thread. Returns how many."""
+    now = now or timezone.now()
+    expired = 0
+    for action in Action.objects.filter(state=ActionState.AWAITING_APPROVAL, approval_expires_at__lte=now):
+        expired += expire(action, now)
+    return expired
+
+
+def expire(action: Action, now: datetime | None = None) -> bool:
+    now = now or timezone.now()
+    with transaction.atomic():
+        changed = Action.objects.filter(
+            pk=action.pk, state=ActionState.AWAITING_APPROVAL, approval_expires_at__lte=now
+        ).update(state=ActionState.EXPIRED, decided_at=now)
+        if not changed:
+            return False
+        delivery = Delivery.objects.select_related("conversation").get(pk=action.delivery_id)
+        assert delivery.conversation is not None and delivery.conversation_id is not None
+        assistant_message(
+            delivery.conversation_id,
+            f"Nobody answered in time, so I did not do it: {describe(action)}.",
+            source=Source.ASSISTANT,
+            context={"approvalExpired": action.pk},
+        )
+        audit.record(
+            delivery.conversation.user_id,
+            AuditKind.APPROVAL_EXPIRED,
+            f"{describe(action)}, asked for by {action.requested_by}",
+            by=audit.SYSTEM,
+        )
+    return True

@@ -1,0 +1,36 @@
+"""An action the assistant asked approval for (assistant/approvals.py): what, for whom, asked by which key or
+trigger; Approve or Deny (POST, with its CSRF token). The thread shows the same buttons on the asking message."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from ingestion import approvals
+
+SAID = {
+    approvals.Answer.APPROVED: "Approved: the assistant carries it out now and tells you the result in the thread.",
+    approvals.Answer.DENIED: "Denied: it was not done.",
+    approvals.Answer.TOO_LATE: "Too late: the request had expired, so it was not done.",
+    approvals.Answer.ALREADY: "This request was answered already.",
+}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def approval(request: HttpRequest, pk: int) -> HttpResponse:
+    action = approvals.pending_of(request.user, pk)  # type: ignore[arg-type]
+    if action is None:
+        raise Http404
+    if request.method == "POST":
+        decision = request.POST.get("decision")
+        if decision not in ("approve", "deny"):
+            messages.error(request, "Choose Approve or Deny.")
+            return redirect("approvals:detail", pk=pk)
+        answer = approvals.answer(request.user, action, approve=decision == "approve")  # type: ignore[arg-type]
+        (messages.success if answer in (approvals.Answer.APPROVED, approvals.Answer.DENIED) else messages.info)(
+            request, SAID[answer]
+        )
+        return redirect("conversations:thread")
+    return render(request, "approvals/detail.html", {"action": action})

@@ -1,0 +1,69 @@
+"""The person's answer to an action the assistant asked approval for (assistant/approvals.py). Approved: a message
+of theirs in the thread with its delivery, which carries the action out before the assistant goes on. Denied: the
+assistant says it did not do it. Either way once, under the action's row lock, and in the audit log."""
+
+import enum
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from accounts import audit
+from accounts.models import AuditKind
+from assistant import approvals
+from assistant.models import Action, ActionState
+from conversations.models import Endpoint, Source
+from conversations.services import assistant_message
+from ingestion.hotpath.recording import record_user_message
+
+
+class Answer(enum.Enum):
+    APPROVED = "approved"
+    DENIED = "denied"
+    TOO_LATE = "too late"  # it expired before the answer
+    ALREADY = "already answered"
+
+
+def pending_of(user: User, action_id: int) -> Action | None:
+    """The person's own action that asked for approval (another's is as absent as one that never existed)."""
+    return (
+        Action.objects.select_related("delivery__message__api_key", "delivery__message__trigger")
+        .filter(pk=action_id, delivery__conversation__user=user, approval_message__isnull=False)
+        .first()
+    )
+
+
+def answer(user: User, action: Action, approve: bool) -> Answer:
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Action.objects.select_for_update().get(pk=action.pk)
+        if locked.state != ActionState.AWAITING_APPROVAL:
+            return Answer.ALREADY
+        if locked.approval_expires_at is not None and locked.approval_expires_at <= now:
+            approvals.expire(locked, now)
+            return Answer.TOO_LATE
+        locked.state, locked.decided_at = (ActionState.APPROVED if approve else ActionState.DENIED), now
+        locked.save(update_fields=["state", "decided_at"])
+        what = f"{approvals.describe(locked)}, asked for by {locked.requested_by}"
+        origin = action.delivery.message
+        if approve:
+            audit.record(user, AuditKind.APPROVAL_GIVEN, what, by=audit.CONSOLE)
+            record_user_message(
+                user=user,
+                endpoint=Endpoint.APPROVAL,
+                text=f"Approved: {approvals.describe(locked)}.",
+                context={approvals.APPROVED_CONTEXT: locked.pk},
+                api_key=origin.api_key,  # what it goes on to do stays under the same key's rules
+                trigger=origin.trigger,
+                notes_key_use=False,
+            )
+            return Answer.APPROVED
+        audit.record(user, AuditKind.APPROVAL_DENIED, what, by=audit.CONSOLE)
+        assert action.delivery.conversation_id is not None
+        assistant_message(
+            action.delivery.conversation_id,
+            f"You denied it, so I did not do it: {approvals.describe(locked)}.",
+            source=Source.ASSISTANT,
+            context={"approvalDenied": locked.pk},
+        )
+        return Answer.DENIED
