@@ -277,7 +277,7 @@ def inbound(env: dict[str, str], key: str, args: argparse.Namespace) -> dict[str
         return None
     server = Server(env, [], Path(tempfile.gettempdir()) / "bench-channels-gunicorn.log")
     try:
-        server.wait_ready("/health/")
+        server.wait_ready("/health/", timeout=120)  # a loaded machine starts gunicorn slowly
         body = Path(tempfile.gettempdir()) / "bench-channels-body.json"
         body.write_text(json.dumps({"message": "Remind me to stretch at 3pm"}))
         lua = Path(tempfile.gettempdir()) / "bench-channels-telegram.lua"

@@ -96,8 +96,8 @@ def _route(channel: str, inbound: Inbound, request_id: str) -> Received:
     )
     _note_event(channel, inbound, message)
     LinkedAddress.objects.filter(pk=linked.pk).update(last_inbound_at=timezone.now())
-    # WhatsApp's window is open again: what was held for this address goes out now (channels/outbound/queue.py).
-    release_held(linked.user_id, channel, inbound.address)
+    if channel == Channel.WHATSAPP:  # its window is open again: what was held for it goes out now
+        release_held(linked.user_id, channel, inbound.address)
     return Received("recorded", message.public_id)
 
 

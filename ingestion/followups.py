@@ -105,15 +105,15 @@ class FollowUpView(APIView):
 
 def still_granted(action: Action) -> bool:
     """Whether what let the tool run still holds: its connection (removed or switched off: no), the account
-    (deactivated: no) and the key or trigger that sent the message (revoked: no). A token checked only for its own
-    age outlived all three."""
+    (deactivated: no) and the key or trigger that sent the message (revoked or expired: no). A token checked only
+    for its own age outlived all three."""
     message = action.delivery.message
     connection = action.connection
     if action.kind == ToolKind.MCP and (connection is None or not connection.active):
         return False
     if not message.conversation.user.is_active:
         return False
-    if message.api_key is not None and message.api_key.revoked_at is not None:
+    if message.api_key is not None and (message.api_key.is_revoked or message.api_key.is_expired()):
         return False
     return not (message.trigger is not None and message.trigger.revoked_at is not None)
 

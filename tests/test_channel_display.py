@@ -2,13 +2,13 @@
 (and again when a provider's status arrives, through the page's poll), on the message's page, in the admin."""
 
 import re
-from datetime import timedelta
+from datetime import time, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
 
 from channels.adapters.base import StatusUpdate
-from channels.models import OutboundMessage, OutboundStatus
+from channels.models import OutboundMessage, OutboundStatus, QuietHours
 from channels.outbound import statuses
 from channels.outbound.decide import WINDOW_CLOSED
 from tests.providers import providers  # noqa: F401  (the fixture)
@@ -106,3 +106,27 @@ def test_staff_see_the_outbox_and_can_send_a_failed_text_again(client, owner, tw
     send_due()
     row.refresh_from_db()
     assert row.status == OutboundStatus.SENT and twilio.texts_to(NUMBER) == ["Hello"]
+
+
+def test_the_person_sets_and_clears_quiet_hours_in_settings(client, owner):
+    page = client.get("/settings/channels/").content.decode()
+    assert "Quiet hours" in page and "at any time" in page
+
+    answer = client.post("/settings/channels/quiet-hours/", {"starts": "22:00", "ends": "07:00"}, follow=True)
+    assert "from 22:00 to 07:00" in answer.content.decode()
+    assert (owner.quiet_hours.starts, owner.quiet_hours.ends) == (time(22), time(7))
+    assert "(Europe/Paris)" in client.get("/settings/channels/").content.decode()  # read in the person's zone
+
+    refused = client.post("/settings/channels/quiet-hours/", {"starts": "22:00", "ends": ""})
+    assert refused.status_code == 400 and "Give both times" in refused.content.decode()
+    assert client.post("/settings/channels/quiet-hours/", {"starts": "", "ends": ""}).status_code == 302
+    assert not QuietHours.objects.filter(person=owner).exists()
+
+
+def test_quiet_hours_need_a_login_and_csrf(owner):
+    from django.test import Client
+
+    assert Client().post("/settings/channels/quiet-hours/", {"starts": "22:00", "ends": "07:00"}).status_code == 302
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(owner)
+    assert strict.post("/settings/channels/quiet-hours/", {"starts": "22:00", "ends": "07:00"}).status_code == 403

@@ -83,6 +83,7 @@ def test_the_console_add_form_is_bounded_too(client, user, limits):
         page = client.post("/connections/", {"name": "Tracker", "server_url": server.url})
 
     assert page.status_code == 429
+    assert int(page["Retry-After"]) >= 1
     assert "still running" in page.content.decode()
     assert not server.requests
 

@@ -181,6 +181,16 @@ def _revoke_key(action):
     revoke_key(action.delivery.message.api_key)
 
 
+def _expire_key(action):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from keys.models import ApiKey
+
+    ApiKey.objects.filter(pk=action.delivery.message.api_key_id).update(expires_at=timezone.now() - timedelta(1))
+
+
 def _deactivate_account(action):
     owner = action.delivery.message.conversation.user
     owner.is_active = False
@@ -188,7 +198,7 @@ def _deactivate_account(action):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("end", [_remove_connection, _revoke_key, _deactivate_account])
+@pytest.mark.parametrize("end", [_remove_connection, _revoke_key, _expire_key, _deactivate_account])
 def test_a_token_dies_with_the_connection_the_key_or_the_account(client, action, settings, end):
     """A follow-up token outlived what it was handed out under: 200, a nextToken, and the text went to the
     assistant. The tool's access ends with the connection, the key that sent the message or the account."""

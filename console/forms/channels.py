@@ -33,3 +33,19 @@ class CodeForm(forms.Form):
             attrs={"autocomplete": "one-time-code", "inputmode": "numeric", "pattern": "[0-9 ]*", "autofocus": True}
         ),
     )
+
+
+class QuietHoursForm(forms.Form):
+    """A span of the person's day when nothing is sent to their phone; both empty: none."""
+
+    starts = forms.TimeField(label="From", required=False, widget=forms.TimeInput(attrs={"type": "time"}))
+    ends = forms.TimeField(label="Until", required=False, widget=forms.TimeInput(attrs={"type": "time"}))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        starts, ends = data.get("starts"), data.get("ends")
+        if (starts is None) != (ends is None) and not self.errors:
+            raise forms.ValidationError("Give both times, or neither to have no quiet hours.")
+        if starts is not None and starts == ends:
+            raise forms.ValidationError("The two times are the same: give a span, or neither time.")
+        return data

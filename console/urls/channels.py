@@ -8,5 +8,6 @@ urlpatterns = [
     path("settings/channels/", views.channel_list, name="settings"),
     path("settings/channels/code/", views.confirm_code, name="confirm"),
     path("settings/channels/telegram/", views.telegram_link, name="telegram"),
+    path("settings/channels/quiet-hours/", views.quiet_hours, name="quiet_hours"),
     path("settings/channels/<int:linked_id>/unlink/", views.unlink, name="unlink"),
 ]

@@ -9,21 +9,29 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.services import profile_of
 from channels import linking
 from channels.adapters import configured, telegram
 from channels.adapters.base import PHONE_CHANNELS, Channel
 from channels.models import ChannelKind
 from channels.notify import send_notice
-from console.forms.channels import CodeForm, PhoneLinkForm
+from channels.outbound.people import quiet_hours_of, set_quiet_hours
+from console.forms.channels import CodeForm, PhoneLinkForm, QuietHoursForm
 from console.views.accounts import browser_regions
 
 
 def _page(
-    request: HttpRequest, form: PhoneLinkForm, code_form: CodeForm | None = None, status: int = 200
+    request: HttpRequest,
+    form: PhoneLinkForm,
+    code_form: CodeForm | None = None,
+    status: int = 200,
+    quiet_form: QuietHoursForm | None = None,
 ) -> HttpResponse:
     user: User = request.user  # type: ignore[assignment]
     offered = configured()
     pending = linking.pending_phone_code(user)
+    hours = quiet_hours_of(user)
+    initial = {"starts": hours.starts, "ends": hours.ends} if hours else {}
     return render(
         request,
         "channels/settings.html",
@@ -36,6 +44,9 @@ def _page(
             "pending": pending,
             "pending_channel": ChannelKind(pending.channel).label if pending else "",
             "code_form": code_form or CodeForm(),
+            "quiet_form": quiet_form or QuietHoursForm(initial=initial),
+            "quiet_hours": hours,
+            "time_zone": profile_of(user).time_zone,
         },
         status=status,
     )
@@ -107,4 +118,21 @@ def telegram_link(request: HttpRequest) -> HttpResponse:
 def unlink(request: HttpRequest, linked_id: int) -> HttpResponse:
     if linking.unlink(request.user, linked_id):  # type: ignore[arg-type]
         messages.success(request, "Unlinked. Messages from there no longer reach your assistant.")
+    return redirect("channels:settings")
+
+
+@login_required
+@require_POST
+def quiet_hours(request: HttpRequest) -> HttpResponse:
+    """Set or clear the person's quiet hours (in their profile's time zone)."""
+    form = QuietHoursForm(request.POST)
+    if not form.is_valid():
+        return _page(request, PhoneLinkForm(phone_regions=browser_regions(request)), quiet_form=form, status=400)
+    hours = set_quiet_hours(request.user, form.cleaned_data["starts"], form.cleaned_data["ends"])  # type: ignore[arg-type]
+    if hours is None:
+        messages.success(request, "No quiet hours: texts go to your phone at any time.")
+    else:
+        messages.success(
+            request, f"Quiet hours set: nothing is sent to your phone from {hours.starts:%H:%M} to {hours.ends:%H:%M}."
+        )
     return redirect("channels:settings")

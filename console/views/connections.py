@@ -32,7 +32,7 @@ def _owned(request: HttpRequest, public_id: str) -> Connection:
 @require_http_methods(["GET", "POST"])
 def connection_list(request: HttpRequest) -> HttpResponse:
     form = ConnectionForm(request.POST or None)
-    status = 400
+    status, retry_after = 400, None
     if request.method == "POST" and form.is_valid():
         try:
             connection = services.add_connection(
@@ -46,7 +46,7 @@ def connection_list(request: HttpRequest) -> HttpResponse:
             form.add_error(None, str(refused))
         except ChecksBusy as busy:
             form.add_error(None, str(busy))
-            status = 503 if busy.whole_process else 429
+            status, retry_after = (503 if busy.whole_process else 429), busy.wait
         else:
             messages.success(request, f"Connected to {connection.name}: {connection.tools.count()} tools.")
             return redirect("connections:list")
@@ -54,7 +54,10 @@ def connection_list(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         status = 200
     context = {"connections": connections, "form": form, **page_context(request)}
-    return render(request, "connections/list.html", context, status=status)
+    response = render(request, "connections/list.html", context, status=status)
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
 
 
 @login_required

@@ -315,6 +315,54 @@ def test_channel_screenshots(context, live_server, settings, providers):
     _shoot(page, "settings-channels")
 
 
+def test_phone_status_screenshots(context, live_server, settings, providers):
+    """The thread with what became of each reply on the person's phone (README, "Outbound: the outbox"): delivered,
+    read, in parts, waiting for quiet hours, retrying, held outside WhatsApp's window.
+    `pytest tests/browser/screenshots.py -k phone_status` rewrites only this one."""
+    from channels.models import LinkedAddress, OutboundMessage, QuietHours
+    from channels.outbound.sender import Sender
+    from conversations import outbound
+    from tests.providers import configure
+
+    configure(settings, providers, live_server.url, whatsapp_through="twilio")
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}}
+    user = create_account(email=EMAIL, password=PASSWORD, phone_number="+14155551234", channel="sms")
+    LinkedAddress.objects.create(user=user, channel="sms", address="+14155551234")
+    conversation = conversation_of(user)
+    now = timezone.now().replace(second=0, microsecond=0)
+
+    def say(text: str, minutes_ago: int) -> Message:
+        message = Message.objects.create(
+            conversation=conversation, role=Role.ASSISTANT, source=Source.ASSISTANT, text=text
+        )
+        outbound.written([message.pk])
+        _backdate(message, now - timedelta(minutes=minutes_ago))
+        return message
+
+    typed = record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="Plan my Thursday, please.")
+    _backdate(typed, now - timedelta(minutes=50))
+    Delivery.objects.filter(message=typed).update(status="delivered")
+    say("Done: **deep work 13:00–15:00** on Thursday, dentist stays at 10:00.", 49)
+    say("Here is the week:\n\n" + "\n".join(f"- Day {n}: " + "planning and reviews " * 12 for n in range(1, 9)), 40)
+    Sender().drain()
+    first, *rest = OutboundMessage.objects.order_by("id")
+    providers.twilio.status(first.provider_message_id, "delivered").post(live_server.url)
+    for row in rest:
+        providers.twilio.status(row.provider_message_id, "read").post(live_server.url)
+    providers.twilio.fail_next(503)
+    say("Your build of shop-api is green.", 20)
+    Sender().drain()
+    QuietHours.objects.create(
+        person=user, starts=(now - timedelta(hours=1)).time(), ends=(now + timedelta(hours=7)).time()
+    )
+    say("Reminder: call the bank about the mortgage.", 2)
+    context.set_default_timeout(30_000)  # a busy machine
+    page = _log_in(context)
+    page.goto("/conversation/")
+    page.get_by_text("Reminder: call the bank").wait_for()
+    _shoot(page, "thread-phone-status")
+
+
 def _log_in(context):
     page = context.new_page()
     page.goto("/login/")
