@@ -349,6 +349,9 @@ def main() -> None:
                 ).fetchone()
                 window = (t1 - t0).total_seconds()
                 most_attempts = db.execute("SELECT coalesce(max(attempts), 0) FROM conversations_delivery").fetchone()
+                delivered_total, total = db.execute(
+                    "SELECT count(*) FILTER (WHERE status = 'delivered'), count(*) FROM conversations_delivery"
+                ).fetchone()
             handed = [line for line in seen.read_text().splitlines() if line]
             result = {
                 "rate": args.rate,
@@ -379,6 +382,7 @@ def main() -> None:
                 "peak_in_flight": peak_in_flight[0],
                 "double_attempts": len(handed) - len(set(handed)),
                 "most_attempts": most_attempts[0],
+                "delivered_of_all": f"{delivered_total}/{total}",
                 "offer_seconds": round(took, 1),
                 "loadavg": os.getloadavg(),
             }

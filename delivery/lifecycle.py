@@ -131,7 +131,8 @@ _MARK_CLAIMED = """
 _CLAIM_WITH_REQUESTS = """
     WITH claimed AS ({mark_claimed})
     SELECT claimed.id, claimed.attempts, claimed.backend, m.public_id, m.text, m.context::text, m.source,
-           m.created_at, conv.user_id, k.id, k.name, k.hint, thread.ids, thread.roles, thread.texts, thread.times
+           m.created_at, conv.user_id, k.id, k.name, k.hint, thread.ids, thread.roles, thread.texts, thread.times,
+           thread.replied_by
     FROM claimed
     JOIN {message} AS m ON m.id = claimed.message_id
     JOIN {conversation} AS conv ON conv.id = m.conversation_id
@@ -140,8 +141,11 @@ _CLAIM_WITH_REQUESTS = """
         SELECT array_agg(t.public_id ORDER BY t.created_at, t.id) AS ids,
                array_agg(t.role ORDER BY t.created_at, t.id) AS roles,
                array_agg(t.text ORDER BY t.created_at, t.id) AS texts,
-               array_agg(t.created_at ORDER BY t.created_at, t.id) AS times
-        FROM (SELECT u.public_id, u.role, u.text, u.created_at, u.id FROM {message} AS u
+               array_agg(t.created_at ORDER BY t.created_at, t.id) AS times,
+               array_agg(t.replied_by ORDER BY t.created_at, t.id) AS replied_by
+        FROM (SELECT u.public_id, u.role, u.text, u.created_at, u.id,
+                     COALESCE((SELECT r.backend FROM {delivery} AS r WHERE r.reply_id = u.id), '') AS replied_by
+              FROM {message} AS u
               WHERE u.conversation_id = m.conversation_id AND (u.created_at, u.id) <= (m.created_at, m.id)
               ORDER BY u.created_at DESC, u.id DESC LIMIT %(thread)s) AS t
     ) AS thread

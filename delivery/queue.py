@@ -54,10 +54,10 @@ def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | 
 
 def _claim_of_row(row: Sequence[Any]) -> Claim:
     (delivery_id, attempt, backend, public_id, text, context, source, created_at, user_id) = row[:9]
-    key_id, key_name, key_hint, ids, roles, texts, times = row[9:]
+    key_id, key_name, key_hint, ids, roles, texts, times, replied_by = row[9:]
     thread = [
-        ThreadEntry(id=i, role=r, text=t, created_at=at.isoformat())
-        for i, r, t, at in zip(ids, roles, texts, times, strict=True)
+        ThreadEntry(id=i, role=r, text=t, created_at=at.isoformat(), replied_by=b)
+        for i, r, t, at, b in zip(ids, roles, texts, times, replied_by, strict=True)
     ]
     request = AssistantRequest(
         message_id=public_id,

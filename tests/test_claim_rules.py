@@ -114,6 +114,8 @@ def test_after_the_last_takeover_the_delivery_fails_with_the_reason_and_its_thre
     assert state(poison) == (DeliveryStatus.PROCESSING, 3, 2)
     expire(poison)
 
+    lifecycle._last_reaped = timezone.now().timestamp()  # the claim alone (reaping ran a moment ago)
+    assert queue.claim(10) == []  # never taken over a third time; it still holds its thread until failed
     assert claimed() == [(after.pk, 1)]
     poison.refresh_from_db()
     assert (poison.status, poison.attempts, poison.takeovers) == (DeliveryStatus.FAILED, 3, 2)

@@ -65,7 +65,7 @@ def test_two_broker_workers_deliver_each_thread_in_order_each_message_once(stack
 def test_a_broker_worker_killed_mid_attempt_is_recovered_by_another(stack):
     [key] = stack.take_keys(1)
     with runtime_server() as runtime:
-        env = stack.worker_env(runtime, ASSISTANT_TIMEOUT_SECONDS="4", DELIVERY_LEASE_MARGIN_SECONDS="1")
+        env = stack.worker_env(runtime, ASSISTANT_TIMEOUT_SECONDS="4", DELIVERY_LEASE_SECONDS="3")
         doomed = dramatiq_worker(stack, env, "dramatiq-doomed")
         try:
             message_id = accept(stack, key, "slow:2")
@@ -84,7 +84,8 @@ def test_a_broker_worker_killed_mid_attempt_is_recovered_by_another(stack):
             survivor.stop()
 
     assert deliveries(stack, [message_id, behind]) == {message_id: ("delivered", 2), behind: ("delivered", 1)}
-    assert [(r.message_id, r.attempt) for r in runtime.received] == [(message_id, 1), (message_id, 2), (behind, 1)]
+    ours = [(r.message_id, r.attempt) for r in runtime.received if r.message_id in (message_id, behind)]
+    assert ours == [(message_id, 1), (message_id, 2), (behind, 1)]  # (an earlier test's put-back may come here too)
 
 
 def _process_group(worker: Worker) -> list[int]:

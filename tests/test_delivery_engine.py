@@ -157,7 +157,7 @@ def test_sigterm_puts_back_what_cannot_finish_in_the_grace_period_without_counti
 def test_kill_9_mid_attempt_recovers_by_itself_when_the_lease_expires(stack):
     [key] = stack.take_keys(1)
     with runtime_server() as runtime:
-        env = stack.worker_env(runtime, ASSISTANT_TIMEOUT_SECONDS="4", DELIVERY_LEASE_MARGIN_SECONDS="1")
+        env = stack.worker_env(runtime, ASSISTANT_TIMEOUT_SECONDS="4", DELIVERY_LEASE_SECONDS="3")
         doomed = Worker(env, "kill-doomed")
         try:
             message_id = accept(stack, key, "slow:2")
@@ -178,7 +178,8 @@ def test_kill_9_mid_attempt_recovers_by_itself_when_the_lease_expires(stack):
 
     assert deliveries(stack, [message_id, behind]) == {message_id: ("delivered", 2), behind: ("delivered", 1)}
     # Handed over twice only because the crash hid the outcome: the same webhook-id, the next attempt number.
-    assert [(r.message_id, r.attempt) for r in runtime.received] == [(message_id, 1), (message_id, 2), (behind, 1)]
+    ours = [(r.message_id, r.attempt) for r in runtime.received if r.message_id in (message_id, behind)]
+    assert ours == [(message_id, 1), (message_id, 2), (behind, 1)]  # (an earlier test's put-back may come here too)
     assert runtime.overlaps == []
     assert receipt(stack, key, message_id)["message"] == "Delivered to the assistant, which replied."
 

@@ -248,9 +248,42 @@ def test_a_webhook_triggers_action_is_understood_like_a_message(user, django_cap
     asked = Action.objects.get()
     assert (asked.tool, asked.state) == ("schedule_reminder", ActionState.AWAITING_APPROVAL)
     assert not Reminder.objects.exists()
+    assert reply_text() == local.APPROVAL_NEEDED
     with django_capture_on_commit_callbacks(execute=True):
         answer(user, asked, approve=True)
     assert Reminder.objects.get().text == "Check the deploy"
+    assert reply_text().startswith("Done. Scheduled reminder rem_")
+
+
+def test_a_keys_message_that_needs_approval_acts_once_the_person_approves(
+    person, send, django_capture_on_commit_callbacks
+):
+    from assistant.models import ActionState
+    from ingestion.approvals import answer
+
+    _, key = make_key(person, "cautious", Generation.V2, tools_need_approval=True)
+    send(key, {"message": "Remind me to stretch in 20 minutes"})
+
+    asked = Action.objects.get()
+    assert (asked.tool, asked.state, asked.arguments["text"]) == (
+        "schedule_reminder",
+        ActionState.AWAITING_APPROVAL,
+        "Stretch",
+    )
+    assert not Reminder.objects.exists()
+    assert reply_text() == local.APPROVAL_NEEDED  # never "Okay! I'll remind you…" before it is done
+
+    send(key, {"message": "what reminders do I have"})  # reading needs no approval
+    assert reply_text() == "You have no reminders scheduled."
+
+    with django_capture_on_commit_callbacks(execute=True):
+        answer(person, asked, approve=True)
+
+    reminder = Reminder.objects.get()
+    assert reminder.text == "Stretch"
+    assert reply_text() == f"Done. Scheduled reminder {reminder.public_id}: “Stretch” at " + (
+        reminder.next_due_at.astimezone(PARIS).isoformat(timespec="minutes") + " (Europe/Paris)."
+    )
 
 
 def test_an_attempt_that_replays_a_lost_one_does_not_schedule_twice(

@@ -1,7 +1,8 @@
 """A newcomer's first message under `make run`: the same commands the Makefile runs (migrate, then `manage.py serve`
 with DEBUG on and nothing else set, so SQLite and the default backends), a key from `createapikey`, and "Remind me
-to stretch …" sent over HTTP. The built-in assistant schedules the reminder and the worker inside the server's
-process fires it into the thread. Time moves on by moving the reminder task's run_after, as in test_reminders.py."""
+to stretch …" sent over HTTP. The built-in assistant asks the person's approval (a key's message), and once it is
+given schedules the reminder; the worker inside the server's process fires it into the thread. Time moves on by
+moving the reminder task's run_after, as in test_reminders.py."""
 
 import json
 import os
@@ -73,6 +74,16 @@ from reminders.firing import fire_reminder
 from reminders.models import Reminder
 
 deadline = time.monotonic() + {seconds}
+# A key's message may change nothing without the person's approval (assistant/approvals.py): they approve it, as
+# the console's button does.
+from assistant.models import Action, ActionState
+from ingestion.approvals import answer
+while not Action.objects.filter(state=ActionState.AWAITING_APPROVAL).exists() and time.monotonic() < deadline:
+    time.sleep(0.2)
+asked = Action.objects.filter(state=ActionState.AWAITING_APPROVAL).first()
+print("asked:", asked.tool if asked else None)
+if asked is not None:
+    answer(asked.delivery.conversation.user, asked, approve=True)
 while not Reminder.objects.exists() and time.monotonic() < deadline:
     time.sleep(0.2)
 reminder = Reminder.objects.first()
@@ -116,5 +127,6 @@ def test_remind_me_to_stretch_under_make_run_creates_a_reminder_that_fires(tmp_p
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+    assert "asked: schedule_reminder" in out, out
     assert "scheduled: Stretch" in out, out
     assert "fired: ['Reminder: Stretch']" in out, out

@@ -20,6 +20,7 @@ from assistant.tools import Toolbox
 from assistant.tools.toolbox import toolbox_for_request
 from conversations.models import Role, Source
 
+APPROVAL_NEEDED = "That needs your approval first: approve or deny it on the message just above, and I'll go ahead."
 QUOTE_LIMIT = 280
 MEMBERS_LISTED = 10
 
@@ -34,6 +35,8 @@ def deliver(request: AssistantRequest, now: datetime | None = None) -> Reply:
     zone = ZoneInfo(toolbox.time_zone)  # read with the toolbox: an attempt thread holds no connection
     local_now = (now or _sent_at(request)).astimezone(zone).replace(tzinfo=None)
     text = request.text
+    if request.source == Source.APPROVAL:
+        return Reply(_approved(text))
     if request.source == Source.WEBHOOK_TRIGGER:
         text = text.split("\n", 1)[0]  # the trigger's action; the next line only says which trigger fired
     intent = understand(text, local_now, toolbox.tools.keys(), earlier=_asked_about(request))
@@ -84,10 +87,18 @@ class _Turn:
             return _receipt(request)
         return f"Sorry, I didn't understand that. {replies.CAPABILITIES}"
 
+    def waits(self, tool: str) -> bool:
+        """Whether the call only asks the person's approval (a key's or a trigger's message, a tool that changes
+        something): assistant/approvals.py asks them in the thread and carries it out once they approve."""
+        found = self.toolbox.tools.get(tool)
+        return self.toolbox.needs_approval and found is not None and not found.read_only
+
     def act(self, intent: Act) -> str:
         result, ok = self.call(intent.tool, intent.arguments)
         if not ok:
             return f"I couldn't do that: {result}"
+        if self.waits(intent.tool):
+            return APPROVAL_NEEDED
         if intent.done and intent.tool != "calendar_list_events":
             return intent.done + self.zone_hint()
         if intent.tool == "list_reminders":
@@ -119,7 +130,20 @@ class _Turn:
         result, ok = self.call("cancel_reminder", {"id": matching[0]["id"]})
         if not ok:
             return f"I couldn't cancel it: {result}"
+        if self.waits("cancel_reminder"):
+            return APPROVAL_NEEDED
         return f"Cancelled your reminder “{matching[0].get('text', '')}”."
+
+
+def _approved(text: str) -> str:
+    """The person approved a call this assistant asked for; the wrapper (assistant/backends/approved.py) ran it and
+    hands over "I approved …. Result: …": say how it went."""
+    _, found, result = text.partition("Result: ")
+    if not found:
+        return text
+    if result.startswith("Error: "):
+        return f"I couldn't do it after all: {result.removeprefix('Error: ')}"
+    return f"Done. {result}"
 
 
 def _matches(item: dict[str, Any], words: str) -> bool:
