@@ -146,6 +146,22 @@ def roll_key(key: ApiKey, overlap: timedelta, *, by: str = audit.COMMAND) -> tup
     return new, plaintext
 
 
+def set_tool_policy(
+    key: ApiKey, access: str, allowed: list[str], needs_approval: bool, *, by: str = audit.COMMAND
+) -> None:
+    """What the assistant may do for the key's messages (assistant/tools/toolbox.py), from its next message on."""
+    listed = sorted(set(allowed)) if access == "listed" else []
+    with transaction.atomic():
+        ApiKey.objects.filter(pk=key.pk).update(
+            tool_access=access, allowed_tools=listed, tools_need_approval=needs_approval
+        )
+        listing = f" ({', '.join(listed) or 'none'})" if access == "listed" else ""
+        approval = "approval first" if needs_approval else "no approval"
+        summary = f"“{key.name}” ({key.hint}): tools {access}{listing}, {approval}"
+        audit.record(key.owner_id, AuditKind.KEY_TOOLS_CHANGED, summary, by=by)
+    key.tool_access, key.allowed_tools, key.tools_need_approval = access, listed, needs_approval
+
+
 def rename_key(key: ApiKey, name: str, *, by: str = audit.COMMAND) -> bool:
     name = name.strip()
     if not name:

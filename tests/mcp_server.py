@@ -27,7 +27,7 @@ class McpServer:
     follow_up_results: list[dict[str, Any]] = field(default_factory=list)
 
 
-def build(server: McpServer, follow_ups: int) -> FastMCP:
+def build(server: McpServer, follow_ups: int, hold_create_issue: bool = False) -> FastMCP:
     mcp = FastMCP("Test tools", version="1.2.3")
 
     @mcp.tool(annotations={"readOnlyHint": True})
@@ -37,9 +37,11 @@ def build(server: McpServer, follow_ups: int) -> FastMCP:
         return a + b
 
     @mcp.tool()
-    def create_issue(title: str, body: str = "") -> str:
+    async def create_issue(title: str, body: str = "") -> str:
         """Open an issue in the tracker."""
         server.calls.append(("create_issue", {"title": title, "body": body}))
+        if hold_create_issue:  # a test kills the caller meanwhile
+            await asyncio.to_thread(server.release.wait, 30)
         return f"Opened issue #42: {title}"
 
     @mcp.tool()
@@ -86,12 +88,16 @@ class _RecordAndCheckKey:
 
 
 @contextmanager
-def running_mcp_server(*, require_key: bool = False, follow_ups: int = 2) -> Iterator[McpServer]:
+def running_mcp_server(
+    *, require_key: bool = False, follow_ups: int = 2, hold_create_issue: bool = False
+) -> Iterator[McpServer]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     server = McpServer(url=f"http://127.0.0.1:{sock.getsockname()[1]}/mcp")
-    app = _RecordAndCheckKey(PokeCallbackMiddleware(build(server, follow_ups).http_app()), server, require_key)
+    app = _RecordAndCheckKey(
+        PokeCallbackMiddleware(build(server, follow_ups, hold_create_issue).http_app()), server, require_key
+    )
     uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

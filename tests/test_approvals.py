@@ -252,3 +252,20 @@ def test_the_approval_page_escapes_what_the_automation_sent(client, owner):
         html = client.get(path).content.decode()
         assert "<script>alert" not in html and "<img src=x" not in html, path
         assert "&lt;script&gt;" in html or "&lt;img" in html, path
+
+
+def test_the_keys_page_sets_its_tool_policy_with_csrf_and_audit(client, owner):
+    key, _ = make_key(owner, "ci", tools_need_approval=True)
+    client.force_login(owner)
+    page = client.get(f"/keys/{key.pk}/").content.decode()
+    assert 'name="tool_access"' in page and 'value="schedule_reminder"' in page
+
+    client.post(f"/keys/{key.pk}/tools/", {"tool_access": "listed", "allowed_tools": ["list_reminders"]})
+
+    key.refresh_from_db()
+    assert (key.tool_access, key.allowed_tools, key.tools_need_approval) == ("listed", ["list_reminders"], False)
+    assert AuditEvent.objects.filter(kind=AuditKind.KEY_TOOLS_CHANGED, account=owner).count() == 1
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(owner)
+    assert strict.post(f"/keys/{key.pk}/tools/", {"tool_access": "all"}).status_code == 403
+    assert ApiKey.objects.get(pk=key.pk).tool_access == "listed"

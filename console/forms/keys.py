@@ -4,6 +4,7 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
+from keys.models import ToolAccess
 from keys.scopes import CONSOLE_DEFAULT, Scope, parse
 from keys.services import key_name_field
 
@@ -83,6 +84,27 @@ class RollForm(forms.Form):
 
     def overlap(self) -> timedelta:
         return timedelta(hours=self.cleaned_data["overlap_hours"])
+
+
+class ToolPolicyForm(forms.Form):
+    """On a key's page: what the assistant may do for the key's messages, and whether what changes things waits for
+    the owner's approval."""
+
+    tool_access = forms.ChoiceField(label="Tools for this key's messages", choices=ToolAccess.choices)
+    allowed_tools = forms.MultipleChoiceField(
+        label="The tools (when only listed ones)", required=False, widget=forms.CheckboxSelectMultiple
+    )
+    tools_need_approval = forms.BooleanField(
+        label="Ask me before a tool changes anything",
+        required=False,
+        help_text="Sending mail, creating or cancelling reminders and events, any MCP tool not marked read-only.",
+    )
+
+    def __init__(self, *args: Any, tool_names: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["allowed_tools"]
+        assert isinstance(field, forms.MultipleChoiceField)
+        field.choices = [(name, name) for name in tool_names]
 
 
 class ScopesForm(forms.Form):

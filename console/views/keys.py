@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import F, QuerySet
@@ -9,8 +11,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts import audit
+from assistant.tools.toolbox import offered_tool_names
 from console import activity, examples, nonces
-from console.forms.keys import NewKeyForm, NewV2KeyForm, RenameForm, RollForm, ScopesForm
+from console.forms.keys import NewKeyForm, NewV2KeyForm, RenameForm, RollForm, ScopesForm, ToolPolicyForm
 from conversations.models import Delivery, Endpoint
 from ingestion.hotpath.recording import record_user_message
 from keys import services
@@ -131,10 +134,41 @@ def key_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "scopes_form": ScopesForm(initial={"scopes": sorted(key.scope_set)}),
         "scopes": [scope for scope in Scope if key.has_scope(scope)],
         "rename_form": RenameForm(initial={"name": key.name}),
+        "tools_form": _tools_form(key),
         "is_expired": key.is_expired(),
         "usable": not key.is_revoked and not key.is_expired(),
     }
     return render(request, "keys/detail.html", context)
+
+
+def _tools_form(key: ApiKey, data: Any = None) -> ToolPolicyForm:
+    initial = {
+        "tool_access": key.tool_access,
+        "allowed_tools": key.allowed_tools,
+        "tools_need_approval": key.tools_need_approval,
+    }
+    return ToolPolicyForm(data, initial=initial, tool_names=offered_tool_names(key.owner))
+
+
+@login_required
+@require_POST
+def tool_policy(request: HttpRequest, pk: int) -> HttpResponse:
+    key = _owned_key(request, pk)
+    form = _tools_form(key, request.POST)
+    if key.is_revoked or key.generation != Generation.V2:
+        return redirect("keys:detail", pk=key.pk)
+    if form.is_valid():
+        services.set_tool_policy(
+            key,
+            form.cleaned_data["tool_access"],
+            form.cleaned_data["allowed_tools"],
+            form.cleaned_data["tools_need_approval"],
+            by=audit.CONSOLE,
+        )
+        messages.success(request, f"Saved what the assistant may do for “{key.name}”'s messages.")
+    else:
+        messages.error(request, "Nothing was changed: choose what the key's messages may use.")
+    return redirect("keys:detail", pk=key.pk)
 
 
 @login_required

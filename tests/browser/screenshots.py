@@ -405,3 +405,41 @@ def test_key_life_cycle_screenshots(context, live_server, settings):
     _shoot(page, "key-scopes", full_page=False)
     page.goto("/settings/audit-log/")
     _shoot(page, "audit-log", full_page=False)
+
+
+def test_approval_screenshot(context, live_server, settings):
+    """The assistant asking, in the thread, whether it may act for a key's message (README, "Approval").
+    `pytest tests/browser/screenshots.py -k approval` rewrites only this one."""
+    import json
+    import time
+
+    from assistant.tools.toolbox import toolbox_for
+
+    user = create_account(email=EMAIL, password=PASSWORD, phone_number="+14155551234", channel="whatsapp")
+    key, _ = create_key(user, "GitHub deploys")
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}}
+    message = record_user_message(
+        user=user,
+        endpoint=Endpoint.CURRENT,
+        text="Deploy of shop-api failed on main (run 4812). Remind me to roll back at 6pm.",
+        api_key=key,
+    )
+    delivery = Delivery.objects.get(message=message)
+    Delivery.objects.filter(pk=delivery.pk).update(status="processing", attempts=1, started_at=timezone.now())
+    delivery.refresh_from_db()
+    box = toolbox_for(user, delivery, 1)
+    arguments = {"text": "Roll back shop-api", "when": "2099-11-25T18:00"}
+    told = box.call("call_1", "schedule_reminder", json.dumps(arguments), 1, time.monotonic() + 30)
+    Delivery.objects.filter(pk=delivery.pk).update(status="delivered")
+    Message.objects.create(
+        conversation=conversation_of(user),
+        role=Role.ASSISTANT,
+        source=Source.ASSISTANT,
+        text="I can set that reminder once you approve it (above).",
+    )
+    assert "approve" in told
+    page = _log_in(context)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto("/conversation/")
+    page.get_by_role("button", name="Approve").wait_for()
+    _shoot(page, "approval", full_page=False)
