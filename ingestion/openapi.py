@@ -585,7 +585,15 @@ class CurrentKeyScheme(_KeyScheme):
 
 
 class McpKeyScheme(CurrentKeyScheme):
-    target_class = "ingestion.mcp.McpKeyAuthentication"  # a V2 key too (the CLI's token from `poke login` is one)
+    """A V2 key too (the CLI's token from `poke login` is one), through a class of its own (it never takes a
+    remembered key unconfirmed). Its operations name the ``apiKey`` scheme, and it registers no component of its
+    own: a second component called apiKey from another class makes drf-spectacular warn, and check --deploy fail."""
+
+    target_class = "ingestion.mcp.McpKeyAuthentication"
+    name: Any = []
+
+    def get_security_requirement(self, auto_schema: Any) -> dict[str, list[str]]:
+        return {CurrentKeyScheme.name: []}
 
 
 class LegacyKeyScheme(_KeyScheme):
