@@ -24,10 +24,12 @@ register = template.Library()
 
 
 @register.simple_block_tag
-def list_table(content: SafeString, *columns: str, actions: bool = False) -> SafeString:
+def list_table(content: SafeString, *columns: str, actions: bool = False, data: str = "") -> SafeString:
     """A stacking table (one card a row at phone width) headed by `columns`; `actions` adds a last column, named
-    for screen readers only, for each row's buttons. `content` is the rows, rendered in the page's own context."""
-    return render_to_string("includes/list_table.html", {"columns": columns, "actions": actions, "rows": content})
+    for screen readers only, for each row's buttons; `data="audit-log"` marks the table `data-audit-log` for
+    scripts and tests to find. `content` is the rows, rendered in the page's own context."""
+    context = {"columns": columns, "actions": actions, "data": data, "rows": content}
+    return render_to_string("includes/list_table.html", context)
 
 
 @register.simple_block_tag

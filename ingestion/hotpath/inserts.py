@@ -22,6 +22,10 @@ value, and every other field, takes the field's own path.
 A batch may be written on a condition (``only_if``: an SQL truth value, checked in the same statement on
 PostgreSQL, in the same transaction elsewhere): then either every row is written or none is. The request path uses
 it to confirm, in the insert itself, that a key it remembers still holds (ingestion/hotpath/recent.py).
+
+A batch may also carry one more data-modifying statement (``also``, e.g. a DELETE that trims a log the batch adds
+to): on PostgreSQL a further WITH query of the same statement, elsewhere run first in the same transaction. Either
+way it sees the tables as they were before the batch's rows.
 """
 
 import uuid
@@ -155,7 +159,9 @@ def _prepared(instance: Model, parameter: _Parameter, connection: Any) -> Any:
 
 
 @cache
-def _statement(models: tuple[type[Model], ...], references: tuple[Reference, ...], condition: str | None) -> str:
+def _statement(
+    models: tuple[type[Model], ...], references: tuple[Reference, ...], condition: str | None, also: str | None = None
+) -> str:
     """WITH r0 AS (INSERT … RETURNING id), r1 AS (INSERT … VALUES (…, (SELECT id FROM r0), …)) … SELECT ids.
 
     On a condition: WITH g AS (SELECT 1 WHERE condition), r0 AS (INSERT … SELECT … FROM g RETURNING id), …
@@ -192,6 +198,9 @@ def _statement(models: tuple[type[Model], ...], references: tuple[Reference, ...
         listed = ", ".join(values)
         source = f"VALUES ({listed})" if condition is None else f"SELECT {listed} FROM g"  # noqa: S608 (names only)
         queries.append(f"r{row} AS (INSERT INTO {quote(model._meta.db_table)} ({columns}) {source}{returning})")
+    if also is not None:
+        # Unconditional: when the rows are not written (a condition that fails) the batch is refused anyway.
+        queries.append(f"also AS ({also})")
     # Table and column names come from the models' metadata; every value is a parameter.
     return f"WITH {', '.join(queries)} SELECT {', '.join(returned) or 'NULL'}"
 
@@ -213,34 +222,40 @@ def _references(rows: Sequence[Model]) -> tuple[Reference, ...]:
     return tuple(found)
 
 
-def insert_by_saves(rows: Sequence[Model], only_if: Condition | None = None) -> bool:
+def insert_by_saves(rows: Sequence[Model], only_if: Condition | None = None, also: Condition | None = None) -> bool:
     """What ``insert_together`` does on other databases: each row's own ``save()``, in one transaction."""
     connection = connections[DEFAULT_DB_ALIAS]
     with transaction.atomic():
         if only_if is not None and fetch_one(connection, f"SELECT 1 WHERE {only_if.sql}", only_if.params) is None:
             return False
+        if also is not None:
+            with connection.cursor() as cursor:
+                cursor.execute(also.sql, also.params)
         for instance in rows:
             instance.save(force_insert=True)
     return True
 
 
-def insert_together(rows: Sequence[Model], only_if: Condition | None = None) -> bool:
+def insert_together(rows: Sequence[Model], only_if: Condition | None = None, also: Condition | None = None) -> bool:
     """Insert new model instances (in order: a row may point at an earlier one) all at once or not at all, and
     set their primary keys and foreign keys as ``save()`` would. With ``only_if``, only if that holds: returns
     whether the rows were written (when not, they are left unsaved and no post_save is sent; on PostgreSQL
-    pre_save has been, since the condition is checked by the statement itself)."""
+    pre_save has been, since the condition is checked by the statement itself). ``also``: one more data-modifying
+    SQL statement (its %s parameters in ``params``), run with the rows, seeing the tables as they were before them."""
     connection = connections[DEFAULT_DB_ALIAS]
     models = tuple(type(instance) for instance in rows)
     if connection.vendor != "postgresql" or not _saved_by_statement(models):
-        return insert_by_saves(rows, only_if)
+        return insert_by_saves(rows, only_if, also)
     for instance in rows:
         pre_save.send(type(instance), instance=instance, raw=False, using=DEFAULT_DB_ALIAS, update_fields=None)
     references = _references(rows)
     params = [_prepared(rows[p.row], p, connection) for p in _parameters(models, references)]
+    also_sql, also_params = (None, []) if also is None else (also.sql, list(also.params))
     if only_if is None:
-        keys = fetch_one(connection, _statement(models, references, None), params)
+        keys = fetch_one(connection, _statement(models, references, None, also_sql), [*params, *also_params])
     else:
-        keys = fetch_one(connection, _statement(models, references, only_if.sql), [*only_if.params, *params])
+        statement = _statement(models, references, only_if.sql, also_sql)
+        keys = fetch_one(connection, statement, [*only_if.params, *params, *also_params])
         if keys is None or not keys[0]:
             return False
         keys = keys[1:]  # after the condition's truth

@@ -12,7 +12,8 @@ from conversations.models import Delivery, Endpoint, Message, Role, Source
 from conversations.services import conversation_of
 from delivery.tasks import enqueue_delivery
 from ingestion.hotpath import recent
-from ingestion.hotpath.inserts import insert_together
+from ingestion.hotpath.inserts import Condition, insert_together
+from ingestion.models import TriggerFiring
 from keys.models import ApiKey
 from keys.services import note_key_used
 from triggers.models import WebhookTrigger
@@ -40,6 +41,8 @@ def record_user_message(
     trigger: WebhookTrigger | None = None,
     source: Source | None = None,
     notes_key_use: bool = True,
+    log_line: TriggerFiring | None = None,
+    log_trim: Condition | None = None,
 ) -> Message:
     """Record a message in the user's thread and its delivery record (with the database task backend, the delivery
     queue's entry: delivery/queue.py), together or not at all (DESIGN.md, "Conversations and the assistant
@@ -54,7 +57,10 @@ def record_user_message(
     ``source``: where the person wrote it, when the endpoint alone does not say (a linked channel: sms, ...).
 
     ``notes_key_use``: False where the key is only the message's origin, not its sender (the person's approval of
-    what the key asked for)."""
+    what the key asked for).
+
+    ``log_line``: the trigger's delivery log line for this firing (ingestion/trigger_log.py), written with the
+    message and pointing at it, and ``log_trim`` the statement that keeps the log short, run with them."""
     # Keys by id rather than by instance: nothing reads the related objects back from these rows, and setting an
     # instance goes through Django's related-object descriptor (type and router checks, caches) for each.
     api_key_id = None if api_key is None else api_key.pk
@@ -77,11 +83,14 @@ def record_user_message(
         backend=settings.ASSISTANT_BACKEND,
     )
     rows: list[Model] = [message, delivery]
+    if log_line is not None:
+        log_line.message = message  # an instance, as for the delivery
+        rows.append(log_line)
     only_if = None
     if confirm_key:
         assert api_key is not None
         only_if = recent.still_holds(api_key, conversation)
-    if not insert_together(rows, only_if):
+    if not insert_together(rows, only_if, log_trim):
         raise recent.NoLongerHolds()
     # The database queue: nothing (the delivery row is the queue's entry); a broker: its message, after the commit.
     enqueue_delivery(message.public_id, delivery_id=delivery.pk)
