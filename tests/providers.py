@@ -33,6 +33,8 @@ import pytest
 from django.test import Client
 from twilio.request_validator import RequestValidator
 
+from tests.servers import send_json
+
 # Credentials the fakes expect, and the settings the ``providers`` fixture sets.
 TWILIO_ACCOUNT_SID = "AC" + "0" * 31 + "1"
 TWILIO_AUTH_TOKEN = "twilio-auth-token-for-tests"
@@ -156,11 +158,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(status, json.dumps(answer).encode())
 
     def _answer(self, status: int, raw: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+        send_json(self, status, raw)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

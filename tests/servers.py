@@ -85,6 +85,15 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+def send_json(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+    """Answer the handler's request with ``body``, JSON: how the fake servers of the tests answer."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 @contextmanager
 def scripted_server() -> Iterator[ScriptedServer]:
     server = ScriptedServer()

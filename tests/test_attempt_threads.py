@@ -23,6 +23,7 @@ from delivery.engine import Engine
 from ops import database_work
 from reminders.models import Reminder
 from tests.factories import UserFactory
+from tests.servers import send_json
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -75,12 +76,7 @@ class _ModelHandler(BaseHTTPRequestHandler):
                     for n, (name, args) in enumerate(calls)
                 ],
             }
-        body = json.dumps({"choices": [{"index": 0, "message": message}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, 200, json.dumps({"choices": [{"index": 0, "message": message}]}).encode())
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
