@@ -468,6 +468,10 @@ ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
 # How long the person may answer a request to approve a side-effecting tool (assistant/approvals.py); after it the
 # action is not done and the assistant says so.
 APPROVAL_TIMEOUT_SECONDS = env_int("APPROVAL_TIMEOUT_SECONDS", 86400)
+# How often each worker (db_worker, serve) expires unanswered approvals and fires reminders a lost task left; the
+# prunes run every 60 such periods (delivery/housekeeping.py). 0: the worker does none of it (run the commands
+# from cron instead).
+HOUSEKEEPING_SECONDS = env_int("HOUSEKEEPING_SECONDS", 60)
 # Follow-ups from long-running tools (the poke.mcp callback protocol): how many one tool call may send, and how
 # soon after the previous one the next may come.
 MCP_FOLLOW_UP_LIMIT = env_int("MCP_FOLLOW_UP_LIMIT", 10)

@@ -23,9 +23,14 @@ A batch may be written on a condition (``only_if``: an SQL truth value, checked 
 PostgreSQL, in the same transaction elsewhere): then either every row is written or none is. The request path uses
 it to confirm, in the insert itself, that a key it remembers still holds (ingestion/hotpath/recent.py).
 
-Existing rows may be changed with the batch (``updates``: columns set where other columns equal given values, as
-``QuerySet.update`` does, without signals): on PostgreSQL in the same statement, elsewhere in the same transaction,
-and only if the rows are written. A channel's message uses it to stamp its address's last inbound time.
+A batch may also carry one more data-modifying statement (``also``, e.g. a DELETE that trims a log the batch adds
+to): on PostgreSQL a further WITH query of the same statement, elsewhere run first in the same transaction. Either
+way it sees the tables as they were before the batch's rows.
+
+Existing rows may be changed with the batch (``updates``: columns set where other columns equal given values, and
+where an optional condition of their own holds, as ``QuerySet.update`` does, without signals): on PostgreSQL in the
+same statement, elsewhere in the same transaction, and only if the rows are written. A channel's message uses it to
+stamp its address's last inbound time (channels/inbound.py).
 """
 
 import uuid
@@ -223,6 +228,7 @@ def _statement(
     models: tuple[type[Model], ...],
     references: tuple[Reference, ...],
     condition: str | None,
+    also: str | None = None,
     updates: tuple[UpdateShape, ...] = (),
 ) -> str:
     """WITH r0 AS (INSERT … RETURNING id), r1 AS (INSERT … VALUES (…, (SELECT id FROM r0), …)) … SELECT ids.
@@ -232,7 +238,7 @@ def _statement(
     values of INSERT … SELECT take their columns' types as those of VALUES do.)
 
     Updates follow the inserts: u0 AS (UPDATE … SET … WHERE … AND EXISTS (SELECT 1 FROM g)), the last part only on a
-    condition. (PostgreSQL runs every data-modifying part of a WITH once and to the end, read or not.)
+    condition; then ``also``. (PostgreSQL runs every data-modifying part of a WITH once and to the end, read or not.)
     """
     quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
 
@@ -266,6 +272,9 @@ def _statement(
         queries.append(f"r{row} AS (INSERT INTO {quote(model._meta.db_table)} ({columns}) {source}{returning})")
     gated = condition is not None
     queries.extend(f"u{number} AS ({_update_sql(shape, gated)})" for number, shape in enumerate(updates))
+    if also is not None:
+        # Unconditional: when the rows are not written (a condition that fails) the batch is refused anyway.
+        queries.append(f"also AS ({also})")
     # Table and column names come from the models' metadata; every value is a parameter.
     return f"WITH {', '.join(queries)} SELECT {', '.join(returned) or 'NULL'}"
 
@@ -287,12 +296,20 @@ def _references(rows: Sequence[Model]) -> tuple[Reference, ...]:
     return tuple(found)
 
 
-def insert_by_saves(rows: Sequence[Model], only_if: Condition | None = None, updates: Sequence[Update] = ()) -> bool:
+def insert_by_saves(
+    rows: Sequence[Model],
+    only_if: Condition | None = None,
+    also: Condition | None = None,
+    updates: Sequence[Update] = (),
+) -> bool:
     """What ``insert_together`` does on other databases: each row's own ``save()``, in one transaction."""
     connection = connections[DEFAULT_DB_ALIAS]
     with transaction.atomic():
         if only_if is not None and fetch_one(connection, f"SELECT 1 WHERE {only_if.sql}", only_if.params) is None:
             return False
+        if also is not None:
+            with connection.cursor() as cursor:
+                cursor.execute(also.sql, also.params)
         for instance in rows:
             instance.save(force_insert=True)
         for update in updates:
@@ -301,27 +318,35 @@ def insert_by_saves(rows: Sequence[Model], only_if: Condition | None = None, upd
     return True
 
 
-def insert_together(rows: Sequence[Model], only_if: Condition | None = None, updates: Sequence[Update] = ()) -> bool:
+def insert_together(
+    rows: Sequence[Model],
+    only_if: Condition | None = None,
+    also: Condition | None = None,
+    updates: Sequence[Update] = (),
+) -> bool:
     """Insert new model instances (in order: a row may point at an earlier one) all at once or not at all, and
     set their primary keys and foreign keys as ``save()`` would. With ``only_if``, only if that holds: returns
     whether the rows were written (when not, they are left unsaved and no post_save is sent; on PostgreSQL
-    pre_save has been, since the condition is checked by the statement itself). ``updates`` are made with the rows,
-    and only if they are written."""
+    pre_save has been, since the condition is checked by the statement itself). ``also``: one more data-modifying
+    SQL statement (its %s parameters in ``params``), run with the rows, seeing the tables as they were before them.
+    ``updates`` are made with the rows, and only if they are written."""
     connection = connections[DEFAULT_DB_ALIAS]
     models = tuple(type(instance) for instance in rows)
     if connection.vendor != "postgresql" or not _saved_by_statement(models):
-        return insert_by_saves(rows, only_if, updates)
+        return insert_by_saves(rows, only_if, also, updates)
     for instance in rows:
         pre_save.send(type(instance), instance=instance, raw=False, using=DEFAULT_DB_ALIAS, update_fields=None)
     references = _references(rows)
     params = [_prepared(rows[p.row], p, connection) for p in _parameters(models, references)]
     shapes = tuple(update.shape for update in updates)
-    for update in updates:
+    for update in updates:  # their WITH queries come after the rows', before ``also``
         params.extend(update.parameters(connection))
+    also_sql, also_params = (None, []) if also is None else (also.sql, list(also.params))
     if only_if is None:
-        keys = fetch_one(connection, _statement(models, references, None, shapes), params)
+        keys = fetch_one(connection, _statement(models, references, None, also_sql, shapes), [*params, *also_params])
     else:
-        keys = fetch_one(connection, _statement(models, references, only_if.sql, shapes), [*only_if.params, *params])
+        statement = _statement(models, references, only_if.sql, also_sql, shapes)
+        keys = fetch_one(connection, statement, [*only_if.params, *params, *also_params])
         if keys is None or not keys[0]:
             return False
         keys = keys[1:]  # after the condition's truth

@@ -14,6 +14,7 @@ from conversations.services import conversation_of
 from delivery.tasks import enqueue_delivery
 from ingestion.hotpath import recent
 from ingestion.hotpath.inserts import Condition, Update, insert_together
+from ingestion.models import TriggerFiring
 from keys.models import ApiKey
 from keys.services import note_key_used
 from triggers.models import WebhookTrigger
@@ -41,6 +42,8 @@ def record_user_message(
     trigger: WebhookTrigger | None = None,
     source: Source | None = None,
     notes_key_use: bool = True,
+    log_line: TriggerFiring | None = None,
+    log_trim: Condition | None = None,
     only_if: Condition | None = None,
     along: Callable[[Message], Sequence[Model]] | None = None,
     updates: Sequence[Update] = (),
@@ -59,6 +62,9 @@ def record_user_message(
 
     ``notes_key_use``: False where the key is only the message's origin, not its sender (the person's approval of
     what the key asked for).
+
+    ``log_line``: the trigger's delivery log line for this firing (ingestion/trigger_log.py), written with the
+    message and pointing at it, and ``log_trim`` the statement that keeps the log short, run with them.
 
     ``only_if``: a condition of the caller's own (instead of ``confirm_key``'s): nothing is written unless it holds,
     and ``recent.NoLongerHolds`` is raised. ``along``: more new rows written with the message (given the unsaved
@@ -85,11 +91,16 @@ def record_user_message(
         request_id=request_id,
         backend=settings.ASSISTANT_BACKEND,
     )
-    rows: list[Model] = [message, delivery, *(along(message) if along is not None else ())]
+    rows: list[Model] = [message, delivery]
+    if log_line is not None:
+        log_line.message = message  # an instance, as for the delivery
+        rows.append(log_line)
+    if along is not None:
+        rows.extend(along(message))
     if confirm_key:
         assert api_key is not None and only_if is None
         only_if = recent.still_holds(api_key, conversation)
-    if not insert_together(rows, only_if, updates):
+    if not insert_together(rows, only_if, log_trim, updates):
         raise recent.NoLongerHolds()
     # The database queue: nothing (the delivery row is the queue's entry); a broker: its message, after the commit.
     enqueue_delivery(message.public_id, delivery_id=delivery.pk)

@@ -92,6 +92,14 @@ def _seed():
 
 def _shoot(page, name: str, full_page: bool = True) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    if full_page:
+        # Chromium's full-page capture paints sticky parts (the header, the thread's composer) where the scrolled
+        # viewport had them, in the middle of the picture: in a picture of the whole page they stay in place.
+        # (Through the CSSOM: the console's Content-Security-Policy refuses a <style> tag.)
+        page.evaluate(
+            "document.querySelectorAll('.topbar, .composer')"
+            ".forEach((part) => part.style.setProperty('position', 'static', 'important'))"
+        )
     page.screenshot(path=str(OUT / f"{name}.png"), full_page=full_page)
 
 
