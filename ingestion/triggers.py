@@ -50,6 +50,7 @@ from triggers import services
 from triggers.models import WebhookTrigger
 
 _TRIGGER_ID = re.compile(r"trg_[0-9A-Za-z]{20}")
+_REFUSED_TRIGGER = "refused_trigger"  # the request's attribute: a trigger found by its token, then refused
 RECEIVED = "Webhook received"
 REPEATED_DELIVERY = (
     "This delivery was received before (the same X-GitHub-Delivery or signed body); nothing was recorded."
@@ -151,9 +152,10 @@ class WebhookTriggerAuthentication(BaseAuthentication):
             trigger = services.find_by_token(bearer_token(header))
             if trigger is None or (trigger_id is not None and trigger.public_id != trigger_id):
                 raise InvalidWebhookToken()
-        if trigger.is_revoked:
-            raise RevokedWebhookTrigger()
-        if not trigger.owner.is_active:
+        if trigger.is_revoked or not trigger.owner.is_active:
+            setattr(request, _REFUSED_TRIGGER, trigger)  # for its delivery log, even on the URL that names none
+            if trigger.is_revoked:
+                raise RevokedWebhookTrigger()
             raise AccountDisabled("The account this webhook trigger belongs to is deactivated.")
         return trigger.owner, trigger
 
@@ -238,7 +240,9 @@ class FireTriggerView(APIView):
         return response
 
     def _log(self, request: Request, response: Any) -> None:
-        trigger = getattr(request, "_auth", None)  # never authenticates here: only what authentication found
+        # Never authenticates here: only what authentication found (a trigger whose token or signature was right,
+        # even if it was then refused as revoked or its account as deactivated).
+        trigger = getattr(request, "_auth", None) or getattr(request, _REFUSED_TRIGGER, None)
         trigger = trigger if isinstance(trigger, WebhookTrigger) else None
         url_id = self.kwargs.get("trigger_id")
         if trigger is None and not (url_id and _TRIGGER_ID.fullmatch(url_id)):
