@@ -2,6 +2,7 @@
 
 - ``POST /api/v1/api-keys/webhook`` (a V2 API key): make a trigger from a condition and an action; the answer
   carries its URL and token (shown this once).
+- ``GET /api/v1/api-keys/webhook/{triggerId}/log`` (a V2 API key with webhooks:manage): the trigger's delivery log.
 - ``POST /api/v1/inbound/webhook/{triggerId}`` (or ``/api/v1/inbound/webhook``, as the Poke SDK's URL has it):
   ``Authorization: Bearer <webhook token>``, or for senders that cannot set that header (GitHub) an
   ``X-Hub-Signature-256`` made with the trigger's signing secret. The action lands in the owner's thread as their
@@ -33,6 +34,7 @@ from ingestion.exceptions import (
     InvalidWebhookToken,
     LengthRequired,
     MissingAuthorization,
+    NotFound,
     PayloadTooLarge,
     RevokedWebhookTrigger,
     TriggerLimitReached,
@@ -105,6 +107,54 @@ class CreateTriggerView(APIView):
         response = Response(answer, status=201)
         response["Cache-Control"] = "no-store"
         return response
+
+
+class TriggerLogView(APIView):
+    """A trigger's delivery log (ingestion/trigger_log.py), for a key of its owner's account."""
+
+    authentication_classes = [V2KeyAuthentication]
+    http_method_names = ["get", "head", "options"]
+    content_negotiation_class = JsonOnly
+    required_scopes = {"GET": Scope.WEBHOOKS_MANAGE}
+
+    @openapi.trigger_log_endpoint
+    def get(self, request: Request, trigger_id: str) -> Response:
+        if is_unconfirmed(request):  # as for making a trigger: no message will confirm the key, so look it up now
+            authenticator = self.get_authenticators()[0]
+            assert isinstance(authenticator, V2KeyAuthentication)
+            request.user, request.auth = authenticator.authenticate_afresh(request)
+        key = request.auth
+        assert isinstance(key, ApiKey)
+        found = _TRIGGER_ID.fullmatch(trigger_id) is not None
+        trigger = WebhookTrigger.objects.filter(public_id=trigger_id, owner_id=key.owner_id).first() if found else None
+        if trigger is None:
+            raise NotFound("No webhook trigger of this key's account has this id. Use the triggerId it was made with.")
+        firings = [_firing(entry) for entry in trigger_log.recent(trigger)]
+        return Response({"success": True, "triggerId": trigger.public_id, "firings": firings})
+
+
+def _firing(entry: trigger_log.Line) -> dict[str, Any]:
+    line = entry.line
+    message = line.message
+    status = None
+    if entry.awaiting_approval:
+        status = "awaiting_approval"
+    elif message is not None and getattr(message, "delivery", None) is not None:
+        status = str(message.delivery.status)
+    return {
+        "at": _iso(line.at),
+        "lastAt": _iso(line.last_at),
+        "outcome": str(line.outcome),
+        "code": line.code or None,
+        "count": entry.count,
+        "summary": line.summary,
+        "messageId": message.public_id if message is not None else None,
+        "deliveryStatus": status,
+    }
+
+
+def _iso(moment: Any) -> str:
+    return str(moment.isoformat().replace("+00:00", "Z"))
 
 
 def webhook_url(request: Any, trigger: WebhookTrigger) -> str:
