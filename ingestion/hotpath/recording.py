@@ -2,6 +2,7 @@
 (on PostgreSQL in one statement, ``inserts``). Every entry point (the two endpoints, the console) records messages
 through here."""
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -12,7 +13,7 @@ from conversations.models import Delivery, Endpoint, Message, Role, Source
 from conversations.services import conversation_of
 from delivery.tasks import enqueue_delivery
 from ingestion.hotpath import recent
-from ingestion.hotpath.inserts import Condition, insert_together
+from ingestion.hotpath.inserts import Condition, Update, insert_together
 from ingestion.models import TriggerFiring
 from keys.models import ApiKey
 from keys.services import note_key_used
@@ -43,6 +44,9 @@ def record_user_message(
     notes_key_use: bool = True,
     log_line: TriggerFiring | None = None,
     log_trim: Condition | None = None,
+    only_if: Condition | None = None,
+    along: Callable[[Message], Sequence[Model]] | None = None,
+    updates: Sequence[Update] = (),
 ) -> Message:
     """Record a message in the user's thread and its delivery record (with the database task backend, the delivery
     queue's entry: delivery/queue.py), together or not at all (DESIGN.md, "Conversations and the assistant
@@ -60,7 +64,12 @@ def record_user_message(
     what the key asked for).
 
     ``log_line``: the trigger's delivery log line for this firing (ingestion/trigger_log.py), written with the
-    message and pointing at it, and ``log_trim`` the statement that keeps the log short, run with them."""
+    message and pointing at it, and ``log_trim`` the statement that keeps the log short, run with them.
+
+    ``only_if``: a condition of the caller's own (instead of ``confirm_key``'s): nothing is written unless it holds,
+    and ``recent.NoLongerHolds`` is raised. ``along``: more new rows written with the message (given the unsaved
+    message, which they may point at), all or none; ``updates``: changes to existing rows made with them
+    (ingestion.hotpath.inserts). A channel's message uses all three (channels/inbound.py)."""
     # Keys by id rather than by instance: nothing reads the related objects back from these rows, and setting an
     # instance goes through Django's related-object descriptor (type and router checks, caches) for each.
     api_key_id = None if api_key is None else api_key.pk
@@ -86,11 +95,12 @@ def record_user_message(
     if log_line is not None:
         log_line.message = message  # an instance, as for the delivery
         rows.append(log_line)
-    only_if = None
+    if along is not None:
+        rows.extend(along(message))
     if confirm_key:
-        assert api_key is not None
+        assert api_key is not None and only_if is None
         only_if = recent.still_holds(api_key, conversation)
-    if not insert_together(rows, only_if, log_trim):
+    if not insert_together(rows, only_if, log_trim, updates):
         raise recent.NoLongerHolds()
     # The database queue: nothing (the delivery row is the queue's entry); a broker: its message, after the commit.
     enqueue_delivery(message.public_id, delivery_id=delivery.pk)
