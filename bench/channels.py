@@ -21,7 +21,6 @@ Needs PostgreSQL (BENCH_DATABASE_URL's server; its database is created and dropp
 import argparse
 import json
 import os
-import secrets
 import shutil
 import signal
 import statistics
@@ -29,19 +28,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from bench.delivery import cpu_seconds, tree
+from bench.harness import ROOT, cpu_seconds, manage, run_python, scratch_database, service_environment, stand_in, tree
 from bench.server import Server
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVER_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench")
 ACCOUNT_SID = "AC" + "b" * 32
 AUTH_TOKEN = "bench-auth-token"
 TELEGRAM_TOKEN = "123456:bench-token"
@@ -50,7 +45,7 @@ TELEGRAM_SECRET = "bench-telegram-secret"
 # Twilio's Messages API, answering after a delay; each request's arrival time and body go to a log file.
 PROVIDER = """
 import json, sys, threading, time, secrets
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs
 delay, log = float(sys.argv[1]), open(sys.argv[2], "a", buffering=1)
 lock = threading.Lock()
@@ -74,12 +69,6 @@ class H(BaseHTTPRequestHandler):
         self.wfile.write(answer)
     def log_message(self, *a):
         pass
-class S(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024
-s = S(("127.0.0.1", 0), H)
-print(s.server_address[1], flush=True)
-s.serve_forever()
 """
 
 SEED = """
@@ -160,35 +149,15 @@ def arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
-@contextmanager
-def database() -> Iterator[str]:
-    name = f"bench_channels_{secrets.token_hex(3)}"
-    server = urlunsplit(urlsplit(SERVER_URL)._replace(path="/postgres"))
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(SERVER_URL)._replace(path=f"/{name}"))
-    finally:
-        if os.environ.get("BENCH_KEEP_DATABASE"):  # to look at afterwards (EXPLAIN, the rows)
-            print("kept:", name)
-        else:
-            with psycopg.connect(server, autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def database() -> AbstractContextManager[str]:
+    return scratch_database("bench_channels")
 
 
 def environment(database_url: str, provider_url: str, args: argparse.Namespace) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
-    env.update(
+    return service_environment(
+        database_url,
         {
-            "DEBUG": "0",
-            "HTTPS_ONLY": "0",
-            "SECRET_KEY": "bench-" + "x" * 50,
-            "ALLOWED_HOSTS": "127.0.0.1",
-            "DATABASE_URL": database_url,
-            "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7"),
-            "TASK_BACKEND": "database",
             "INGEST_RATE_LIMIT": "1000000000/m",
-            "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
             "PUBLIC_BASE_URL": "https://assistant.example",
             "TWILIO_ACCOUNT_SID": ACCOUNT_SID,
             "TWILIO_AUTH_TOKEN": AUTH_TOKEN,
@@ -200,20 +169,8 @@ def environment(database_url: str, provider_url: str, args: argparse.Namespace) 
             "TELEGRAM_API_BASE_URL": provider_url,
             "CHANNEL_CONCURRENCY": str(args.concurrency),
             "WEB_CONCURRENCY": "2",
-        }
+        },
     )
-    return env
-
-
-def manage(arguments: list[str], env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *arguments], cwd=ROOT, env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout
-
-
-def run_python(code: str, env: dict[str, str]) -> Any:
-    return json.loads(manage(["shell", "-c", code], env).strip().splitlines()[-1])
 
 
 def arrivals(log: Path) -> list[tuple[float, str]]:
@@ -345,12 +302,9 @@ def parse_wrk(stdout: str) -> dict[str, float]:
 def main() -> None:
     args = arguments()
     log = Path(tempfile.mkstemp(prefix="bench-channels-", suffix=".log")[1])
-    provider = subprocess.Popen(
-        [sys.executable, "-c", PROVIDER, str(args.provider_ms / 1000), str(log)], stdout=subprocess.PIPE
-    )
+    provider, provider_port = stand_in(PROVIDER, str(args.provider_ms / 1000), str(log))
     try:
-        assert provider.stdout is not None
-        provider_url = f"http://127.0.0.1:{int(provider.stdout.readline())}"
+        provider_url = f"http://127.0.0.1:{provider_port}"
         with database() as database_url:
             env = environment(database_url, provider_url, args)
             manage(["migrate", "--no-input", "-v", "0"], env)

@@ -35,68 +35,35 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from bench.delivery import free_port, tree
+from bench import harness
 from tests.live_stack import CuttableProxy
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVER_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench")
-DOCS = ROOT / "docs" / "chaos.md"
+DOCS = harness.ROOT / "docs" / "chaos.md"
 CURRENT = "/api/v1/inbound/api-message"
 WEBHOOK_SECRET = "whsec_" + "YmVuY2htYXJrLXJ1bnRpbWUtc2hhcmVkLXNlY3JldC0zMmI="
-
-SETUP = """
-import json
-from django.contrib.auth import get_user_model
-from keys.services import create_key
-made = []
-for n in range(%d):
-    user = get_user_model().objects.create_user(f"chaos{n}", f"chaos{n}@example.com")
-    made.append(create_key(user, "chaos")[1])
-print(json.dumps(made))
-"""
 
 # The runtime counts what it is sent: every attempt, and the distinct messages (webhook-id is the message's id).
 RUNTIME = """
 import json, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 seen, lock = {}, threading.Lock()
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class H(Handler):
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
         with lock:
             seen[self.headers.get("webhook-id", "")] = seen.get(self.headers.get("webhook-id", ""), 0) + 1
-        self.answer(b'{"reply": "done"}')
+        self.answer(200, b'{"reply": "done"}')
     def do_GET(self):
         with lock:
             stats = {"attempts": sum(seen.values()), "messages": len(seen)}
-        self.answer(json.dumps(stats).encode())
-    def answer(self, body):
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-class S(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024
-    def handle_error(self, request, client_address):
-        pass  # a worker killed mid-attempt drops its connection: expected here
-s = S(("127.0.0.1", 0), H)
-print(s.server_address[1], flush=True)
-s.serve_forever()
+        self.answer(200, json.dumps(stats).encode())
 """
 
 
@@ -112,24 +79,11 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--web-processes", type=int, default=2, help="gunicorn workers (default 2)")
     parser.add_argument("--workers", type=int, default=2, help="db_worker processes (default 2)")
     parser.add_argument("--seed", type=int, default=None, help="the blows' random order (default: a new one)")
-    parser.add_argument("--docs", action="store_true", help=f"write the result to {DOCS.relative_to(ROOT)}")
+    parser.add_argument("--docs", action="store_true", help=f"write the result to {DOCS.relative_to(harness.ROOT)}")
     return parser.parse_args()
 
 
 # --- the processes ------------------------------------------------------------------------------------------------
-
-
-@contextmanager
-def own_database() -> Iterator[str]:
-    name = f"chaos_{secrets.token_hex(4)}"
-    server = urlunsplit(urlsplit(SERVER_URL)._replace(path="/postgres"))
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(SERVER_URL)._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def through(proxy: CuttableProxy, database_url: str) -> str:
@@ -139,16 +93,10 @@ def through(proxy: CuttableProxy, database_url: str) -> str:
 
 
 def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST", "DJANGO_SETTINGS"))}
-    env.update(
+    return harness.service_environment(
+        database_url,
         {
-            "DEBUG": "0",
-            "HTTPS_ONLY": "0",
-            "SECRET_KEY": "chaos-" + "x" * 50,
-            "ALLOWED_HOSTS": "127.0.0.1",
-            "DATABASE_URL": database_url,
             "REDIS_URL": "",
-            "TASK_BACKEND": "database",
             "INGEST_RATE_LIMIT": "1000000/h",
             "AUTH_FAILURE_RATE_LIMIT": "1000000/h",
             "LOG_LEVEL": os.environ.get("CHAOS_LOG_LEVEL", "ERROR"),
@@ -165,24 +113,8 @@ def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -
             "ASSISTANT_MAX_ATTEMPTS": "50",
             "DELIVERY_GRACE_SECONDS": "2",
             "WEB_CONCURRENCY": str(args.web_processes),
-            "BIND_HOST": "127.0.0.1",
-        }
+        },
     )
-    return env
-
-
-def manage(arguments: list[str], env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *arguments], cwd=ROOT, env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout
-
-
-def start(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, *command], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )  # fmt: skip
 
 
 def kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -203,20 +135,18 @@ class Stack:
     blows: Counter[str] = field(default_factory=Counter)
 
     def start_web(self) -> None:
-        self.web = start(
-            ["-m", "gunicorn", "--config", "gunicorn.conf.py", "config.wsgi"], {**self.env, "PORT": str(self.port)}
-        )
+        self.web = harness.start_gunicorn(self.env, self.port)
 
     def start_workers(self) -> None:
         """Top the workers up to their number, replacing any that exited (as a platform restarts a dead process)."""
         self.workers = [worker for worker in self.workers if worker.poll() is None]
         while len(self.workers) < self.worker_count:
-            self.workers.append(start(["manage.py", "db_worker", "--no-reload"], self.env))
+            self.workers.append(harness.start(["manage.py", "db_worker", "--no-reload"], self.env))
 
     def kill_a_web_worker(self) -> None:
         """SIGKILL one of gunicorn's workers mid-request; the master starts another."""
         assert self.web is not None
-        children = tree(self.web.pid)[1:]
+        children = harness.tree(self.web.pid)[1:]
         if children:
             with suppress(ProcessLookupError):
                 os.kill(random.choice(children), signal.SIGKILL)
@@ -325,18 +255,6 @@ def send_all(port: int, keys: list[str], run: str, args: argparse.Namespace, led
         thread.join()
 
 
-def wait_until_up(port: int, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with suppress(OSError, http.client.HTTPException):
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            connection.request("GET", "/healthz")
-            if connection.getresponse().status == 200:
-                return
-        time.sleep(0.2)
-    raise RuntimeError("gunicorn did not answer /healthz")
-
-
 # --- the counts ---------------------------------------------------------------------------------------------------
 
 
@@ -344,13 +262,7 @@ def settle(database_url: str, seconds: float) -> float:
     """Wait (at most ``seconds``) until no delivery is queued or being attempted; how long it took."""
     started = time.monotonic()
     with psycopg.connect(database_url, autocommit=True) as db:
-        while time.monotonic() - started < seconds:
-            row = db.execute(
-                "SELECT count(*) FROM conversations_delivery WHERE status IN ('queued', 'processing')"
-            ).fetchone()
-            if row is not None and row[0] == 0:
-                break
-            time.sleep(1)
+        harness.wait_settled(db, seconds, poll=1)
     return time.monotonic() - started
 
 
@@ -402,22 +314,23 @@ def main() -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     random.seed(seed)
     run = secrets.token_hex(3)
-    runtime = subprocess.Popen([sys.executable, "-c", RUNTIME], stdout=subprocess.PIPE)
-    assert runtime.stdout is not None
-    runtime_url = f"http://127.0.0.1:{int(runtime.stdout.readline())}/hooks/assistant"
-    server = urlsplit(SERVER_URL)
+    # A worker killed mid-attempt drops its connection: expected here, so the runtime keeps quiet about it.
+    runtime, runtime_port = harness.stand_in(RUNTIME, quiet_errors=True)
+    runtime_url = f"http://127.0.0.1:{runtime_port}/hooks/assistant"
+    server = urlsplit(harness.SERVER_URL)
     proxy = CuttableProxy(server.hostname or "127.0.0.1", server.port or 5432)
     stack: Stack | None = None
     started_at = datetime.now(UTC)
     try:
-        with own_database() as database_url:
+        with harness.scratch_database("chaos") as database_url:
             direct = environment(database_url, runtime_url, args)
-            manage(["migrate", "--no-input", "-v", "0"], direct)
-            keys = json.loads(manage(["shell", "-c", SETUP % args.users], direct).strip().splitlines()[-1])
-            stack = Stack(environment(through(proxy, database_url), runtime_url, args), free_port(), args.workers)
+            harness.migrate(direct)
+            keys = harness.people_with_keys(direct, args.users, "chaos")
+            env = environment(through(proxy, database_url), runtime_url, args)
+            stack = Stack(env, harness.free_port(), args.workers)
             stack.start_web()
             stack.start_workers()
-            wait_until_up(stack.port)
+            harness.wait_until_up(stack.port)
             ledger = Ledger()
             sending = threading.Thread(target=send_all, args=(stack.port, keys, run, args, ledger), daemon=True)
             began = time.monotonic()

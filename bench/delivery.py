@@ -24,32 +24,31 @@ import json
 import os
 import secrets
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVER_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench")
-TICKS = os.sysconf("SC_CLK_TCK")
-
-SETUP = """
-import json, hashlib
-from django.contrib.auth import get_user_model
-from keys.services import create_key
-made = []
-for n in range(%d):
-    user = get_user_model().objects.create_user(f"bench{n}", f"bench{n}@example.com", None)
-    made.append(create_key(user, "bench")[1])
-print(json.dumps(made))
-"""
+from bench.harness import (
+    cpu_seconds,
+    free_port,
+    migrate,
+    people_with_keys,
+    rss_mb,
+    scratch_database,
+    service_environment,
+    stand_in,
+    start,
+    start_gunicorn,
+    tree,
+    unsettled,
+    wait_settled,
+    wait_until_up,
+)
 
 
 def arguments() -> argparse.Namespace:
@@ -80,105 +79,34 @@ def arguments() -> argparse.Namespace:
 # --- the runtime --------------------------------------------------------------------------------------------------
 
 
-def runtime_process(delay: float, seen: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """The assistant runtime in a process of its own (its CPU is not ours): HTTP/1.1, a thread per connection. It
-    appends each hand-over's webhook-id (the message id) to ``seen``, one line each."""
-    code = f"""
-import json, sys, threading, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-lock = threading.Lock()
-seen = open({str(seen)!r}, "a", buffering=1)
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+# The assistant runtime: answers each hand-over after a delay (argv 1, seconds) and appends its webhook-id (the
+# message's id) to a file (argv 2), one line each.
+RUNTIME = """
+import sys, threading, time
+delay, lock = float(sys.argv[1]), threading.Lock()
+seen = open(sys.argv[2], "a", buffering=1)
+class H(Handler):
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
         with lock:
             seen.write(self.headers.get("webhook-id", "") + "\\n")
-        time.sleep({delay})
-        body = b'{{"reply": "done"}}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-class S(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024
-s = S(("127.0.0.1", 0), H)
-print(s.server_address[1], flush=True)
-s.serve_forever()
+        time.sleep(delay)
+        self.answer(200, b'{"reply": "done"}')
 """
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
-    assert process.stdout is not None
-    port = int(process.stdout.readline())
+
+
+def runtime_process(delay: float, seen: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The assistant runtime in a process of its own, answering after ``delay`` seconds and noting in ``seen``
+    what it was handed."""
+    process, port = stand_in(RUNTIME, str(delay), str(seen))
     return process, f"http://127.0.0.1:{port}/hooks/assistant"
 
 
-# --- processes and their CPU ----------------------------------------------------------------------------------------
-
-
-def tree(pid: int) -> list[int]:
-    """A process and its descendants."""
-    found = [pid]
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        found += tree(int(child))
-    return found
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / TICKS
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def database() -> Any:
-    name = f"bench_delivery_{secrets.token_hex(3)}"
-    server = urlunsplit(urlsplit(SERVER_URL)._replace(path="/postgres"))
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(SERVER_URL)._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
-    env.update(
+    env = service_environment(
+        database_url,
         {
-            "DEBUG": "0",
-            "HTTPS_ONLY": "0",
-            "SECRET_KEY": "bench-" + "x" * 50,
-            "ALLOWED_HOSTS": "127.0.0.1",
-            "DATABASE_URL": database_url,
-            "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7"),
-            "TASK_BACKEND": "database",
             "INGEST_RATE_LIMIT": "1000000/h",
-            "LOG_LEVEL": "WARNING",
             "ASSISTANT_BACKEND": args.backend,
             "ASSISTANT_WEBHOOK_URL": runtime_url,
             "ASSISTANT_WEBHOOK_SECRET": "whsec_" + "YmVuY2htYXJrLXJ1bnRpbWUtc2hhcmVkLXNlY3JldC0zMmI=",
@@ -186,19 +114,12 @@ def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -
             "DELIVERY_RECORDERS": str(args.recorders),
             "ASSISTANT_TIMEOUT_SECONDS": str(args.timeout_seconds),
             "WEB_CONCURRENCY": str(args.web_processes),
-        }
+        },
     )
     if args.broker:
         env["DELIVERY_BROKER_URL"] = args.broker
         env["DELIVERY_BROKER_QUEUE"] = f"bench-{secrets.token_hex(4)}"
     return env
-
-
-def manage(arguments: list[str], env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *arguments], cwd=ROOT, env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout
 
 
 # --- the load -------------------------------------------------------------------------------------------------------
@@ -254,51 +175,24 @@ def main() -> None:
     runtime, runtime_url = runtime_process(args.runtime_ms / 1000, seen)
     processes: list[subprocess.Popen[bytes]] = [runtime]
     try:
-        with database() as database_url:
+        with scratch_database("bench_delivery") as database_url:
             env = environment(database_url, runtime_url, args)
-            manage(["migrate", "--no-input", "-v", "0"], env)
-            keys = json.loads(manage(["shell", "-c", SETUP % args.users], env).strip().splitlines()[-1])
+            migrate(env)
+            keys = people_with_keys(env, args.users, "bench")
             port = free_port()
-            web = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "--config", "gunicorn.conf.py", "config.wsgi"],
-                cwd=ROOT, env={**env, "PORT": str(port), "BIND_HOST": "127.0.0.1"},
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+            web = start_gunicorn(env, port)
             processes.append(web)
             workers = []
             if not args.no_worker:
+                dramatiq = ["-m", "dramatiq", "delivery.dramatiq_worker", "--processes", "1"]
                 command = (
-                    [
-                        "-m",
-                        "dramatiq",
-                        "delivery.dramatiq_worker",
-                        "--processes",
-                        "1",
-                        "--threads",
-                        str(args.concurrency),
-                    ]
+                    [*dramatiq, "--threads", str(args.concurrency)]
                     if args.broker
                     else ["manage.py", "db_worker", "--no-reload", "--no-startup-delay"]
                 )
-                for _ in range(args.workers):
-                    workers.append(
-                        subprocess.Popen(
-                            [sys.executable, *command],
-                            cwd=ROOT,
-                            env=env,
-                            stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL,
-                        )
-                    )
+                workers = [start(command, env) for _ in range(args.workers)]
             processes += workers
-            for _ in range(100):  # until gunicorn answers
-                try:
-                    probe = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                    probe.request("GET", "/healthz")
-                    probe.getresponse().read()
-                    break
-                except OSError:
-                    time.sleep(0.2)
+            wait_until_up(port)
             time.sleep(2)  # the workers start
             # Warm up: every web process meets keys, every worker connects (a few messages only for a slow runtime,
             # which must be answered before the window opens).
@@ -323,9 +217,7 @@ def main() -> None:
                 stop.set()
                 watcher.join()
                 loaded_rss = [sum(rss_mb(pid) for pid in tree(w.pid)) for w in workers]
-                backlog = db.execute(
-                    "SELECT count(*) FROM conversations_delivery WHERE status IN ('queued', 'processing')"
-                ).fetchone()[0]
+                backlog = unsettled(db)
                 delivered_in_window = db.execute(
                     "SELECT count(*) FROM conversations_delivery WHERE status = 'delivered' AND finished_at <= %s",
                     [t1],
@@ -410,15 +302,8 @@ def watch_in_flight(database_url: str, peak: list[int], stop: threading.Event) -
 
 def wait_drained(db: psycopg.Connection[Any], seconds: float) -> float | bool:
     """Seconds until nothing is queued or in flight (False: not within ``seconds``)."""
-    started = time.monotonic()
-    while time.monotonic() - started < seconds:
-        left = db.execute(
-            "SELECT count(*) FROM conversations_delivery WHERE status IN ('queued', 'processing')"
-        ).fetchone()[0]
-        if not left:
-            return round(time.monotonic() - started, 1)
-        time.sleep(0.5)
-    return False
+    took = wait_settled(db, seconds, poll=0.5)
+    return False if took is None else round(took, 1)
 
 
 if __name__ == "__main__":

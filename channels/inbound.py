@@ -3,30 +3,41 @@
 From a linked address it lands in their thread exactly as if typed in the app: the same recording path
 (ingestion.hotpath.recording.record_user_message: the message and its delivery together, the same per-thread order
 and hand-off to the assistant), with the channel as its source and what the provider said (media links, the
-provider's id) as its context. The provider's message id is written under a unique constraint in the same
-transaction: a provider's retry, even one racing the first delivery, fails on it and rolls back whatever it wrote.
+provider's id) as its context.
+
+The common case, a linked person writing, is one statement and no transaction once the process knows the address
+(channels/senders.py), as api-message is once it knows the key: the message, its delivery and the provider's id
+(under its unique constraint) are inserted and the address's last inbound time stamped together, on the condition
+that the address is still linked to that person, their account active, and the provider's id new. A provider's retry
+that comes after the first was recorded writes nothing by that condition; a twin racing the first waits on the unique
+index for the first to commit and then fails as a whole (one statement: nothing of it is left), and is answered as a
+duplicate. Every other case (an unknown sender, a deactivated account, nothing to say, Telegram's ``/start``, an
+address unlinked since it was remembered) goes the slow way: in a transaction, the provider's id first, then what it
+asks for.
 
 An unknown sender gets no thread: at most one short answer per address per day saying how to link (LinkHint), sent
 after the commit. Telegram's ``/start <token>`` (the console's one-time deep link) links the chat."""
 
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from channels import linking
+from channels import linking, senders
 from channels.adapters.base import Channel, Inbound
 from channels.adapters.payloads import storable
 from channels.models import InboundEvent, LinkedAddress, LinkHint
 from channels.notify import deliver_notice
-from channels.outbound.queue import release_held
+from channels.outbound.queue import held_released, release_held
 from conversations.models import Endpoint, Message, Source
+from ingestion.hotpath.recent import NoLongerHolds
 from ingestion.hotpath.recording import record_user_message
 
 logger = logging.getLogger(__name__)
@@ -46,18 +57,77 @@ class Received:
 def receive(channel: str, inbound: Inbound, request_id: str = "") -> Received:
     """Record one inbound message (see the module); notices to the sender go out after the commit."""
     try:
-        with transaction.atomic():
-            received = _route(channel, inbound, request_id)
-            for notice in received.notices:
-                transaction.on_commit(partial(deliver_notice.enqueue, *notice), robust=True)
+        received = _from_known_sender(channel, inbound, request_id)
+        if received is None:
+            with transaction.atomic():
+                received = _route(channel, inbound, request_id)
+                for notice in received.notices:
+                    transaction.on_commit(partial(deliver_notice.enqueue, *notice), robust=True)
     except IntegrityError:
         # The provider's id is taken: a retry (or its twin racing it, which waited on the unique index for the
         # first to commit). Everything this one wrote is rolled back with it.
-        if not InboundEvent.objects.filter(channel=channel, provider_message_id=inbound.provider_message_id).exists():
+        if not _seen(channel, inbound):
             raise
         received = Received("duplicate")
     logger.info("channel message %s: %s", channel, received.outcome)
     return received
+
+
+def _seen(channel: str, inbound: Inbound) -> bool:
+    return InboundEvent.objects.filter(channel=channel, provider_message_id=inbound.provider_message_id).exists()
+
+
+def _from_known_sender(channel: str, inbound: Inbound, request_id: str) -> Received | None:
+    """A linked, active person's message in one statement (the module), or None for the slow way: the sender is not
+    linked or not active, the message is a ``/start`` or empty, or what was remembered no longer holds."""
+    if (channel == Channel.TELEGRAM and inbound.text.startswith("/start")) or not (
+        inbound.text.strip() or inbound.media
+    ):
+        return None
+    sender = senders.recall(channel, inbound.address)
+    if sender is None:
+        sender = senders.look_up(channel, inbound.address)
+        if sender is None or not sender.user.is_active or sender.conversation_id is None:
+            return None
+        senders.remember(channel, inbound.address, sender)
+    try:
+        message = _record_one_statement(channel, inbound, request_id, sender)
+    except NoLongerHolds:
+        # A retry of a message already recorded, or the address unlinked, the account deactivated or the thread
+        # replaced since the sender was remembered: look again, the slow way.
+        if _seen(channel, inbound):
+            return Received("duplicate")
+        senders.forget(channel, inbound.address)
+        return None
+    return Received("recorded", message.public_id)
+
+
+def _record_one_statement(channel: str, inbound: Inbound, request_id: str, sender: senders.Sender) -> Message:
+    now = timezone.now()
+    event = partial(
+        InboundEvent,
+        channel=channel,
+        provider_message_id=inbound.provider_message_id,
+        address=inbound.address,
+        received_at=now,
+    )
+    updates = [senders.heard_from(sender, now)]
+    if channel == Channel.WHATSAPP:  # its window is open again: what was held for it goes out now
+        updates.append(held_released(sender.user.pk, channel, inbound.address, now))
+    # A racing twin fails on the unique index as a whole; inside a caller's transaction only its savepoint is lost.
+    connection = connections[DEFAULT_DB_ALIAS]
+    with transaction.atomic() if connection.in_atomic_block else nullcontext():
+        return record_user_message(
+            user=sender.user,
+            endpoint=Endpoint.CHANNEL,
+            source=Source(channel),
+            text=storable(inbound.text),
+            context=storable(_context(channel, inbound)),
+            request_id=request_id,
+            only_if=senders.still_linked(sender, channel, inbound.address, inbound.provider_message_id),
+            along=lambda message: [event(message=message)],
+            updates=updates,
+        )
 
 
 def _note_event(channel: str, inbound: Inbound, message: Message | None = None) -> None:
@@ -68,26 +138,21 @@ def _note_event(channel: str, inbound: Inbound, message: Message | None = None) 
 
 
 def _route(channel: str, inbound: Inbound, request_id: str) -> Received:
-    """The common case, a linked person writing, in four statements: the address with its person and thread, the
-    message with its delivery (ingestion.hotpath), the provider's id, the address's last inbound time. The other
-    cases note the provider's id first, then act."""
+    """The slow way, in a transaction: the provider's id first, then what the message asks for. A linked, active
+    person's message comes here only when what was remembered of them changed a moment ago."""
     if channel == Channel.TELEGRAM and inbound.text.startswith("/start"):
         _note_event(channel, inbound)
         return _telegram_start(inbound)
-    linked = (
-        LinkedAddress.objects.select_related("user__conversation")
-        .filter(channel=channel, address=inbound.address)
-        .first()
-    )
-    if linked is None:
+    sender = senders.look_up(channel, inbound.address)
+    if sender is None:
         _note_event(channel, inbound)
         return _unknown_sender(channel, inbound.address)
-    if not linked.user.is_active or (not inbound.text.strip() and not inbound.media):
+    if not sender.user.is_active or (not inbound.text.strip() and not inbound.media):
         # Staff deactivated the account (its channels fall silent, like its keys), or nothing to say.
         _note_event(channel, inbound)
         return Received("ignored")
     message = record_user_message(
-        user=linked.user,
+        user=sender.user,
         endpoint=Endpoint.CHANNEL,
         source=Source(channel),
         text=storable(inbound.text),
@@ -95,9 +160,9 @@ def _route(channel: str, inbound: Inbound, request_id: str) -> Received:
         request_id=request_id,
     )
     _note_event(channel, inbound, message)
-    LinkedAddress.objects.filter(pk=linked.pk).update(last_inbound_at=timezone.now())
+    LinkedAddress.objects.filter(pk=sender.address_id).update(last_inbound_at=timezone.now())
     if channel == Channel.WHATSAPP:  # its window is open again: what was held for it goes out now
-        release_held(linked.user_id, channel, inbound.address)
+        release_held(sender.user.pk, channel, inbound.address)
     return Received("recorded", message.public_id)
 
 

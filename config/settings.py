@@ -468,6 +468,10 @@ ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
 # How long the person may answer a request to approve a side-effecting tool (assistant/approvals.py); after it the
 # action is not done and the assistant says so.
 APPROVAL_TIMEOUT_SECONDS = env_int("APPROVAL_TIMEOUT_SECONDS", 86400)
+# How often each worker (db_worker, serve) expires unanswered approvals and fires reminders a lost task left; the
+# prunes run every 60 such periods (delivery/housekeeping.py). 0: the worker does none of it (run the commands
+# from cron instead).
+HOUSEKEEPING_SECONDS = env_int("HOUSEKEEPING_SECONDS", 60)
 # Follow-ups from long-running tools (the poke.mcp callback protocol): how many one tool call may send, and how
 # soon after the previous one the next may come.
 MCP_FOLLOW_UP_LIMIT = env_int("MCP_FOLLOW_UP_LIMIT", 10)
@@ -505,6 +509,12 @@ TELEGRAM_API_BASE_URL = env_str("TELEGRAM_API_BASE_URL", "https://api.telegram.o
 CHANNEL_TIMEOUT_SECONDS = env_float("CHANNEL_TIMEOUT_SECONDS", 10)
 # The largest callback body a provider's request may have; anything bigger is refused (413) unread.
 CHANNEL_MAX_BODY_BYTES = env_int("CHANNEL_MAX_BODY_BYTES", 262144)
+# Each web process remembers the linked addresses it heard from lately (their row, person and thread) for this long,
+# so that their next message needs no lookup; the message's own insert still checks that the address is linked to
+# that person and the account active, so unlinking counts from the next message (channels/senders.py). 0 looks every
+# address up. At most CHANNEL_SENDER_CACHE_SIZE addresses per process.
+CHANNEL_SENDER_CACHE_SECONDS = env_int("CHANNEL_SENDER_CACHE_SECONDS", 60)
+CHANNEL_SENDER_CACHE_SIZE = env_int("CHANNEL_SENDER_CACHE_SIZE", 1000)  # under 1 KB each
 # Linking: a code (or Telegram link) lives this long, allows this many wrong entries, and a person may ask for this
 # many codes, an address receive this many, per hour.
 LINK_CODE_TTL_SECONDS = env_int("LINK_CODE_TTL_SECONDS", 600)

@@ -10,7 +10,6 @@ Times cross this module as aware datetimes; the tool layer turns them into the p
 calendar holds in another zone is shown in the person's, with its own zone named.
 """
 
-import threading
 import uuid
 from collections.abc import Callable
 from contextlib import suppress
@@ -22,6 +21,7 @@ from urllib.parse import urlsplit
 from dateutil.rrule import rrulestr
 
 from connections.network import ServiceError, plaintext_allowed, resolve
+from connections.threads import StillRunning, in_own_thread
 
 if TYPE_CHECKING:
     from caldav.davclient import DAVClient
@@ -101,23 +101,12 @@ def _refuse_large_answers(response: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _bounded[T](work: Callable[[], T], seconds: float) -> T:
-    outcome: list[T] = []
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            outcome.append(work())
-        except BaseException as error:
-            failure.append(error)
-
-    thread = threading.Thread(target=target, name="caldav", daemon=True)
-    thread.start()
-    thread.join(max(seconds, 0.0) + 0.2)
-    if thread.is_alive():
-        raise ServiceError("The CalDAV server did not answer in time.")
-    if failure:
-        raise _failure(failure[0])
-    return outcome[0]
+    try:
+        return in_own_thread(work, name="caldav", seconds=max(seconds, 0.0) + 0.2)
+    except StillRunning:
+        raise ServiceError("The CalDAV server did not answer in time.") from None
+    except BaseException as error:
+        raise _failure(error) from None
 
 
 def _failure(error: BaseException) -> BaseException:

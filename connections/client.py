@@ -7,7 +7,6 @@ never appears in one.
 """
 
 import json
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from mcp.shared.exceptions import MCPError as ProtocolError
 from mcp.types import PaginatedRequestParams
 
 from connections.addresses import GuardedBackend
+from connections.threads import in_own_thread
 
 MAX_RESULT_CHARACTERS = 20_000
 MAX_PAGES = 50  # of tools/list: a server that pages forever is cut off there
@@ -176,7 +176,9 @@ def _run[T](
                 return await work(mcp)
 
     try:
-        return _in_own_thread(lambda: anyio.run(session))
+        # The session's event loop runs in a thread of its own: the caller's thread may already have a loop running
+        # (an ASGI server, a test driving a browser), and anyio.run() refuses to start inside one.
+        return in_own_thread(lambda: anyio.run(session), name="mcp-session")
     except McpError:
         raise
     except BaseException as error:  # anyio wraps what failed inside the session in exception groups
@@ -189,26 +191,6 @@ def _run[T](
 
 def _megabytes(size: int) -> str:
     return f"{size / 1_000_000:.3g} MB"
-
-
-def _in_own_thread[T](work: Callable[[], T]) -> T:
-    """Run the session's event loop in a thread of its own: the caller's thread may already have a loop running
-    (an ASGI server, a test driving a browser), and anyio.run() refuses to start inside one."""
-    outcome: list[T] = []
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            outcome.append(work())
-        except BaseException as error:
-            failure.append(error)
-
-    thread = threading.Thread(target=target, name="mcp-session", daemon=True)
-    thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
-    return outcome[0]
 
 
 def _leaves(error: BaseException) -> list[BaseException]:

@@ -79,73 +79,92 @@ def _body(request: Request, example: str) -> dict[str, Any]:
     return request.data
 
 
-def _by(request: Request) -> str:
+def _key(request: Request) -> ApiKey:
     key = request.auth
     assert isinstance(key, ApiKey)
+    return key
+
+
+def _by(request: Request) -> str:
+    key = _key(request)
     return audit.by_key(key.name, key.hint)
 
 
-class CalendarView(_McpView):
+class _AccountView[Account: (CalendarAccount, MailAccount)](_McpView):
+    """The person's one calendar or one mailbox: read it, connect it (we log in first), remove it."""
+
     http_method_names = ["get", "head", "post", "delete", "options"]
+    kind: str  # "calendar" or "mailbox": the answer's member, and the word its messages use
+    model: type[Account]
+    example: str  # a body to show in the error for a body that is not a JSON object
+
+    def as_json(self, account: Account) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def add(self, request: Request, body: dict[str, Any]) -> Account:
+        raise NotImplementedError
+
+    def connected(self, account: Account) -> str:
+        raise NotImplementedError
+
+    def account(self, request: Request) -> Account | None:
+        return self.model.objects.filter(owner_id=self.owner_id(request)).first()
 
     def get(self, request: Request) -> Response:
-        account = CalendarAccount.objects.filter(owner_id=self.owner_id(request)).first()
-        return Response({"success": True, "calendar": calendar_json(account) if account else None})
+        account = self.account(request)
+        return Response({"success": True, self.kind: self.as_json(account) if account else None})
 
     def post(self, request: Request) -> Response:
-        body = _body(request, '{"serverUrl": "https://caldav.example.com/", "username": "...", "password": "..."}')
-        key = request.auth
-        assert isinstance(key, ApiKey)
+        body = _body(request, self.example)
         try:
-            account = mailcal.add_calendar(
-                key.owner, body.get("serverUrl"), body.get("username"), body.get("password"), by=_by(request)
-            )
+            account = self.add(request, body)
         except mailcal.AccountRefused as refused:
             raise _refused(refused) from None
         except ChecksBusy as busy:
             raise _busy(busy) from None
         return Response(
-            {"success": True, "message": f"Connected the calendar {account.calendar_name}.", **calendar_json(account)},
+            {"success": True, "message": self.connected(account), **self.as_json(account)},
             status=status.HTTP_201_CREATED,
         )
 
     def delete(self, request: Request) -> Response:
-        account = CalendarAccount.objects.filter(owner_id=self.owner_id(request)).first()
+        account = self.account(request)
         if account is None:
-            raise NotFound("No calendar is connected.")
+            raise NotFound(f"No {self.kind} is connected.")
         mailcal.remove(account, by=_by(request))
-        return Response({"success": True, "message": "The calendar was removed."})
+        return Response({"success": True, "message": f"The {self.kind} was removed."})
 
 
-class MailboxView(_McpView):
-    http_method_names = ["get", "head", "post", "delete", "options"]
+class CalendarView(_AccountView[CalendarAccount]):
+    kind = "calendar"
+    model = CalendarAccount
+    example = '{"serverUrl": "https://caldav.example.com/", "username": "...", "password": "..."}'
 
-    def get(self, request: Request) -> Response:
-        account = MailAccount.objects.filter(owner_id=self.owner_id(request)).first()
-        return Response({"success": True, "mailbox": mailbox_json(account) if account else None})
+    def as_json(self, account: CalendarAccount) -> dict[str, Any]:
+        return calendar_json(account)
 
-    def post(self, request: Request) -> Response:
-        body = _body(
-            request,
-            '{"address": "you@example.com", "password": "...", "imapHost": "imap.example.com", "imapPort": 993, '
-            '"imapSecurity": "ssl", "smtpHost": "smtp.example.com", "smtpPort": 465, "smtpSecurity": "ssl"}',
-        )
-        key = request.auth
-        assert isinstance(key, ApiKey)
-        try:
-            account = mailcal.add_mailbox(key.owner, body, by=_by(request))
-        except mailcal.AccountRefused as refused:
-            raise _refused(refused) from None
-        except ChecksBusy as busy:
-            raise _busy(busy) from None
-        return Response(
-            {"success": True, "message": f"Connected the mailbox {account.address}.", **mailbox_json(account)},
-            status=status.HTTP_201_CREATED,
+    def add(self, request: Request, body: dict[str, Any]) -> CalendarAccount:
+        return mailcal.add_calendar(
+            _key(request).owner, body.get("serverUrl"), body.get("username"), body.get("password"), by=_by(request)
         )
 
-    def delete(self, request: Request) -> Response:
-        account = MailAccount.objects.filter(owner_id=self.owner_id(request)).first()
-        if account is None:
-            raise NotFound("No mailbox is connected.")
-        mailcal.remove(account, by=_by(request))
-        return Response({"success": True, "message": "The mailbox was removed."})
+    def connected(self, account: CalendarAccount) -> str:
+        return f"Connected the calendar {account.calendar_name}."
+
+
+class MailboxView(_AccountView[MailAccount]):
+    kind = "mailbox"
+    model = MailAccount
+    example = (
+        '{"address": "you@example.com", "password": "...", "imapHost": "imap.example.com", "imapPort": 993, '
+        '"imapSecurity": "ssl", "smtpHost": "smtp.example.com", "smtpPort": 465, "smtpSecurity": "ssl"}'
+    )
+
+    def as_json(self, account: MailAccount) -> dict[str, Any]:
+        return mailbox_json(account)
+
+    def add(self, request: Request, body: dict[str, Any]) -> MailAccount:
+        return mailcal.add_mailbox(_key(request).owner, body, by=_by(request))
+
+    def connected(self, account: MailAccount) -> str:
+        return f"Connected the mailbox {account.address}."

@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from conversations.models import Endpoint
 from ingestion import body as body_rules
-from ingestion import openapi, throttling
+from ingestion import openapi, throttling, trigger_log
 from ingestion.authentication import AnyKeyAuthentication, V2KeyAuthentication, bearer_token, is_unconfirmed
 from ingestion.exceptions import (
     AccountDisabled,
@@ -40,11 +40,12 @@ from ingestion.exceptions import (
 )
 from ingestion.hotpath.recording import record_user_message
 from ingestion.idempotency import idempotent
+from ingestion.models import FiringOutcome
 from ingestion.negotiation import JsonOnly
 from ingestion.throttling import WebhookTriggerRateThrottle
 from keys.models import ApiKey
 from keys.scopes import Scope
-from ops.http import declared_length
+from ops.http import REPLAYED_HEADER, declared_length
 from triggers import services
 from triggers.models import WebhookTrigger
 
@@ -201,12 +202,16 @@ class FireTriggerView(APIView):
         assert isinstance(trigger, WebhookTrigger)
         payload = body_rules.trigger_payload(_json_body(request, '{"order": 1042, "total": "€38.50"}'))
         event = request.META.get("HTTP_X_GITHUB_EVENT")
+        summary = trigger_log.summary_of(payload, event)
         if event == "ping":
             # GitHub's hello when a webhook is set up: acknowledged, but no instruction for the assistant.
+            self.log_as = (FiringOutcome.PING, summary)
             return Response({"success": True, "message": "GitHub ping received; nothing was recorded."})
+        logged = trigger_log.enabled()
         with transaction.atomic():
             delivery_id = request.META.get("HTTP_X_GITHUB_DELIVERY")
             if not services.first_receipt(trigger, delivery_id, _raw_body(request) if _signed(request) else None):
+                self.log_as = (FiringOutcome.DUPLICATE, summary)
                 return Response({"success": True, "message": REPEATED_DELIVERY})
             message = record_user_message(
                 user=trigger.owner,
@@ -215,9 +220,40 @@ class FireTriggerView(APIView):
                 context=payload,
                 trigger=trigger,
                 request_id=getattr(request._request, "request_id", ""),
+                log_line=trigger_log.accepted_line(trigger, summary) if logged else None,
+                log_trim=trigger_log.trim_with_insert(trigger.pk) if logged else None,
             )
             services.note_fired(trigger)
+        self.log_as = None  # logged with the message
         return Response({"success": True, "message": RECEIVED, "id": message.public_id})
+
+    log_as: tuple[FiringOutcome, str] | None = None
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        """Log every answer that recorded no message in the trigger's delivery log (ingestion/trigger_log.py), when
+        it can be told which trigger the request was for: its token or signature said so, or its URL names one."""
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if trigger_log.enabled():
+            self._log(request, response)
+        return response
+
+    def _log(self, request: Request, response: Any) -> None:
+        trigger = getattr(request, "_auth", None)  # never authenticates here: only what authentication found
+        trigger = trigger if isinstance(trigger, WebhookTrigger) else None
+        url_id = self.kwargs.get("trigger_id")
+        if trigger is None and not (url_id and _TRIGGER_ID.fullmatch(url_id)):
+            return  # no trigger to log it for (a wrong token on the token-only URL names none)
+        if response.get(REPLAYED_HEADER):
+            outcome, code, summary = FiringOutcome.DUPLICATE, "", "Idempotency-Key seen before: the first answer again"
+        elif response.status_code >= 400:
+            data = getattr(response, "data", None)
+            code = str(data.get("code", "")) if isinstance(data, dict) else ""
+            outcome, summary = FiringOutcome.REFUSED, ""
+        elif self.log_as is not None:
+            (outcome, summary), code = self.log_as, ""
+        else:
+            return  # accepted (its line went with its message), or an OPTIONS request
+        trigger_log.note(outcome, trigger=trigger, public_id=url_id, code=code, summary=summary)
 
 
 class FireTriggerByTokenView(FireTriggerView):

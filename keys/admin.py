@@ -10,6 +10,21 @@ from accounts import audit
 from keys.models import ApiKey
 from keys.services import rename_key, revoke_key
 
+# A key as staff see it. They may rename it (and revoke it, an action), nothing else: what a key may do is its
+# owner's choice (on the key's console page), and the rest is its history.
+SHOWN = (
+    "name",
+    "hint",
+    "owner",
+    "generation",
+    "scopes",
+    "scopes_predate_choice",
+    "created_at",
+    "last_used_at",
+    "expires_at",
+    "revoked_at",
+)
+
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
@@ -26,30 +41,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
     ]
     list_filter = ["generation", ("revoked_at", admin.EmptyFieldListFilter), "created_at"]
     search_fields = ["name", "hint", "owner__email", "owner__username"]
-    fields = [
-        "name",
-        "hint",
-        "owner",
-        "generation",
-        "scopes",
-        "scopes_predate_choice",
-        "created_at",
-        "last_used_at",
-        "expires_at",
-        "revoked_at",
-    ]
-    # What a key may do is its owner's choice (on the key's console page), not staff's.
-    readonly_fields = [
-        "hint",
-        "owner",
-        "generation",
-        "scopes",
-        "scopes_predate_choice",
-        "created_at",
-        "last_used_at",
-        "expires_at",
-        "revoked_at",
-    ]
+    fields = SHOWN
+    readonly_fields = [name for name in SHOWN if name != "name"]
     list_select_related = ["owner"]
     actions = ["revoke_selected"]
 

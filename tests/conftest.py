@@ -11,6 +11,7 @@ from django.db import connection
 from django.test import Client
 from django.test.testcases import LiveServerThread
 
+from channels import senders
 from ingestion.hotpath import recent
 from keys.models import Generation
 from tests.factories import UserFactory, make_key
@@ -95,6 +96,7 @@ def gunicorn_conf(monkeypatch) -> Any:
 def _fresh_cache() -> None:
     cache.clear()
     recent.forget_all()  # keys a previous test's requests left remembered in this process
+    senders.forget_all()  # and linked addresses
 
 
 @pytest.fixture

@@ -61,3 +61,16 @@ def test_cli_log_ins_are_listed_read_only_without_the_device_code(staff_client):
     assert authorization.device_code_digest not in detail
     assert staff_client.get("/admin/devices/deviceauthorization/?device_code_digest__startswith=a").status_code == 400
     assert staff_client.get("/admin/devices/deviceauthorization/add/").status_code == 403
+
+
+def test_a_triggers_delivery_log_is_in_the_admin_read_only(staff_client, signed_trigger):
+    trigger, token, _ = signed_trigger
+    post(staff_client.__class__(), f"/api/v1/inbound/webhook/{trigger.public_id}", token, {"order": 1})
+    post(staff_client.__class__(), f"/api/v1/inbound/webhook/{trigger.public_id}", token[:-1] + "0", {"order": 1})
+
+    page = staff_client.get(f"/admin/triggers/webhooktrigger/{trigger.pk}/change/").content.decode()
+    link = f"/admin/ingestion/triggerfiring/?trigger__id__exact={trigger.pk}"
+    assert link in page.replace("&amp;", "&")
+    listing = staff_client.get(link).content.decode()
+    assert "invalid_webhook_token" in listing and "JSON object: order" in listing and token not in listing
+    assert staff_client.get("/admin/ingestion/triggerfiring/add/").status_code == 403

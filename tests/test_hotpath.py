@@ -7,16 +7,20 @@ from django.db import connection
 from django.db.models.signals import pre_save
 from django.test.utils import CaptureQueriesContext
 
+from channels.models import InboundEvent
 from conversations.models import Delivery, Endpoint, Message, Role, Source
 from ingestion.hotpath import recording
 from ingestion.hotpath.db import fetch_one
 from ingestion.hotpath.inserts import insert_together, own_save_steps
+from ingestion.models import TriggerFiring
 from tests.conftest import CURRENT, post
 
 pytestmark = pytest.mark.django_db
 
 # Every model an accepted message writes through ingestion/hotpath/inserts.py.
 HOT_PATH_MODELS = [Message, Delivery]  # the delivery row is the queue's entry: no task row (delivery/queue.py)
+# And a channel's message from a linked address (channels/inbound.py): the provider's id with them.
+CHANNEL_MODELS = [Message, Delivery, InboundEvent]
 
 postgresql_only = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the statement path (ingestion/hotpath/postgresql) is PostgreSQL's"
@@ -43,9 +47,9 @@ class LoudMessage(Message):
 def test_the_models_checked_here_are_the_ones_a_message_writes(user, database_tasks, monkeypatch):
     written: list[type] = []
 
-    def watched(rows, only_if=None):
+    def watched(rows, only_if=None, also=None, updates=()):
         written.extend(type(row) for row in rows)
-        return insert_together(rows, only_if)
+        return insert_together(rows, only_if, also, updates)
 
     monkeypatch.setattr(recording, "insert_together", watched)
     recording.record_user_message(user=user, endpoint=Endpoint.CURRENT, text="hi")
@@ -56,7 +60,30 @@ def test_the_models_checked_here_are_the_ones_a_message_writes(user, database_ta
     )
 
 
-@pytest.mark.parametrize("model", HOT_PATH_MODELS, ids=lambda model: model.__name__)
+def test_the_models_checked_here_are_the_ones_a_channel_message_writes(db, monkeypatch):
+    from channels import inbound
+    from channels.adapters.base import Inbound
+    from channels.models import LinkedAddress
+    from tests.factories import UserFactory
+
+    LinkedAddress.objects.create(user=UserFactory(), channel="telegram", address="4242")
+    written: list[type] = []
+
+    def watched(rows, only_if=None, also=None, updates=()):
+        written.extend(type(row) for row in rows)
+        return insert_together(rows, only_if, also, updates)
+
+    monkeypatch.setattr(recording, "insert_together", watched)
+    assert inbound.receive("telegram", Inbound("1", "4242", "hi", [], None)).outcome == "recorded"
+
+    assert written == CHANNEL_MODELS, (
+        f"a channel's message now writes {[model.__name__ for model in written]}: list exactly these in "
+        "CHANNEL_MODELS (tests/test_hotpath.py), so that each is checked below"
+    )
+
+
+# A webhook trigger's firing writes its delivery log's line with them (ingestion/trigger_log.py).
+@pytest.mark.parametrize("model", [*HOT_PATH_MODELS, TriggerFiring, InboundEvent], ids=lambda model: model.__name__)
 def test_no_model_on_the_request_path_adds_to_saving(model):
     assert own_save_steps(model) == [], (
         f"{model.__name__} overrides {own_save_steps(model)}: ingestion/hotpath/inserts.py then writes it by its own "

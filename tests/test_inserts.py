@@ -12,7 +12,15 @@ from django_tasks_db.models import DBTaskResult
 
 from conversations.models import Delivery, Endpoint, Message, Role, Source
 from delivery.tasks import deliver_message
-from ingestion.hotpath.inserts import Condition, _parameters, _prepared, _references, insert_together, passed_unchanged
+from ingestion.hotpath.inserts import (
+    Condition,
+    Update,
+    _parameters,
+    _prepared,
+    _references,
+    insert_together,
+    passed_unchanged,
+)
 
 
 def new_task_row(message_id: str) -> DBTaskResult:
@@ -116,6 +124,34 @@ def test_on_a_condition_every_row_or_none_is_written(user, database_tasks, holds
         assert counts == (0, 0, 0)
         assert message.pk is None and delivery.pk is None and message._state.adding  # left as they were
         assert written == []
+
+
+@pytest.mark.parametrize("holds", [True, False])
+def test_updates_are_made_with_the_rows_and_only_if_they_are_written(user, holds):
+    """The rows of other tables an ``Update`` matches are changed in the same statement (transaction elsewhere),
+    only where its own condition also holds, and not at all when the batch's condition does not."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model()
+    other = users.objects.create(username="other", email="other@example.com")
+    message, delivery = new_rows(user)
+    user_table = connection.ops.quote_name(users._meta.db_table)
+    batch_holds = Condition(f"EXISTS (SELECT 1 FROM {user_table} u WHERE u.id = %s)", [user.pk if holds else -1])
+    renamed = Update(users, (("id", user.pk),), (("first_name", "Renamed"), ("is_staff", True)))
+    # Its own condition, naming the updated table: true for `user`, false for `other`.
+    own = Condition(f"{user_table}.{connection.ops.quote_name('email')} = %s", ["sam@example.com"])
+    not_other = Update(users, (("id", other.pk),), (("first_name", "Changed"),), own)
+
+    with CaptureQueriesContext(connection) as captured:
+        assert insert_together([message, delivery], only_if=batch_holds, updates=[renamed, not_other]) is holds
+
+    if connection.vendor == "postgresql":
+        assert [q["sql"].split()[0] for q in captured.captured_queries] == ["WITH"]
+    user.refresh_from_db()
+    other.refresh_from_db()
+    assert (user.first_name, user.is_staff) == (("Renamed", True) if holds else ("", False))
+    assert other.first_name == ""
+    assert Message.objects.count() == (1 if holds else 0)
 
 
 def test_save_signals_are_sent_for_every_row(user):

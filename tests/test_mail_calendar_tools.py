@@ -54,12 +54,12 @@ def mailbox(person, dovecot_server, smtp_server, mail_user):
     return mailcal.add_mailbox(person, mailbox_fields(dovecot_server, smtp_server, mail_user))
 
 
-def run(person, name: str, arguments: dict, seconds: float = 10) -> tuple[str, Action]:
+def run(person, name: str, arguments: dict, seconds: float = 10, call_id: str = "call_1") -> tuple[str, Action]:
     """One call, as the next call of the attempt (a fresh toolbox reads the account as the test left it)."""
     delivery = Delivery.objects.latest("pk")
     box = toolbox_for(person, delivery, attempt=1)
     box.next_index = Action.objects.filter(delivery=delivery).count()
-    result = box.call("call_1", name, json.dumps(arguments), 1, time.monotonic() + seconds)
+    result = box.call(call_id, name, json.dumps(arguments), 1, time.monotonic() + seconds)
     return result, Action.objects.latest("pk")
 
 
@@ -332,6 +332,17 @@ def test_mail_send_saves_a_draft_and_says_it_needs_approval(person, mailbox, dov
         imap.login(mail_user, PASSWORD)
         imap.select_folder("Drafts", readonly=True)
         assert len(imap.search()) == 1
+
+
+@pytest.mark.parametrize("call_id", ["approved-1", "approved-999999"])
+def test_a_call_id_the_model_makes_up_cannot_approve_a_sending(person, mailbox, dovecot_server, smtp_server, call_id):
+    """Call ids come from the model: one shaped like the ids of approved calls still only saves a draft."""
+    result, action = run(
+        person, "mail_send", {"to": "sam@example.test", "subject": "Hi", "body": "Hello"}, call_id=call_id
+    )
+    assert action.tool_call_id == call_id and not action.is_error
+    assert "Not sent" in result
+    assert smtp_server.received == []
 
 
 def test_sending_through_smtp_reaches_the_server(person, mailbox, smtp_server):

@@ -45,6 +45,9 @@ class Call:
     user: User
     action: Action
     deadline: float  # time.monotonic() by which the call must be over
+    # The person approved this very call (Toolbox.call_approved, from assistant/approvals.py). Only that path sets
+    # it: the call's id comes from the model and proves nothing.
+    approved: bool = False
 
     def seconds_left(self) -> float:
         return max(self.deadline - time.monotonic(), 0.0)
@@ -146,7 +149,7 @@ class Toolbox:
             return _finish(action, f"Error: there is no tool named {str(name)[:100]!r}. The tools are: {known}.", True)
         if problem is not None:
             return _finish(action, f"Error: {problem} Call {tool.name} again with a JSON object of arguments.", True)
-        call = Call(self.user, action, deadline)
+        call = Call(self.user, action, deadline, approved=approved)
         try:
             result = database(tool.run, arguments, call) if tool.uses_database else tool.run(arguments, call)
         except ToolError as error:

@@ -33,7 +33,6 @@ MAX_LIST_DAYS = 92
 MAX_EVENT_DAYS = 31
 READ_CHARACTERS = 6000
 MIN_SECONDS = 0.5
-APPROVED_CALL_PREFIX = "approved-"  # the call id Toolbox.call_approved gives a call the person approved
 
 
 def _seconds(call: Call) -> float:
@@ -254,13 +253,14 @@ class _Mailbox:
 
     def send(self, arguments: dict[str, Any], call: Call) -> str:
         # Mail leaves the person's account for good, and what the model read this turn (a mail, a web page) may be
-        # what asks for it: it is sent only as a call the person approved (Toolbox.call_approved runs it under an
-        # "approved-" call id, assistant/approvals.py). Any other call, even for a message the person typed, saves
-        # a draft: at most a draft comes of a message, or a mail the assistant read.
+        # what asks for it: it is sent only as a call the person approved (Call.approved, which only
+        # Toolbox.call_approved sets, assistant/approvals.py). Any other call, even for a message the person typed
+        # or one whose model-made id looks like an approved call's, saves a draft: at most a draft comes of a
+        # message, or a mail the assistant read.
         try:
             server = self.server()
             message = mailboxes.compose(server, arguments.get("to"), arguments.get("subject"), arguments.get("body"))
-            if call.action.tool_call_id.startswith(APPROVED_CALL_PREFIX):
+            if call.approved:
                 mailboxes.send(server, message, seconds=_seconds(call))
                 return f"Sent to {message['To']}: “{message['Subject']}” (the person approved it)."
             folder = mailboxes.save_draft(server, message, seconds=_seconds(call))

@@ -24,6 +24,7 @@ from accounts.models import Profile
 from channels.models import LinkedAddress, OutboundMessage, OutboundStatus, QuietHours
 from conversations.models import Message
 from delivery import leases
+from ingestion.hotpath.inserts import Update
 
 
 def policy() -> leases.LeasePolicy:
@@ -290,6 +291,14 @@ def _record_unsent(claim: Claim, status: str, next_attempt_at: datetime | None, 
 
 def release_held(user_id: int, channel: str, address: str) -> int:
     """The person wrote from this address (WhatsApp's window is open again): what was held for it goes out now."""
-    return OutboundMessage.objects.filter(
-        person_id=user_id, channel=channel, address=address, status=OutboundStatus.HELD
-    ).update(status=OutboundStatus.QUEUED, held_reason="", next_attempt_at=None, updated_at=timezone.now())
+    release = held_released(user_id, channel, address, timezone.now())
+    return OutboundMessage.objects.filter(**dict(release.where)).update(**dict(release.values))
+
+
+def held_released(user_id: int, channel: str, address: str, now: datetime) -> Update:
+    """``release_held`` as a change to make with the person's message, in its statement (channels/inbound.py)."""
+    return Update(
+        OutboundMessage,
+        (("person", user_id), ("channel", channel), ("address", address), ("status", OutboundStatus.HELD)),
+        (("status", OutboundStatus.QUEUED), ("held_reason", ""), ("next_attempt_at", None), ("updated_at", now)),
+    )

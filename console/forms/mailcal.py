@@ -2,9 +2,17 @@ from django import forms
 
 from connections.models import Security
 
-_PASSWORD_HELP = (
-    "An app password is best (iCloud, Fastmail, Gmail make one for you); stored encrypted, never shown again."
-)
+
+def _app_password() -> forms.CharField:
+    return forms.CharField(
+        label="App password",
+        max_length=1024,
+        strip=False,
+        help_text=(
+            "An app password is best (iCloud, Fastmail, Gmail make one for you); stored encrypted, never shown again."
+        ),
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
 
 
 class CalendarForm(forms.Form):
@@ -15,13 +23,7 @@ class CalendarForm(forms.Form):
         widget=forms.URLInput(attrs={"placeholder": "https://caldav.fastmail.com/", "autocomplete": "off"}),
     )
     username = forms.CharField(label="Username", max_length=255, widget=forms.TextInput(attrs={"autocomplete": "off"}))
-    password = forms.CharField(
-        label="App password",
-        max_length=1024,
-        strip=False,
-        help_text=_PASSWORD_HELP,
-        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
-    )
+    password = _app_password()
 
 
 class MailboxForm(forms.Form):
@@ -33,13 +35,7 @@ class MailboxForm(forms.Form):
         help_text="Leave empty when it is the email address.",
         widget=forms.TextInput(attrs={"autocomplete": "off"}),
     )
-    password = forms.CharField(
-        label="App password",
-        max_length=1024,
-        strip=False,
-        help_text=_PASSWORD_HELP,
-        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
-    )
+    password = _app_password()
     imap_host = forms.CharField(
         label="IMAP server", max_length=253, widget=forms.TextInput(attrs={"placeholder": "imap.example.com"})
     )

@@ -12,7 +12,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from accounts import audit
-from console import examples, nonces
+from console import examples, nonces, trigger_log
 from console.forms.triggers import NewTriggerForm
 from triggers import services
 from triggers.models import WebhookTrigger
@@ -71,6 +71,20 @@ def _create_and_show_once(request: HttpRequest, form: NewTriggerForm) -> HttpRes
     response = render(request, "triggers/created.html", context)
     add_never_cache_headers(response)
     return response
+
+
+@login_required
+@require_GET
+def firing_log(request: HttpRequest, pk: int) -> HttpResponse:
+    """A webhook's delivery log: only its owner's (anyone else gets the 404 an unknown webhook gets)."""
+    trigger = get_object_or_404(WebhookTrigger, pk=pk, owner_id=request.user.pk)
+    context = {
+        "trigger": trigger,
+        "lines": trigger_log.lines_of(trigger),
+        "kept": trigger_log.LOG_LENGTH_KEPT,
+        "refusals_kept": trigger_log.REFUSALS_KEPT,
+    }
+    return render(request, "triggers/log.html", context)
 
 
 @login_required

@@ -34,6 +34,28 @@ end
 return count
 """
 
+# A refusal for a webhook trigger's delivery log (ingestion/trigger_log.py), in one round trip: the open line of its
+# kind (KEYS[1], a line id stored by Django as a plain integer), one more on that line's count, and whether this
+# request is the first in FLUSH seconds (so writes the count to the database). No line: false; a key that holds no
+# id (a line being opened, an unknown trigger): {-1, 0, 0}.
+_COUNT_ON_LINE = """
+local line = redis.call('get', KEYS[1])
+if not line then
+  return false
+end
+local id = tonumber(line)
+if not id then
+  return {-1, 0, 0}
+end
+local counter = ARGV[1] .. line
+local count = redis.call('incr', counter)
+if count == 1 then
+  redis.call('expire', counter, ARGV[3])
+end
+local flush = redis.call('set', ARGV[2] .. line, '1', 'NX', 'EX', ARGV[4])
+return {id, count, flush and 1 or 0}
+"""
+
 
 class _AtomicIncrClient(RedisCacheClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -67,6 +89,16 @@ class _AtomicIncrClient(RedisCacheClient):
             connection.disconnect()
             return self._count(connection, key, seconds)
 
+    def count_on_line(self, keys: list[Any], args: list[Any]) -> Any:
+        connection = self._counting_connection()
+        try:
+            connection.send_command("EVAL", _COUNT_ON_LINE, 1, *keys, *args)
+            return connection.read_response()
+        except (RedisConnectionError, RedisTimeoutError):
+            connection.disconnect()  # as in count_in_window; counting a refusal twice in the log is harmless
+            connection.send_command("EVAL", _COUNT_ON_LINE, 1, *keys, *args)
+            return connection.read_response()
+
     @staticmethod
     def _count(connection: AbstractConnection, key: Any, seconds: int) -> int:
         connection.send_command("EVAL", _COUNT_IN_WINDOW, 1, key, seconds)
@@ -97,3 +129,20 @@ class AtomicIncrRedisCache(RedisCache):
         """One more hit on ``key``, a counter that lives ``seconds`` from its first hit; returns the count so far."""
         cache: Any = self  # Django's private helpers, which its type stubs leave out
         return int(cache._cache.count_in_window(self.make_and_validate_key(key), seconds))
+
+    def count_on_line(
+        self, open_key: str, count_prefix: str, flush_prefix: str, count_seconds: int, flush_seconds: int
+    ) -> tuple[int, int, bool] | None:
+        """For the delivery log's coalescing (ingestion/trigger_log.py, ``_COUNT_ON_LINE`` above): None when no
+        line of this kind is open; else (the line's id, or -1 when the key holds none; its count; whether to flush).
+        The prefixes are cache keys that the line's id completes."""
+        cache: Any = self
+        found = cache._cache.count_on_line(
+            [self.make_and_validate_key(open_key)],
+            [self.make_and_validate_key(count_prefix), self.make_and_validate_key(flush_prefix), count_seconds,
+             flush_seconds],
+        )  # fmt: skip
+        if not found:
+            return None
+        line, count, flush = (int(value) for value in found)
+        return line, count, bool(flush)

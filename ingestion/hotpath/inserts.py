@@ -22,6 +22,15 @@ value, and every other field, takes the field's own path.
 A batch may be written on a condition (``only_if``: an SQL truth value, checked in the same statement on
 PostgreSQL, in the same transaction elsewhere): then either every row is written or none is. The request path uses
 it to confirm, in the insert itself, that a key it remembers still holds (ingestion/hotpath/recent.py).
+
+A batch may also carry one more data-modifying statement (``also``, e.g. a DELETE that trims a log the batch adds
+to): on PostgreSQL a further WITH query of the same statement, elsewhere run first in the same transaction. Either
+way it sees the tables as they were before the batch's rows.
+
+Existing rows may be changed with the batch (``updates``: columns set where other columns equal given values, and
+where an optional condition of their own holds, as ``QuerySet.update`` does, without signals): on PostgreSQL in the
+same statement, elsewhere in the same transaction, and only if the rows are written. A channel's message uses it to
+stamp its address's last inbound time (channels/inbound.py).
 """
 
 import uuid
@@ -59,6 +68,63 @@ class Condition:
 
     sql: str
     params: Sequence[Any]
+
+
+@dataclass(frozen=True)
+class Update:
+    """``UPDATE model SET values WHERE where [AND condition]``, ``values`` and ``where`` each a tuple of (field name,
+    value) pairs, made with the batch. The field names and the condition's SQL (which may name the model's table) are
+    part of the statement written once per process; the values are parameters."""
+
+    model: type[Model]
+    where: tuple[tuple[str, Any], ...]
+    values: tuple[tuple[str, Any], ...]
+    condition: Condition | None = None
+
+    @property
+    def shape(self) -> "UpdateShape":
+        names = tuple(name for name, _ in self.where), tuple(name for name, _ in self.values)
+        return self.model, *names, None if self.condition is None else self.condition.sql
+
+    def parameters(self, connection: Any) -> list[Any]:
+        """The SET values as their fields would save them, the WHERE values as their fields would look them up, then
+        the condition's."""
+        saved = [_field(self.model, name).get_db_prep_save(value, connection) for name, value in self.values]
+        looked_up = [
+            _field(self.model, name).get_db_prep_value(value, connection, prepared=False) for name, value in self.where
+        ]
+        return [_plain(value) for value in (*saved, *looked_up, *(self.condition.params if self.condition else ()))]
+
+
+# (model, the WHERE fields, the SET fields, the condition's SQL)
+UpdateShape = tuple[type[Model], tuple[str, ...], tuple[str, ...], str | None]
+
+
+@cache
+def _update_sql(shape: UpdateShape, gated: bool) -> str:
+    """The UPDATE alone; ``gated``: only if the batch's condition held (``g``, in the same WITH)."""
+    model, matched, assigned, condition = shape
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+
+    def column(name: str) -> str:
+        found = _field(model, name).column
+        assert found is not None  # concrete fields have one
+        return str(quote(found))
+
+    assignments = ", ".join(f"{column(name)} = %s" for name in assigned)
+    tests = [f"{column(name)} = %s" for name in matched]
+    if condition is not None:
+        tests.append(f"({condition})")
+    if gated:
+        tests.append("EXISTS (SELECT 1 FROM g)")
+    # Table and column names come from the model's metadata; every value is a parameter.
+    return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {' AND '.join(tests)}"  # noqa: S608
+
+
+def _field(model: type[Model], name: str) -> Field[Any, Any]:
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field)  # a concrete field, not a relation's other side
+    return field
 
 
 # Django's own field classes (exactly these, not subclasses, which may prepare differently) whose pre_save reads the
@@ -148,19 +214,31 @@ def _prepared(instance: Model, parameter: _Parameter, connection: Any) -> Any:
         if isinstance(value, Enum) and type(value.value) in parameter.unchanged:
             return value.value  # a choices member (TextChoices is a str subclass): what to_python keeps, unwrapped
     field = parameter.field
-    value = field.get_db_prep_save(field.pre_save(instance, add=True), connection)
+    return _plain(field.get_db_prep_save(field.pre_save(instance, add=True), connection))
+
+
+def _plain(value: Any) -> Any:
     # A choices member as its plain value: psycopg finds the adapter of a subclass by walking its MRO on every
     # statement, half the cost of adapting all the parameters.
     return value.value if isinstance(value, Enum) else value
 
 
 @cache
-def _statement(models: tuple[type[Model], ...], references: tuple[Reference, ...], condition: str | None) -> str:
+def _statement(
+    models: tuple[type[Model], ...],
+    references: tuple[Reference, ...],
+    condition: str | None,
+    also: str | None = None,
+    updates: tuple[UpdateShape, ...] = (),
+) -> str:
     """WITH r0 AS (INSERT … RETURNING id), r1 AS (INSERT … VALUES (…, (SELECT id FROM r0), …)) … SELECT ids.
 
     On a condition: WITH g AS (SELECT 1 WHERE condition), r0 AS (INSERT … SELECT … FROM g RETURNING id), …
     SELECT EXISTS (SELECT 1 FROM g), ids: every row is selected from g, so when it is empty none is written. (The
     values of INSERT … SELECT take their columns' types as those of VALUES do.)
+
+    Updates follow the inserts: u0 AS (UPDATE … SET … WHERE … AND EXISTS (SELECT 1 FROM g)), the last part only on a
+    condition; then ``also``. (PostgreSQL runs every data-modifying part of a WITH once and to the end, read or not.)
     """
     quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
 
@@ -192,6 +270,11 @@ def _statement(models: tuple[type[Model], ...], references: tuple[Reference, ...
         listed = ", ".join(values)
         source = f"VALUES ({listed})" if condition is None else f"SELECT {listed} FROM g"  # noqa: S608 (names only)
         queries.append(f"r{row} AS (INSERT INTO {quote(model._meta.db_table)} ({columns}) {source}{returning})")
+    gated = condition is not None
+    queries.extend(f"u{number} AS ({_update_sql(shape, gated)})" for number, shape in enumerate(updates))
+    if also is not None:
+        # Unconditional: when the rows are not written (a condition that fails) the batch is refused anyway.
+        queries.append(f"also AS ({also})")
     # Table and column names come from the models' metadata; every value is a parameter.
     return f"WITH {', '.join(queries)} SELECT {', '.join(returned) or 'NULL'}"
 
@@ -213,34 +296,57 @@ def _references(rows: Sequence[Model]) -> tuple[Reference, ...]:
     return tuple(found)
 
 
-def insert_by_saves(rows: Sequence[Model], only_if: Condition | None = None) -> bool:
+def insert_by_saves(
+    rows: Sequence[Model],
+    only_if: Condition | None = None,
+    also: Condition | None = None,
+    updates: Sequence[Update] = (),
+) -> bool:
     """What ``insert_together`` does on other databases: each row's own ``save()``, in one transaction."""
     connection = connections[DEFAULT_DB_ALIAS]
     with transaction.atomic():
         if only_if is not None and fetch_one(connection, f"SELECT 1 WHERE {only_if.sql}", only_if.params) is None:
             return False
+        if also is not None:
+            with connection.cursor() as cursor:
+                cursor.execute(also.sql, also.params)
         for instance in rows:
             instance.save(force_insert=True)
+        for update in updates:
+            with connection.cursor() as cursor:
+                cursor.execute(_update_sql(update.shape, False), update.parameters(connection))
     return True
 
 
-def insert_together(rows: Sequence[Model], only_if: Condition | None = None) -> bool:
+def insert_together(
+    rows: Sequence[Model],
+    only_if: Condition | None = None,
+    also: Condition | None = None,
+    updates: Sequence[Update] = (),
+) -> bool:
     """Insert new model instances (in order: a row may point at an earlier one) all at once or not at all, and
     set their primary keys and foreign keys as ``save()`` would. With ``only_if``, only if that holds: returns
     whether the rows were written (when not, they are left unsaved and no post_save is sent; on PostgreSQL
-    pre_save has been, since the condition is checked by the statement itself)."""
+    pre_save has been, since the condition is checked by the statement itself). ``also``: one more data-modifying
+    SQL statement (its %s parameters in ``params``), run with the rows, seeing the tables as they were before them.
+    ``updates`` are made with the rows, and only if they are written."""
     connection = connections[DEFAULT_DB_ALIAS]
     models = tuple(type(instance) for instance in rows)
     if connection.vendor != "postgresql" or not _saved_by_statement(models):
-        return insert_by_saves(rows, only_if)
+        return insert_by_saves(rows, only_if, also, updates)
     for instance in rows:
         pre_save.send(type(instance), instance=instance, raw=False, using=DEFAULT_DB_ALIAS, update_fields=None)
     references = _references(rows)
     params = [_prepared(rows[p.row], p, connection) for p in _parameters(models, references)]
+    shapes = tuple(update.shape for update in updates)
+    for update in updates:  # their WITH queries come after the rows', before ``also``
+        params.extend(update.parameters(connection))
+    also_sql, also_params = (None, []) if also is None else (also.sql, list(also.params))
     if only_if is None:
-        keys = fetch_one(connection, _statement(models, references, None), params)
+        keys = fetch_one(connection, _statement(models, references, None, also_sql, shapes), [*params, *also_params])
     else:
-        keys = fetch_one(connection, _statement(models, references, only_if.sql), [*only_if.params, *params])
+        statement = _statement(models, references, only_if.sql, also_sql, shapes)
+        keys = fetch_one(connection, statement, [*only_if.params, *params, *also_params])
         if keys is None or not keys[0]:
             return False
         keys = keys[1:]  # after the condition's truth

@@ -2,6 +2,7 @@
 (on PostgreSQL in one statement, ``inserts``). Every entry point (the two endpoints, the console) records messages
 through here."""
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -12,7 +13,8 @@ from conversations.models import Delivery, Endpoint, Message, Role, Source
 from conversations.services import conversation_of
 from delivery.tasks import enqueue_delivery
 from ingestion.hotpath import recent
-from ingestion.hotpath.inserts import insert_together
+from ingestion.hotpath.inserts import Condition, Update, insert_together
+from ingestion.models import TriggerFiring
 from keys.models import ApiKey
 from keys.services import note_key_used
 from triggers.models import WebhookTrigger
@@ -40,6 +42,11 @@ def record_user_message(
     trigger: WebhookTrigger | None = None,
     source: Source | None = None,
     notes_key_use: bool = True,
+    log_line: TriggerFiring | None = None,
+    log_trim: Condition | None = None,
+    only_if: Condition | None = None,
+    along: Callable[[Message], Sequence[Model]] | None = None,
+    updates: Sequence[Update] = (),
 ) -> Message:
     """Record a message in the user's thread and its delivery record (with the database task backend, the delivery
     queue's entry: delivery/queue.py), together or not at all (DESIGN.md, "Conversations and the assistant
@@ -54,7 +61,15 @@ def record_user_message(
     ``source``: where the person wrote it, when the endpoint alone does not say (a linked channel: sms, ...).
 
     ``notes_key_use``: False where the key is only the message's origin, not its sender (the person's approval of
-    what the key asked for)."""
+    what the key asked for).
+
+    ``log_line``: the trigger's delivery log line for this firing (ingestion/trigger_log.py), written with the
+    message and pointing at it, and ``log_trim`` the statement that keeps the log short, run with them.
+
+    ``only_if``: a condition of the caller's own (instead of ``confirm_key``'s): nothing is written unless it holds,
+    and ``recent.NoLongerHolds`` is raised. ``along``: more new rows written with the message (given the unsaved
+    message, which they may point at), all or none; ``updates``: changes to existing rows made with them
+    (ingestion.hotpath.inserts). A channel's message uses all three (channels/inbound.py)."""
     # Keys by id rather than by instance: nothing reads the related objects back from these rows, and setting an
     # instance goes through Django's related-object descriptor (type and router checks, caches) for each.
     api_key_id = None if api_key is None else api_key.pk
@@ -77,11 +92,15 @@ def record_user_message(
         backend=settings.ASSISTANT_BACKEND,
     )
     rows: list[Model] = [message, delivery]
-    only_if = None
+    if log_line is not None:
+        log_line.message = message  # an instance, as for the delivery
+        rows.append(log_line)
+    if along is not None:
+        rows.extend(along(message))
     if confirm_key:
-        assert api_key is not None
+        assert api_key is not None and only_if is None
         only_if = recent.still_holds(api_key, conversation)
-    if not insert_together(rows, only_if):
+    if not insert_together(rows, only_if, log_trim, updates):
         raise recent.NoLongerHolds()
     # The database queue: nothing (the delivery row is the queue's entry); a broker: its message, after the commit.
     enqueue_delivery(message.public_id, delivery_id=delivery.pk)

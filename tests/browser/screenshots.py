@@ -92,6 +92,14 @@ def _seed():
 
 def _shoot(page, name: str, full_page: bool = True) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    if full_page:
+        # Chromium's full-page capture paints sticky parts (the header, the thread's composer) where the scrolled
+        # viewport had them, in the middle of the picture: in a picture of the whole page they stay in place.
+        # (Through the CSSOM: the console's Content-Security-Policy refuses a <style> tag.)
+        page.evaluate(
+            "document.querySelectorAll('.topbar, .composer')"
+            ".forEach((part) => part.style.setProperty('position', 'static', 'important'))"
+        )
     page.screenshot(path=str(OUT / f"{name}.png"), full_page=full_page)
 
 
@@ -443,3 +451,62 @@ def test_approval_screenshot(context, live_server, settings):
     page.goto("/conversation/")
     page.get_by_role("button", name="Approve").wait_for()
     _shoot(page, "approval", full_page=False)
+
+
+def test_webhook_log_screenshot(context, live_server, settings):
+    """A webhook's delivery log (README, "Webhook triggers"): accepted firings with what became of their messages, a
+    duplicate, GitHub's ping, and refusals, a flood of wrong tokens among them as one line with its count.
+    `pytest tests/browser/screenshots.py -k webhook_log` rewrites only this one."""
+    from assistant.models import Action, ActionState, ToolKind
+    from ingestion import trigger_log
+    from ingestion.models import FiringOutcome, TriggerFiring
+
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}}
+    user = create_account(email=EMAIL, password=PASSWORD, phone_number="+14155551234", channel="whatsapp")
+    trigger, _, _ = create_trigger(user, "A push to main of acme/shop", "Tell me what changed and if it is risky")
+    now = timezone.now().replace(second=0, microsecond=0)
+
+    def push(message: str, who: str = "ada", commits: int = 1) -> dict:
+        return {
+            "ref": "refs/heads/main", "repository": {"full_name": "acme/shop"}, "pusher": {"name": who},
+            "commits": [{}] * commits, "head_commit": {"message": message},
+        }  # fmt: skip
+
+    def accepted(payload: dict, minutes_ago: int, status: str, event: str = "push") -> Message:
+        summary = trigger_log.summary_of(payload, event)
+        message = record_user_message(
+            user=user, endpoint=Endpoint.WEBHOOK_TRIGGER, text="Tell me what changed and if it is risky",
+            context=payload, trigger=trigger, log_line=trigger_log.accepted_line(trigger, summary),
+        )  # fmt: skip
+        _backdate(message, now - timedelta(minutes=minutes_ago))
+        Delivery.objects.filter(message=message).update(status=status)
+        TriggerFiring.objects.filter(message=message).update(
+            at=now - timedelta(minutes=minutes_ago), last_at=now - timedelta(minutes=minutes_ago)
+        )
+        return message
+
+    def other(outcome: str, minutes_ago: int, code: str = "", summary: str = "", count: int = 1, lasted: int = 0):
+        TriggerFiring.objects.create(
+            trigger=trigger, outcome=outcome, code=code, summary=summary, count=count,
+            at=now - timedelta(minutes=minutes_ago), last_at=now - timedelta(minutes=minutes_ago - lasted),
+        )  # fmt: skip
+
+    ping = {"zen": "Design for failure.", "repository": {"full_name": "acme/shop"}}
+    other(FiringOutcome.PING, 3 * 1440, summary=trigger_log.summary_of(ping, "ping"))
+    gift = push("Add the gift card option", commits=3)
+    accepted(gift, 2 * 1440 + 300, "delivered")
+    other(FiringOutcome.DUPLICATE, 2 * 1440 + 290, summary=trigger_log.summary_of(gift, "push"))
+    other(FiringOutcome.REFUSED, 1440 + 600, code="invalid_signature")
+    accepted(push("Bump the payment SDK to 4.2", who="dependabot[bot]"), 1440 + 30, "failed")
+    other(FiringOutcome.REFUSED, 300, code="invalid_webhook_token", count=214, lasted=42)
+    other(FiringOutcome.REFUSED, 200, code="invalid_json")
+    waiting = accepted(push("Drop the old orders table", who="sam", commits=2), 55, "delivered")
+    Action.objects.create(
+        delivery=waiting.delivery, kind=ToolKind.BUILT_IN, tool="send_email", state=ActionState.AWAITING_APPROVAL
+    )
+    accepted(push("Fix the checkout total rounding"), 3, "processing")
+
+    page = _log_in(context)
+    page.goto(f"/webhooks/{trigger.pk}/log/")
+    page.locator("[data-trigger-log]").wait_for()
+    _shoot(page, "webhook-log")

@@ -5,9 +5,13 @@ SIGTERM (or Ctrl+C): both stop taking work; the task in progress finishes, the a
 DELIVERY_GRACE_SECONDS, and those that could not finish are put back in the queue uncounted. A second SIGTERM puts
 them back at once and exits. ``--batch`` (tests, one-off runs) delivers everything that is due, runs the ready tasks
 and exits. ``--no-deliveries`` runs the tasks only.
+
+Beside them runs the periodic housekeeping (delivery/housekeeping.py: approvals expire, prunes), coordinated with
+every other worker, unless HOUSEKEEPING_SECONDS is 0; a ``--batch`` run does none of it.
 """
 
 import logging
+import os
 import signal
 import sys
 import time
@@ -16,9 +20,11 @@ from types import FrameType
 from typing import Any
 
 from django.db import DatabaseError, connection
+from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 from django_tasks_db.management.commands import db_worker
 
 from delivery.engine import Engine
+from delivery.housekeeping import Housekeeper
 from delivery.tasks import queued_in_database
 
 logger = logging.getLogger("delivery.handoff")
@@ -67,6 +73,16 @@ class Command(db_worker.Command):
         )
 
     def handle(self, *, deliveries: bool, concurrency: int | None, **options: Any) -> None:  # type: ignore[override]
+        housekeeper = Housekeeper()
+        # Under autoreload the command runs twice, in the watching process and in the one that works: only there.
+        if not options["batch"] and (not options["reload"] or os.environ.get(DJANGO_AUTORELOAD_ENV) == "true"):
+            housekeeper.start()
+        try:
+            self._work(deliveries, concurrency, **options)
+        finally:
+            housekeeper.stop()
+
+    def _work(self, deliveries: bool, concurrency: int | None, **options: Any) -> None:
         if not (deliveries and queued_in_database()):
             super().handle(**options)
             return

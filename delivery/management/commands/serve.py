@@ -3,9 +3,9 @@ production path (the database queue, reminders firing at their time) without a s
 
 ``manage.py serve [addr:port]`` is ``runserver`` (with WhiteNoise's static files, its autoreload) plus, in the process
 that serves, the delivery engine (delivery/engine.py) and django-tasks-db's task loop on threads of their own, when
-TASK_BACKEND is the database (the default). Under DEBUG without PUBLIC_BASE_URL it also tells tools to post their
-follow-ups to the address it listens on (ops/public_url.py). Not for production: the Procfile runs gunicorn and
-``manage.py db_worker`` as separate processes."""
+TASK_BACKEND is the database (the default), and the periodic housekeeping (delivery/housekeeping.py). Under DEBUG
+without PUBLIC_BASE_URL it also tells tools to post their follow-ups to the address it listens on (ops/public_url.py).
+Not for production: the Procfile runs gunicorn and ``manage.py db_worker`` as separate processes."""
 
 import logging
 import threading
@@ -15,6 +15,7 @@ from django.core.management import get_commands, load_command_class
 from django_tasks_db.management.commands.db_worker import Worker
 
 from delivery.engine import Engine
+from delivery.housekeeping import Housekeeper
 from delivery.tasks import deliver_message, queued_in_database
 from ops import public_url
 
@@ -32,6 +33,8 @@ class Command(RunServer):
         host = f"[{self.addr}]" if self._raw_ipv6 else self.addr
         public_url.remember(f"{self.protocol}://{host}:{self.port}")
         engine = tasks = None
+        housekeeper = Housekeeper()  # approvals expire, prunes (delivery/housekeeping.py), as db_worker does
+        housekeeper.start()
         if queued_in_database():
             engine = Engine()
             engine.start()
@@ -50,6 +53,7 @@ class Command(RunServer):
         try:
             super().inner_run(*args, **options)
         finally:
+            housekeeper.stop(timeout=2)
             if tasks is not None:
                 tasks.running = False
             if engine is not None:
