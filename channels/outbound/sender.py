@@ -28,9 +28,8 @@ from django.utils import timezone
 
 from channels.adapters import configured
 from channels.adapters.base import Adapter, SendError, Sent
-from channels.adapters.twilio import TwilioAdapter
 from channels.models import OutboundMessage
-from channels.outbound import queue, template
+from channels.outbound import queue
 from channels.outbound.decide import Decision, Hold, Send, Wait, decide
 from channels.outbound.queue import Claim
 from delivery import leases
@@ -64,20 +63,17 @@ class Outcome:
 
 
 def template_channels(adapters: dict[str, Adapter]) -> set[str]:
-    """The channels that can send the operator's approved template outside WhatsApp's window (Twilio's WhatsApp
-    with TWILIO_WHATSAPP_TEMPLATE_SID set)."""
-    return {name for name, adapter in adapters.items() if template.can_send(adapter)}
+    """The channels that can send the operator's approved template outside WhatsApp's window (WhatsApp, through
+    Twilio with TWILIO_WHATSAPP_TEMPLATE_SID or through Meta's Cloud API with WHATSAPP_CLOUD_TEMPLATE_NAME)."""
+    return {name for name, adapter in adapters.items() if adapter.can_send_template()}
 
 
 def send_now(adapter: Adapter, claim: Claim, as_template: bool) -> Outcome:
     started = time.monotonic()
     result: Sent | Exception
     try:
-        if as_template:
-            assert isinstance(adapter, TwilioAdapter)
-            result = template.send(adapter, claim.address, claim.text)
-        else:
-            result = adapter.send_text(claim.address, claim.text, reference=claim.reference)
+        send = adapter.send_template if as_template else adapter.send_text
+        result = send(claim.address, claim.text, reference=claim.reference)
     except Exception as error:
         result = error
     return Outcome(claim, result, as_template, time.monotonic() - started)
