@@ -21,7 +21,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -586,17 +585,6 @@ def _serve(server: FakeProvider) -> threading.Thread:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     return thread
-
-
-@contextmanager
-def serving[Server: FakeProvider](server: Server) -> Iterator[Server]:
-    """One fake provider running, without settings (for a test that runs the service in processes of its own)."""
-    _serve(server)
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

@@ -85,6 +85,17 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+@contextmanager
+def serving[Server: ThreadingHTTPServer](server: Server) -> Iterator[Server]:
+    """``server`` answering on a thread of its own until the block ends."""
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def send_json(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
     """Answer the handler's request with ``body``, JSON: how the fake servers of the tests answer."""
     handler.send_response(status)

@@ -8,7 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -23,7 +23,7 @@ from delivery.engine import Engine
 from ops import database_work
 from reminders.models import Reminder
 from tests.factories import UserFactory
-from tests.servers import send_json
+from tests.servers import send_json, serving
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -82,15 +82,8 @@ class _ModelHandler(BaseHTTPRequestHandler):
         pass
 
 
-@contextmanager
-def model_server(slow: float = 0.0) -> Iterator[Model]:
-    server = Model(slow)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+def model_server(slow: float = 0.0) -> AbstractContextManager[Model]:
+    return serving(Model(slow))
 
 
 @pytest.fixture
