@@ -120,14 +120,16 @@ print(json.dumps(n))
 """
 
 TELEGRAM_LUA = """
--- Telegram's webhook: one update a request, each with new ids, from the linked chat 777000.
+-- Telegram's webhook: one update a request, each with new ids, from the linked chat 777000. The ids start with
+-- BENCH_ID_PREFIX, new for each run (LuaJIT's math.random starts from the same seed in every run).
 local counter = 0
+local prefix = os.getenv("BENCH_ID_PREFIX")
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["X-Telegram-Bot-Api-Secret-Token"] = os.getenv("BENCH_SECRET")
 request = function()
   counter = counter + 1
-  local id = string.format("%d%07d", math.random(1, 2000000000), counter)
+  local id = prefix .. string.format("%07d", counter)
   local body = '{"update_id": ' .. id .. ', "message": {"message_id": ' .. id .. ', "from": {"id": 777000, ' ..
     '"is_bot": false, "first_name": "B"}, "chat": {"id": 777000, "type": "private", "first_name": "B"}, ' ..
     '"date": 1764000000, "text": "Remind me to stretch at 3pm"}}'
@@ -284,6 +286,7 @@ def inbound(env: dict[str, str], key: str, args: argparse.Namespace) -> dict[str
         for number in range(args.rounds):
             # More signed requests than wrk can send in the run: a repeated MessageSid would be a (cheaper) retry.
             forms = sign_twilio_forms(signed, 3000 * args.seconds, prefix=number)
+            run_env["BENCH_ID_PREFIX"] = f"{int(time.time()) % 10**8}{number % 10}"  # 9 digits, then 7 of a counter
             this: dict[str, float] = {"load": os.getloadavg()[0]}
             for name, script, path in scenarios:
                 command = [
