@@ -25,12 +25,14 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,9 @@ delay, log = float(sys.argv[1]), open(sys.argv[2], "a", buffering=1)
 lock = threading.Lock()
 class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The answer's headers and body are two writes: with Nagle's algorithm on, the body waited for the client's
+    # delayed ACK of the headers, 40 ms on Linux, added to every send (a real provider's server does not do that).
+    disable_nagle_algorithm = True
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         arrived = time.time()
@@ -214,11 +219,30 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(int(fraction * len(ordered)), len(ordered) - 1)]
 
 
+@contextmanager
+def profiled(pid: int) -> Iterator[None]:
+    """BENCH_PY_SPY=<path>: py-spy samples the worker meanwhile and writes the stacks of its threads that hold the GIL
+    (what costs CPU) to <path>, collapsed, one line a stack (the figures of such a run are not the worker's own)."""
+    path = os.environ.get("BENCH_PY_SPY")
+    if not path:
+        yield
+        return
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    command = [spy, "record", "--nonblocking", "--gil", "--format", "raw", "--rate", "250", "--output", path]
+    sampler = subprocess.Popen([*command, "--pid", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        sampler.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+        sampler.wait(timeout=30)
+
+
 def throughput(worker: subprocess.Popen[bytes], log: Path, sends: int) -> dict[str, float]:
     if not wait_for(lambda: log.stat().st_size > 0, 60):
         raise SystemExit("the worker sent nothing within 60 s")
     cpu_at_start = cpu_seconds(tree(worker.pid))
-    wait_for(lambda: len(arrivals(log)) >= sends, 120)
+    with profiled(worker.pid):
+        wait_for(lambda: len(arrivals(log)) >= sends, 120)
     cpu = cpu_seconds(tree(worker.pid)) - cpu_at_start
     seen = arrivals(log)
     first, last = seen[0][0], seen[-1][0]

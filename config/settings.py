@@ -498,6 +498,10 @@ WHATSAPP_CLOUD_PHONE_NUMBER_ID = env_str("WHATSAPP_CLOUD_PHONE_NUMBER_ID").strip
 WHATSAPP_CLOUD_APP_SECRET = env_str("WHATSAPP_CLOUD_APP_SECRET").strip()
 WHATSAPP_CLOUD_VERIFY_TOKEN = env_str("WHATSAPP_CLOUD_VERIFY_TOKEN").strip()
 WHATSAPP_CLOUD_API_BASE_URL = env_str("WHATSAPP_CLOUD_API_BASE_URL", "https://graph.facebook.com/v23.0").rstrip("/")
+# Outside WhatsApp's 24-hour window: the name and language code of a template Meta approved for the business, whose
+# body has one variable {{1}} (the text goes there); without a name, such texts are held until the person writes.
+WHATSAPP_CLOUD_TEMPLATE_NAME = env_str("WHATSAPP_CLOUD_TEMPLATE_NAME").strip()
+WHATSAPP_CLOUD_TEMPLATE_LANGUAGE = env_str("WHATSAPP_CLOUD_TEMPLATE_LANGUAGE", "en_US").strip()
 BLUEBUBBLES_URL = env_str("BLUEBUBBLES_URL").rstrip("/")
 BLUEBUBBLES_PASSWORD = env_str("BLUEBUBBLES_PASSWORD").strip()
 BLUEBUBBLES_WEBHOOK_SECRET = env_str("BLUEBUBBLES_WEBHOOK_SECRET").strip()

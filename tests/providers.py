@@ -21,7 +21,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -32,6 +31,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from django.test import Client
 from twilio.request_validator import RequestValidator
+
+from tests.servers import send_json
 
 # Credentials the fakes expect, and the settings the ``providers`` fixture sets.
 TWILIO_ACCOUNT_SID = "AC" + "0" * 31 + "1"
@@ -139,6 +140,9 @@ class FakeProvider(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: FakeProvider
     protocol_version = "HTTP/1.1"  # keep-alive, as the real APIs
+    # Headers and body are two writes: with Nagle's algorithm the body would wait for the client's delayed ACK
+    # (40 ms on Linux) on every answer, which no real provider's server does.
+    disable_nagle_algorithm = True
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -156,11 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(status, json.dumps(answer).encode())
 
     def _answer(self, status: int, raw: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+        send_json(self, status, raw)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -289,27 +289,72 @@ class FakeTwilio(FakeProvider):
 
 class FakeWhatsAppCloud(FakeProvider):
     """Meta's Graph API for WhatsApp (``POST /{phone-number-id}/messages``, Bearer access token, JSON), answering
-    with ``messages[0].id`` (a wamid); its webhook events signed with X-Hub-Signature-256."""
+    with ``messages[0].id`` (a wamid); its webhook events signed with X-Hub-Signature-256.
+
+    Two kinds of message: ``text`` (``text.body``), and ``template``: ``template.name`` and ``template.language.code``
+    of a template approved for the business (``approve_template``; any other is refused as Meta refuses it, error
+    132001), with ``components`` whose ``body`` carries exactly as many ``text`` parameters as the template's body
+    has variables (else error 132000). A template's ``Outgoing.text`` is its parameters' text."""
 
     name = "WhatsApp Cloud API"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.templates: dict[tuple[str, str], int] = {}  # (name, language code) → its body's variables
+
+    def approve_template(self, name: str, language: str, *, parameters: int) -> None:
+        self.templates[(name, language)] = parameters
+
     def handle_post(self, path: str, query: dict[str, str], headers: dict[str, str], body: bytes) -> tuple[int, Any]:
         if headers.get("authorization") != f"Bearer {WHATSAPP_ACCESS_TOKEN}":
-            return 401, {"error": {"message": "Invalid OAuth access token.", "type": "OAuthException", "code": 190}}
+            return 401, _graph_error(190, "Invalid OAuth access token.")
         if path != f"/{WHATSAPP_PHONE_NUMBER_ID}/messages":
-            return 400, {"error": {"message": "Unsupported post request.", "type": "GraphMethodException", "code": 100}}
+            return 400, _graph_error(100, "Unsupported post request.")
         request = json.loads(body)
-        if request.get("messaging_product") != "whatsapp" or request.get("type") != "text":
-            return 400, {"error": {"message": "(#100) Invalid parameter", "type": "OAuthException", "code": 100}}
+        kind = request.get("type")
+        if request.get("messaging_product") != "whatsapp" or not str(request.get("to", "")).isdigit():
+            return 400, _graph_error(100, "(#100) Invalid parameter")
+        if kind == "text":
+            text = request.get("text", {}).get("body", "") if isinstance(request.get("text"), dict) else ""
+            if not isinstance(text, str) or not text or len(text) > 4096:
+                return 400, _graph_error(100, "(#100) Invalid parameter")
+        elif kind == "template":
+            refusal, text = self._template_text(request.get("template"))
+            if refusal is not None:
+                return 400, refusal
+        else:
+            return 400, _graph_error(100, "(#100) Invalid parameter")
         wamid = f"wamid.HBgL{self.next_id():020d}"
         to = str(request["to"])
         with self.lock:
-            self.sent.append(Outgoing("+" + to.removeprefix("+"), request["text"]["body"], wamid, request))
+            self.sent.append(Outgoing("+" + to, text, wamid, request))
         return 200, {
             "messaging_product": "whatsapp",
-            "contacts": [{"input": to, "wa_id": to.removeprefix("+")}],
-            "messages": [{"id": wamid}],
+            "contacts": [{"input": to, "wa_id": to}],
+            "messages": [{"id": wamid, "message_status": "accepted"} if kind == "template" else {"id": wamid}],
         }
+
+    def _template_text(self, template: Any) -> tuple[dict[str, Any] | None, str]:
+        """(Meta's refusal, or None; the parameters' text) for a message's ``template`` object."""
+        if not isinstance(template, dict) or not isinstance(template.get("name"), str):
+            return _graph_error(131008, "(#131008) Required parameter is missing"), ""
+        language = template.get("language")
+        code = language.get("code") if isinstance(language, dict) else None
+        if not isinstance(code, str):
+            return _graph_error(131008, "(#131008) Required parameter is missing"), ""
+        expected = self.templates.get((template["name"], code))
+        if expected is None:
+            return _graph_error(132001, "(#132001) Template name does not exist in the translation"), ""
+        components = template.get("components", [])
+        bodies = [c for c in components if isinstance(c, dict) and c.get("type") == "body"] if components else []
+        parameters = bodies[0].get("parameters", []) if bodies else []
+        texts = [p.get("text") for p in parameters if isinstance(p, dict) and p.get("type") == "text"]
+        if len(texts) != len(parameters) or len(texts) != expected:
+            mismatch = "(#132000) Number of parameters does not match the expected number of params"
+            return _graph_error(132000, mismatch), ""
+        if not all(isinstance(t, str) and t.strip() and len(t) <= 1024 for t in texts):
+            return _graph_error(100, "(#100) Invalid parameter"), ""
+        return None, " ".join(texts)
 
     def event(self, value: dict[str, Any], *, secret: str = WHATSAPP_APP_SECRET) -> Callback:
         payload = {
@@ -366,6 +411,11 @@ class FakeWhatsAppCloud(FakeProvider):
     def verification(self, token: str = WHATSAPP_VERIFY_TOKEN, challenge: str = "1158201444") -> Callback:
         query = urlencode({"hub.mode": "subscribe", "hub.verify_token": token, "hub.challenge": challenge})
         return Callback(f"/channels/whatsapp/webhook?{query}", b"", "", method="GET")
+
+
+def _graph_error(code: int, message: str) -> dict[str, Any]:
+    """An error as the Graph API answers it."""
+    return {"error": {"message": message, "type": "OAuthException", "code": code, "fbtrace_id": "AbCdEfGh"}}
 
 
 # --- BlueBubbles -------------------------------------------------------------------------------------------------
@@ -535,17 +585,6 @@ def _serve(server: FakeProvider) -> threading.Thread:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     return thread
-
-
-@contextmanager
-def serving[Server: FakeProvider](server: Server) -> Iterator[Server]:
-    """One fake provider running, without settings (for a test that runs the service in processes of its own)."""
-    _serve(server)
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ import psycopg
 
 from tests.delivery_stack import Worker, wait_until
 from tests.live_stack import private_database, require_postgres_and_redis, run_python
-from tests.providers import TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_SMS_FROM, FakeTwilio, serving
+from tests.providers import TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_SMS_FROM, FakeTwilio
+from tests.servers import serving
 
 SEND = ["manage.py", "sendchannels"]
 
@@ -101,3 +102,35 @@ def test_kill_9_mid_send_loses_nothing_and_repeats_only_what_reached_the_provide
             seconds_seen.add(person)
         else:
             assert person not in seconds_seen
+
+
+def test_sigterm_finishes_the_sends_in_flight_and_starts_no_other():
+    """The worker claims a little ahead of its free send threads (so that a thread never waits for a claim): what it
+    claimed but had not begun to send when SIGTERM came is put back, queued and uncounted, not sent in the grace
+    period."""
+    require_postgres_and_redis()
+    with serving(FakeTwilio()) as twilio, private_database("outbox") as database_url:
+        env = {
+            "DATABASE_URL": database_url,
+            "TWILIO_ACCOUNT_SID": TWILIO_ACCOUNT_SID,
+            "TWILIO_AUTH_TOKEN": TWILIO_AUTH_TOKEN,
+            "TWILIO_SMS_FROM": TWILIO_SMS_FROM,
+            "TWILIO_API_BASE_URL": twilio.url,
+            "PUBLIC_BASE_URL": "https://assistant.example",
+            "CHANNEL_CONCURRENCY": "2",
+        }
+        total = run_python(SEED % {"people": 12, "each": 1}, env)
+        twilio.delay = 1.5
+        worker = Worker(env, "outbox-sigterm", SEND)
+        try:
+            wait_until(lambda: len(twilio.requests) >= 2, timeout=60, what="two sends in flight")
+            worker.signal(signal.SIGTERM)
+            assert worker.wait(30) == 0
+        finally:
+            worker.stop()
+        rows = outbox_of(database_url)
+
+    assert len(twilio.requests) == 2  # only the two that had begun
+    assert sorted(r[1] for r in rows) == ["queued"] * (total - 2) + ["sent"] * 2
+    assert all(r[4] == 0 for r in rows if r[1] == "queued")  # put back uncounted
+    assert {r[0] for r in rows if r[1] == "sent"} == {form_of(body)["Body"] for _, _, body in twilio.requests}

@@ -1,5 +1,6 @@
 """The one small interface every channel adapter speaks (DESIGN.md, "Channels"): send a text to an address and get
-the provider's message id; verify and parse an inbound request; parse a delivery-status callback.
+the provider's message id; send the operator's approved template where the channel needs one (WhatsApp outside its
+24-hour window); verify and parse an inbound request; parse a delivery-status callback.
 
 An adapter is configured by operator settings only (one set of provider credentials per deployment, never per
 person) and holds no state between calls beyond its HTTP client. Addresses are in the form each channel routes by:
@@ -91,6 +92,17 @@ class Adapter(Protocol):
         for the provider's idempotency where it offers any. Raises SendError."""
         ...
 
+    def can_send_template(self) -> bool:
+        """Whether the operator configured an approved template for this channel: what WhatsApp lets a business send
+        outside its 24-hour window (channels/outbound/window.py). False for channels without such a window."""
+        ...
+
+    def send_template(self, address: str, text: str, *, reference: str) -> Sent:
+        """Send the operator's approved template to ``address`` with ``text`` as its one variable (cut to
+        TEMPLATE_VARIABLE_LIMIT by ``template_variable``). Raises SendError, not retryable where no template is
+        configured."""
+        ...
+
     def verify(self, request: HttpRequest) -> None:
         """Raise VerificationFailed unless the request carries the provider's valid signature or secret. Called
         before anything else reads the request (the view has checked only its size and content type)."""
@@ -103,3 +115,18 @@ class Adapter(Protocol):
     def parse_statuses(self, request: HttpRequest) -> list[StatusUpdate]:
         """The delivery statuses in a verified request (none for a request that carries only messages)."""
         ...
+
+
+# WhatsApp's limit for one parameter of a template's body. The operator's template wraps the text, for example "Your
+# assistant has a message for you: {{1}}": Meta approves the wording, ours only fills the variable.
+TEMPLATE_VARIABLE_LIMIT = 1024
+
+
+def template_variable(text: str) -> str:
+    """The text as a template's variable: whole when it fits, else cut with an ellipsis."""
+    return text if len(text) <= TEMPLATE_VARIABLE_LIMIT else text[: TEMPLATE_VARIABLE_LIMIT - 1] + "…"
+
+
+def no_template(channel: str) -> SendError:
+    """What ``send_template`` raises on a channel that has no templates (or none configured)."""
+    return SendError(f"No approved template is configured for {channel}.", retryable=False)

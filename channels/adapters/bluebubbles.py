@@ -18,7 +18,16 @@ from django.conf import settings
 from django.http import HttpRequest
 
 from channels.adapters import http
-from channels.adapters.base import BadRequest, Channel, Inbound, SendError, Sent, StatusUpdate, VerificationFailed
+from channels.adapters.base import (
+    BadRequest,
+    Channel,
+    Inbound,
+    SendError,
+    Sent,
+    StatusUpdate,
+    VerificationFailed,
+    no_template,
+)
 from channels.adapters.payloads import items, json_body, mapping, text
 
 WEBHOOK_PATH = "/channels/bluebubbles/webhook"
@@ -56,6 +65,12 @@ class BlueBubblesAdapter:
         if not isinstance(data, dict) or not data.get("guid"):
             raise SendError("BlueBubbles answered without a message guid.", retryable=False)
         return Sent(provider_message_id=str(data["guid"]))
+
+    def can_send_template(self) -> bool:
+        return False  # no window that a template would open
+
+    def send_template(self, address: str, text: str, *, reference: str) -> Sent:
+        raise no_template(self.channel)
 
     def verify(self, request: HttpRequest) -> None:
         given = request.GET.get(SECRET_PARAMETER, "")

@@ -14,7 +14,16 @@ from django.conf import settings
 from django.http import HttpRequest
 
 from channels.adapters import http
-from channels.adapters.base import BadRequest, Channel, Inbound, SendError, Sent, StatusUpdate, VerificationFailed
+from channels.adapters.base import (
+    BadRequest,
+    Channel,
+    Inbound,
+    SendError,
+    Sent,
+    StatusUpdate,
+    VerificationFailed,
+    no_template,
+)
 from channels.adapters.payloads import items, json_body, mapping, text
 
 WEBHOOK_PATH = "/channels/telegram/webhook"
@@ -48,6 +57,12 @@ class TelegramAdapter:
             raise SendError("Telegram answered without a message id.", retryable=False)
         # message_id is unique within a chat only.
         return Sent(provider_message_id=f"{address}:{result['message_id']}")
+
+    def can_send_template(self) -> bool:
+        return False  # no window that a template would open
+
+    def send_template(self, address: str, text: str, *, reference: str) -> Sent:
+        raise no_template(self.channel)
 
     def set_webhook(self, url: str) -> str:
         """Point the bot's updates at ``url`` with our secret token; Telegram's description of what it did."""

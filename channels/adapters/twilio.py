@@ -6,11 +6,16 @@ Both channels' inbound messages come to one URL (``/channels/twilio/inbound``) a
 auth token over the URL it called, byte for byte as configured in its console (PUBLIC_BASE_URL + path), and the
 form's parameters: ``twilio.request_validator.RequestValidator`` checks it.
 
+WhatsApp outside its 24-hour window: the operator's approved Content API template (TWILIO_WHATSAPP_TEMPLATE_SID),
+the text as its variable ``{{1}}`` (``send_template``).
+
 The Messages API has no idempotency key: a send that timed out may have gone out (``reference`` is unused)."""
 
 import hmac
+import json
 import logging
 import re
+from typing import Any
 from urllib.parse import parse_qsl
 
 import requests
@@ -23,7 +28,17 @@ from twilio.http.http_client import TwilioHttpClient
 from twilio.request_validator import RequestValidator
 from twilio.rest import Client
 
-from channels.adapters.base import BadRequest, Channel, Inbound, SendError, Sent, StatusUpdate, VerificationFailed
+from channels.adapters.base import (
+    BadRequest,
+    Channel,
+    Inbound,
+    SendError,
+    Sent,
+    StatusUpdate,
+    VerificationFailed,
+    no_template,
+    template_variable,
+)
 
 INBOUND_PATH = "/channels/twilio/inbound"
 STATUS_PATH = "/channels/twilio/status"
@@ -108,16 +123,33 @@ class TwilioAdapter:
     def _addressed(self, number: str) -> str:
         return _WHATSAPP + number if self.channel == Channel.WHATSAPP else number
 
-    def send_text(self, address: str, text: str, *, reference: str) -> Sent:
+    def _origin(self) -> dict[str, str]:
+        """The sender: a Messaging Service (``MG…``) or this channel's number."""
         sender = settings.TWILIO_WHATSAPP_FROM if self.channel == Channel.WHATSAPP else settings.TWILIO_SMS_FROM
-        origin = {"messaging_service_sid": sender} if sender.startswith("MG") else {"from_": self._addressed(sender)}
+        return {"messaging_service_sid": sender} if sender.startswith("MG") else {"from_": self._addressed(sender)}
+
+    def send_text(self, address: str, text: str, *, reference: str) -> Sent:
+        return self._create(to=self._addressed(address), body=text, **self._origin())
+
+    def can_send_template(self) -> bool:
+        return self.channel == Channel.WHATSAPP and bool(settings.TWILIO_WHATSAPP_TEMPLATE_SID)
+
+    def send_template(self, address: str, text: str, *, reference: str) -> Sent:
+        """The approved Content API template (TWILIO_WHATSAPP_TEMPLATE_SID, ``HX…``) with the text as its variable
+        ``{{1}}``: ContentSid and ContentVariables, no Body (the template holds the wording)."""
+        if not self.can_send_template():
+            raise no_template(self.channel)
+        return self._create(
+            to=self._addressed(address),
+            content_sid=settings.TWILIO_WHATSAPP_TEMPLATE_SID,
+            content_variables=json.dumps({"1": template_variable(text)}),
+            **self._origin(),
+        )
+
+    def _create(self, **message: Any) -> Sent:
+        """One Messages API create, its status reported to our callback; Twilio's failures as SendError."""
         try:
-            message = self._client.messages.create(
-                to=self._addressed(address),
-                body=text,
-                status_callback=settings.PUBLIC_BASE_URL + STATUS_PATH,
-                **origin,
-            )
+            created = self._client.messages.create(status_callback=settings.PUBLIC_BASE_URL + STATUS_PATH, **message)
         except TwilioRestException as error:
             retryable = error.status >= 500 or error.status == 429
             # Twilio's own error code and text (21211 invalid number, 21610 unsubscribed, ...); never the URL.
@@ -128,7 +160,7 @@ class TwilioAdapter:
             raise SendError(f"Twilio did not answer: {type(error).__name__}.", retryable=True) from None
         except TwilioException as error:
             raise SendError(f"Twilio: {type(error).__name__}.", retryable=True) from None
-        return Sent(provider_message_id=str(message.sid))
+        return Sent(provider_message_id=str(created.sid))
 
     def verify(self, request: HttpRequest) -> None:
         signature = request.headers.get("X-Twilio-Signature", "")

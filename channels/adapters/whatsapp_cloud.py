@@ -6,7 +6,11 @@ deployment's number (WHATSAPP_CLOUD_PHONE_NUMBER_ID) counts.
 
 Media come as ids; their download URL needs the access token and a second call, so the message's context keeps the
 Graph URL that resolves the id, and nothing is fetched while Meta waits. Sends carry no idempotency key (Meta offers
-none): ``reference`` is unused."""
+none): ``reference`` is unused.
+
+Outside WhatsApp's 24-hour window only a template Meta approved may go out: with WHATSAPP_CLOUD_TEMPLATE_NAME set,
+a ``type: "template"`` message of that name and WHATSAPP_CLOUD_TEMPLATE_LANGUAGE, the text as its body's parameter
+(``send_template``)."""
 
 import hashlib
 import hmac
@@ -17,7 +21,16 @@ from django.conf import settings
 from django.http import HttpRequest
 
 from channels.adapters import http
-from channels.adapters.base import Channel, Inbound, SendError, Sent, StatusUpdate, VerificationFailed
+from channels.adapters.base import (
+    Channel,
+    Inbound,
+    SendError,
+    Sent,
+    StatusUpdate,
+    VerificationFailed,
+    no_template,
+    template_variable,
+)
 from channels.adapters.payloads import items, json_body, mapping
 
 WEBHOOK_PATH = "/channels/whatsapp/webhook"
@@ -55,13 +68,33 @@ class WhatsAppCloudAdapter:
     max_text_length = MAX_TEXT_LENGTH
 
     def send_text(self, address: str, text: str, *, reference: str) -> Sent:
+        return self._send(address, "text", {"preview_url": False, "body": text})
+
+    def can_send_template(self) -> bool:
+        return bool(settings.WHATSAPP_CLOUD_TEMPLATE_NAME)
+
+    def send_template(self, address: str, text: str, *, reference: str) -> Sent:
+        """The approved template (WHATSAPP_CLOUD_TEMPLATE_NAME in WHATSAPP_CLOUD_TEMPLATE_LANGUAGE), the text as the
+        one parameter of its body. Meta refuses a name or language it has not approved for this business (a 400,
+        not retried: the operator must fix the setting)."""
+        if not self.can_send_template():
+            raise no_template(self.channel)
+        template = {
+            "name": settings.WHATSAPP_CLOUD_TEMPLATE_NAME,
+            "language": {"code": settings.WHATSAPP_CLOUD_TEMPLATE_LANGUAGE},
+            "components": [{"type": "body", "parameters": [{"type": "text", "text": template_variable(text)}]}],
+        }
+        return self._send(address, "template", template)
+
+    def _send(self, address: str, kind: str, content: dict[str, Any]) -> Sent:
+        """``POST /{phone-number-id}/messages`` with one message of ``kind`` ("text", "template") to a number."""
         url = f"{settings.WHATSAPP_CLOUD_API_BASE_URL}/{settings.WHATSAPP_CLOUD_PHONE_NUMBER_ID}/messages"
         body = {
             "messaging_product": "whatsapp",
             "recipient_type": "individual",
             "to": address.removeprefix("+"),
-            "type": "text",
-            "text": {"preview_url": False, "body": text},
+            "type": kind,
+            kind: content,
         }
         headers = {"Authorization": f"Bearer {settings.WHATSAPP_CLOUD_ACCESS_TOKEN}"}
         answer = http.call("WhatsApp Cloud API", url, body, headers)

@@ -10,7 +10,8 @@ from channels.outbound.window import Route, free_text_allowed
 
 WINDOW_CLOSED = (
     "Not sent: WhatsApp allows free text only within 24 hours of the person's last message, and no approved "
-    "template is configured (TWILIO_WHATSAPP_TEMPLATE_SID). It is sent when they next write on WhatsApp."
+    "template is configured (TWILIO_WHATSAPP_TEMPLATE_SID or WHATSAPP_CLOUD_TEMPLATE_NAME). It is sent when they "
+    "next write on WhatsApp."
 )
 NOT_CONFIGURED = "Not sent: the channel is no longer configured on this server."
 

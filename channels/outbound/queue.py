@@ -11,15 +11,18 @@ people's in parallel. A row waiting for its backoff or for quiet hours to end ke
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, time
+from datetime import UTC, datetime, time
+from functools import cache
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, OuterRef, Subquery
+from django.db.models import F, Model
 from django.utils import timezone
 
-from channels.models import LinkedAddress, OutboundMessage, OutboundStatus
+from accounts.models import Profile
+from channels.models import LinkedAddress, OutboundMessage, OutboundStatus, QuietHours
+from conversations.models import Message
 from delivery import leases
 from ingestion.hotpath.inserts import Update
 
@@ -66,18 +69,38 @@ _CLAIMABLE = """
 """
 
 # PostgreSQL: the choice made once (MATERIALIZED). Written as ``WHERE id IN (…)``, the planner may run the locking
-# subquery again for each row it compares, which took seconds on a freshly filled, not yet analyzed outbox.
+# subquery again for each row it compares, which took seconds on a freshly filled, not yet analyzed outbox. The
+# claimed rows come back with what their sends need (_DETAILS) in the same statement: one round trip a claim, and no
+# query for the ORM to build each time (building the join of five tables was a sixth of the worker's CPU).
 _CLAIM_POSTGRESQL = """
-    WITH claimable AS MATERIALIZED ({claimable})
-    UPDATE {outbox} AS o SET {assignments}, updated_at = %(now)s
-    FROM claimable WHERE o.id = claimable.id
-    RETURNING o.id
+    WITH claimable AS MATERIALIZED ({claimable}),
+    claimed AS (
+        UPDATE {outbox} AS o SET {assignments}, updated_at = %(now)s
+        FROM claimable WHERE o.id = claimable.id
+        RETURNING o.id, o.attempts, o.channel, o.address, o.text, o.part, o.message_id, o.person_id
+    )
+    {details}
 """
 
 _CLAIM_SQLITE = """
     UPDATE {outbox} SET {assignments}, updated_at = %(now)s
     WHERE id IN ({claimable})
     RETURNING id
+"""
+
+# What a send needs besides its row: its message's public id (the reference), the person's time zone and quiet
+# hours, and when the address last wrote (WhatsApp's window). An address is linked to one person at most (a unique
+# constraint), so each join brings one row or none.
+_DETAILS = """
+    SELECT c.id, c.attempts, c.channel, c.address, c.text, c.part, m.public_id, p.time_zone, q.starts, q.ends,
+           a.last_inbound_at
+    FROM {rows} AS c
+    JOIN {messages} AS m ON m.id = c.message_id
+    LEFT JOIN {profiles} AS p ON p.user_id = c.person_id
+    LEFT JOIN {quiet_hours} AS q ON q.person_id = c.person_id
+    LEFT JOIN {linked} AS a ON a.user_id = c.person_id AND a.channel = c.channel AND a.address = c.address
+    {where}
+    ORDER BY c.id
 """
 
 _last_reaped = 0.0
@@ -96,67 +119,89 @@ def claim(limit: int) -> list[Claim]:
             OutboundMessage, policy(), _TAKEN_OVER_TOO_OFTEN.format(settings.CHANNEL_MAX_TAKEOVERS + 1), updated_at=now
         )
     adapt = connection.ops.adapt_datetimefield_value
-    postgres = connection.vendor == "postgresql"
-    outbox = connection.ops.quote_name(OutboundMessage._meta.db_table)
-    claimable = _CLAIMABLE.format(
-        outbox=outbox, ready=leases.claimable_sql("c"), lock="FOR UPDATE OF c SKIP LOCKED" if postgres else ""
-    )
-    assignments = leases.claim_assignments_sql()
-    if postgres:  # the SET list names the updated table's columns, unqualified
-        sql = _CLAIM_POSTGRESQL.format(claimable=claimable, outbox=outbox, assignments=assignments)
-    else:
-        sql = _CLAIM_SQLITE.format(claimable=claimable, outbox=outbox, assignments=assignments)
     params = {
         "now": adapt(now),
         "lease": adapt(policy().lease_until(now)),
         "max_takeovers": settings.CHANNEL_MAX_TAKEOVERS,
         "limit": limit,
     }
-    with transaction.atomic():
+    if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            ids = [row[0] for row in cursor.fetchall()]
-        return _claims(ids) if ids else []
+            cursor.execute(_claim_postgresql(), params)
+            return [_claim_of(row) for row in cursor.fetchall()]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_claim_sqlite(), params)
+        ids = [int(row[0]) for row in cursor.fetchall()]
+        if not ids:
+            return []
+        cursor.execute(_details("c.id IN ({})".format(", ".join(["%s"] * len(ids)))), ids)
+        return [_claim_of(row) for row in cursor.fetchall()]
 
 
-def _claims(ids: Sequence[int]) -> list[Claim]:
-    """What the sends need, read with one query: the rows, their messages' ids, the people's time zones and quiet
-    hours, and when each address last wrote (WhatsApp's window)."""
-    last_heard = LinkedAddress.objects.filter(
-        user_id=OuterRef("person_id"), channel=OuterRef("channel"), address=OuterRef("address")
-    ).values("last_inbound_at")[:1]
-    rows = (
-        OutboundMessage.objects.filter(pk__in=ids)
-        .order_by("id")
-        .values_list(
-            "id",
-            "attempts",
-            "channel",
-            "address",
-            "text",
-            "part",
-            "message__public_id",
-            "person__profile__time_zone",
-            "person__quiet_hours__starts",
-            "person__quiet_hours__ends",
-        )
-        .annotate(last_inbound_at=Subquery(last_heard))
+@cache
+def _claim_postgresql() -> str:
+    return _CLAIM_POSTGRESQL.format(
+        claimable=_claimable("FOR UPDATE OF c SKIP LOCKED"),
+        outbox=_table(OutboundMessage),
+        assignments=leases.claim_assignments_sql(),  # the SET list names the updated table's columns, unqualified
+        details=_details("", rows="claimed"),
     )
-    return [
-        Claim(
-            row_id=row_id,
-            attempt=attempt,
-            channel=channel,
-            address=address,
-            text=text,
-            reference=f"{public_id}-{part}",
-            time_zone=time_zone or "UTC",
-            quiet_starts=starts,
-            quiet_ends=ends,
-            last_inbound_at=last_inbound_at,
-        )
-        for row_id, attempt, channel, address, text, part, public_id, time_zone, starts, ends, last_inbound_at in rows
-    ]
+
+
+@cache
+def _claim_sqlite() -> str:
+    return _CLAIM_SQLITE.format(
+        claimable=_claimable(""), outbox=_table(OutboundMessage), assignments=leases.claim_assignments_sql()
+    )
+
+
+def _claimable(lock: str) -> str:
+    return _CLAIMABLE.format(outbox=_table(OutboundMessage), ready=leases.claimable_sql("c"), lock=lock)
+
+
+def _details(where: str, rows: str = "") -> str:
+    return _DETAILS.format(
+        rows=rows or _table(OutboundMessage),
+        messages=_table(Message),
+        profiles=_table(Profile),
+        quiet_hours=_table(QuietHours),
+        linked=_table(LinkedAddress),
+        where=f"WHERE {where}" if where else "",
+    )
+
+
+def _table(model: type[Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _claim_of(row: Sequence[Any]) -> Claim:
+    row_id, attempt, channel, address, text, part, public_id, time_zone, starts, ends, last_inbound_at = row
+    return Claim(
+        row_id=row_id,
+        attempt=attempt,
+        channel=channel,
+        address=address,
+        text=text,
+        reference=f"{public_id}-{part}",
+        time_zone=time_zone or "UTC",
+        quiet_starts=_time(starts),
+        quiet_ends=_time(ends),
+        last_inbound_at=_moment(last_inbound_at),
+    )
+
+
+def _time(value: Any) -> time | None:
+    """A TIME column as it comes from a raw query: a time on PostgreSQL, text on SQLite."""
+    return time.fromisoformat(value) if isinstance(value, str) else value
+
+
+def _moment(value: Any) -> datetime | None:
+    """A timestamp column as it comes from a raw query: aware on PostgreSQL, text in UTC on SQLite."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if isinstance(value, datetime) and timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value
 
 
 def _holding(claim: Claim) -> Any:
