@@ -3,7 +3,6 @@ refused, in words, and what became of an accepted firing's message."""
 
 from dataclasses import dataclass
 
-from assistant.models import Action, ActionState
 from console.presentation import DeliveryState, delivery_state
 from ingestion import trigger_log
 from ingestion.models import FiringOutcome, TriggerFiring
@@ -41,29 +40,16 @@ class LogLine:
 
 
 def lines_of(trigger: WebhookTrigger) -> list[LogLine]:
-    """The trigger's log, newest first: three queries (the lines with their messages and deliveries, the actions
-    awaiting approval among them) and one cache round trip (the live counts)."""
-    lines = list(
-        TriggerFiring.objects.filter(trigger=trigger)
-        .select_related("message__delivery")
-        .order_by("-id")[: trigger_log.LOG_LENGTH]
-    )
-    counts = trigger_log.live_counts(lines)
-    message_ids = [line.message_id for line in lines if line.message_id]
-    awaiting = set(
-        Action.objects.filter(delivery__message_id__in=message_ids, state=ActionState.AWAITING_APPROVAL).values_list(
-            "delivery__message_id", flat=True
-        )
-    ) if message_ids else set()  # fmt: skip
+    """The trigger's log, newest first (ingestion/trigger_log.py ``recent``), in the page's words."""
     return [
         LogLine(
-            line=line,
-            count=max(line.count, counts.get(line.pk, 0)),
-            reason=REASONS.get(line.code, line.code) if line.outcome == FiringOutcome.REFUSED else "",
-            delivery=delivery_state(line.message) if line.message is not None else None,
-            awaiting_approval=line.message_id in awaiting,
+            line=entry.line,
+            count=entry.count,
+            reason=REASONS.get(entry.line.code, entry.line.code) if entry.line.outcome == FiringOutcome.REFUSED else "",
+            delivery=delivery_state(entry.line.message) if entry.line.message is not None else None,
+            awaiting_approval=entry.awaiting_approval,
         )
-        for line in lines
+        for entry in trigger_log.recent(trigger)
     ]
 
 

@@ -251,6 +251,27 @@ class WebhookReceivedSerializer(serializers.Serializer):
     )
 
 
+class TriggerFiringSerializer(serializers.Serializer):
+    at = serializers.DateTimeField(help_text="When the request (the first of a coalesced line) came.")
+    lastAt = serializers.DateTimeField(help_text="The last request this line counts.")
+    outcome = serializers.ChoiceField(["accepted", "duplicate", "ping", "refused"])
+    code = serializers.CharField(allow_null=True, help_text="A refused request's error code (the `code` it got).")
+    count = serializers.IntegerField(help_text="Requests this line stands for: refusals of one kind coalesce.")
+    summary = serializers.CharField(help_text="One line about the payload; never a token, signature or secret.")
+    messageId = serializers.CharField(allow_null=True, help_text="The message an accepted firing recorded.")
+    deliveryStatus = serializers.ChoiceField(
+        ["queued", "processing", "delivered", "failed", "awaiting_approval"],
+        allow_null=True,
+        help_text="What became of that message; awaiting_approval: the assistant waits for the person's approval.",
+    )
+
+
+class TriggerLogSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    triggerId = serializers.RegexField(r"^trg_[0-9A-Za-z]{20}$")
+    firings = TriggerFiringSerializer(many=True, help_text="The last 100 requests, newest first.")
+
+
 class DeviceCodeSerializer(serializers.Serializer):
     success = serializers.BooleanField()
     deviceCode = serializers.CharField(help_text="The CLI's secret for polling; 190 random bits.")
@@ -331,6 +352,19 @@ create_trigger_endpoint = extend_schema(
     },
     parameters=COMMON_RESPONSE_HEADERS,
     examples=[_TRIGGER_EXAMPLE],
+    tags=["webhook triggers"],
+)
+
+trigger_log_endpoint = extend_schema(
+    operation_id="get_webhook_trigger_log",
+    summary="A webhook trigger's delivery log",
+    description=(
+        "The trigger's last 100 requests, newest first: accepted (with the message it recorded and its status), "
+        "duplicate, GitHub's ping, or refused with its error code; refusals of one kind within a minute are one "
+        "line with a count. Only a trigger of the key's own account (else 404)."
+    ),
+    responses=responses(401, 403, 404, 405, 429, 503, success=TriggerLogSerializer),
+    parameters=[_TRIGGER_ID, *COMMON_RESPONSE_HEADERS],
     tags=["webhook triggers"],
 )
 

@@ -20,6 +20,7 @@ What it costs, and what a flood of bad requests cannot do to it:
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
@@ -28,6 +29,7 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from assistant.models import Action, ActionState
 from ingestion.hotpath.inserts import Condition
 from ingestion.models import FiringOutcome, TriggerFiring
 from ops.outage import is_outage
@@ -191,6 +193,30 @@ def live_counts(lines: Iterable[TriggerFiring]) -> dict[int, int]:
             raise
         return {}
     return {pk: found[_count_key(pk)] for pk in pks if isinstance(found.get(_count_key(pk)), int)}
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    line: TriggerFiring
+    count: int  # with the requests counted since the database last took the count
+    awaiting_approval: bool  # the assistant waits for the person's approval of something its message asked
+
+
+def recent(trigger: WebhookTrigger) -> list[Line]:
+    """The trigger's log, newest first, as its owner reads it (the console's page, the API): three queries (the
+    lines with their messages and deliveries, the actions awaiting approval among them) and one cache round trip
+    (the live counts)."""
+    lines = list(
+        TriggerFiring.objects.filter(trigger=trigger).select_related("message__delivery").order_by("-id")[:LOG_LENGTH]
+    )
+    counts = live_counts(lines)
+    message_ids = [line.message_id for line in lines if line.message_id]
+    awaiting = set(
+        Action.objects.filter(delivery__message_id__in=message_ids, state=ActionState.AWAITING_APPROVAL).values_list(
+            "delivery__message_id", flat=True
+        )
+    ) if message_ids else set()  # fmt: skip
+    return [Line(line, max(line.count, counts.get(line.pk, 0)), line.message_id in awaiting) for line in lines]
 
 
 # Only bench/trigger_log.py switches it off, to measure what the log costs an accepted firing.

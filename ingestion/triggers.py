@@ -2,6 +2,7 @@
 
 - ``POST /api/v1/api-keys/webhook`` (a V2 API key): make a trigger from a condition and an action; the answer
   carries its URL and token (shown this once).
+- ``GET /api/v1/api-keys/webhook/{triggerId}/log`` (a V2 API key with webhooks:manage): the trigger's delivery log.
 - ``POST /api/v1/inbound/webhook/{triggerId}`` (or ``/api/v1/inbound/webhook``, as the Poke SDK's URL has it):
   ``Authorization: Bearer <webhook token>``, or for senders that cannot set that header (GitHub) an
   ``X-Hub-Signature-256`` made with the trigger's signing secret. The action lands in the owner's thread as their
@@ -33,6 +34,7 @@ from ingestion.exceptions import (
     InvalidWebhookToken,
     LengthRequired,
     MissingAuthorization,
+    NotFound,
     PayloadTooLarge,
     RevokedWebhookTrigger,
     TriggerLimitReached,
@@ -50,6 +52,7 @@ from triggers import services
 from triggers.models import WebhookTrigger
 
 _TRIGGER_ID = re.compile(r"trg_[0-9A-Za-z]{20}")
+_REFUSED_TRIGGER = "refused_trigger"  # the request's attribute: a trigger found by its token, then refused
 RECEIVED = "Webhook received"
 REPEATED_DELIVERY = (
     "This delivery was received before (the same X-GitHub-Delivery or signed body); nothing was recorded."
@@ -106,6 +109,54 @@ class CreateTriggerView(APIView):
         return response
 
 
+class TriggerLogView(APIView):
+    """A trigger's delivery log (ingestion/trigger_log.py), for a key of its owner's account."""
+
+    authentication_classes = [V2KeyAuthentication]
+    http_method_names = ["get", "head", "options"]
+    content_negotiation_class = JsonOnly
+    required_scopes = {"GET": Scope.WEBHOOKS_MANAGE}
+
+    @openapi.trigger_log_endpoint
+    def get(self, request: Request, trigger_id: str) -> Response:
+        if is_unconfirmed(request):  # as for making a trigger: no message will confirm the key, so look it up now
+            authenticator = self.get_authenticators()[0]
+            assert isinstance(authenticator, V2KeyAuthentication)
+            request.user, request.auth = authenticator.authenticate_afresh(request)
+        key = request.auth
+        assert isinstance(key, ApiKey)
+        found = _TRIGGER_ID.fullmatch(trigger_id) is not None
+        trigger = WebhookTrigger.objects.filter(public_id=trigger_id, owner_id=key.owner_id).first() if found else None
+        if trigger is None:
+            raise NotFound("No webhook trigger of this key's account has this id. Use the triggerId it was made with.")
+        firings = [_firing(entry) for entry in trigger_log.recent(trigger)]
+        return Response({"success": True, "triggerId": trigger.public_id, "firings": firings})
+
+
+def _firing(entry: trigger_log.Line) -> dict[str, Any]:
+    line = entry.line
+    message = line.message
+    status = None
+    if entry.awaiting_approval:
+        status = "awaiting_approval"
+    elif message is not None and getattr(message, "delivery", None) is not None:
+        status = str(message.delivery.status)
+    return {
+        "at": _iso(line.at),
+        "lastAt": _iso(line.last_at),
+        "outcome": str(line.outcome),
+        "code": line.code or None,
+        "count": entry.count,
+        "summary": line.summary,
+        "messageId": message.public_id if message is not None else None,
+        "deliveryStatus": status,
+    }
+
+
+def _iso(moment: Any) -> str:
+    return str(moment.isoformat().replace("+00:00", "Z"))
+
+
 def webhook_url(request: Any, trigger: WebhookTrigger) -> str:
     return request.build_absolute_uri(reverse("webhook-trigger", args=[trigger.public_id]))
 
@@ -151,9 +202,10 @@ class WebhookTriggerAuthentication(BaseAuthentication):
             trigger = services.find_by_token(bearer_token(header))
             if trigger is None or (trigger_id is not None and trigger.public_id != trigger_id):
                 raise InvalidWebhookToken()
-        if trigger.is_revoked:
-            raise RevokedWebhookTrigger()
-        if not trigger.owner.is_active:
+        if trigger.is_revoked or not trigger.owner.is_active:
+            setattr(request, _REFUSED_TRIGGER, trigger)  # for its delivery log, even on the URL that names none
+            if trigger.is_revoked:
+                raise RevokedWebhookTrigger()
             raise AccountDisabled("The account this webhook trigger belongs to is deactivated.")
         return trigger.owner, trigger
 
@@ -238,7 +290,9 @@ class FireTriggerView(APIView):
         return response
 
     def _log(self, request: Request, response: Any) -> None:
-        trigger = getattr(request, "_auth", None)  # never authenticates here: only what authentication found
+        # Never authenticates here: only what authentication found (a trigger whose token or signature was right,
+        # even if it was then refused as revoked or its account as deactivated).
+        trigger = getattr(request, "_auth", None) or getattr(request, _REFUSED_TRIGGER, None)
         trigger = trigger if isinstance(trigger, WebhookTrigger) else None
         url_id = self.kwargs.get("trigger_id")
         if trigger is None and not (url_id and _TRIGGER_ID.fullmatch(url_id)):

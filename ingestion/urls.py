@@ -11,6 +11,9 @@ urlpatterns = [
     ),
     re_path(r"^api/v1/assistant/replies/?$", callback.AssistantReplyView.as_view(), name="assistant-replies"),
     re_path(r"^api/v1/api-keys/webhook/?$", triggers.CreateTriggerView.as_view(), name="create-webhook-trigger"),
+    re_path(
+        r"^api/v1/api-keys/webhook/(?P<trigger_id>[^/]+)/log/?$", triggers.TriggerLogView.as_view(), name="trigger-log"
+    ),
     re_path(r"^api/v1/inbound/webhook/?$", triggers.FireTriggerByTokenView.as_view(), name="webhook"),
     re_path(
         r"^api/v1/inbound/webhook/(?P<trigger_id>[^/]+)/?$", triggers.FireTriggerView.as_view(), name="webhook-trigger"

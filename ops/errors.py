@@ -146,7 +146,8 @@ _LIST = (
     ErrorCode(
         "not_found",
         404,
-        "unknown path under `/api/`; a receipt id that is unknown, malformed or sent with another key",
+        "unknown path under `/api/`; a receipt id that is unknown, malformed or sent with another key; a webhook "
+        "trigger's log asked for with a key of another account",
         True,
     ),
     ErrorCode(

@@ -145,6 +145,16 @@ def assistant_server():
 
 
 @pytest.fixture
+def llm(settings, assistant_server):
+    """The model-backed assistant (ASSISTANT_BACKEND=openai) whose OpenAI-compatible model is assistant_server:
+    script its answers with llm.answer(200, completion(...)) (tests/test_assistant_tools.py)."""
+    settings.ASSISTANT_BACKEND = "openai"
+    settings.OPENAI_BASE_URL = assistant_server.url + "/v1"
+    settings.ASSISTANT_TIMEOUT_SECONDS = 5
+    return assistant_server
+
+
+@pytest.fixture
 def send(client, django_capture_on_commit_callbacks):
     """POST like `post`, then run what the commit triggers, as a real request does: with the immediate task
     backend that is the hand-off to the assistant."""

@@ -11,12 +11,13 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tests.live_stack import NAME, ROOT, Gunicorn, private_database, require_postgres_and_redis, run_python, service_env
+from tests.servers import send_json
 from tests.test_webhook_backend import SECRET
 
 USERS_SETUP = """
@@ -101,14 +102,8 @@ def _handler_for(runtime: Runtime) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             status, answer = runtime.handle(body)
             raw = json.dumps(answer).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-            except OSError:
-                pass  # the client gave up (its deadline)
+            with suppress(OSError):  # the client gave up (its deadline)
+                send_json(self, status, raw)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -1,7 +1,9 @@
 import factory
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
-from conversations.models import Delivery
+from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
+from conversations.services import conversation_of
 from keys.models import Generation
 from keys.scopes import BEFORE_SCOPES
 from keys.services import create_key
@@ -46,3 +48,21 @@ def attempt_when_due(delivery_id: int) -> str:
 
     Delivery.objects.filter(pk=delivery_id).update(next_attempt_at=None)
     return attempt_delivery(delivery_id)
+
+
+def delivery_under_way(user, *, text: str = "hi", key=None, trigger=None, source: str = Source.API) -> Delivery:
+    """A message of ``user``'s whose delivery's first attempt is under way, as the engine leaves it while the
+    assistant calls tools (build the toolbox with assistant.tools.toolbox.toolbox_for)."""
+    conversation = conversation_of(user)
+    message = Message.objects.create(
+        conversation=conversation, role=Role.USER, source=source, text=text, api_key=key, trigger=trigger
+    )
+    return Delivery.objects.create(
+        message=message,
+        conversation=conversation,
+        api_key=key,
+        endpoint=Endpoint.CURRENT,
+        status=DeliveryStatus.PROCESSING,
+        attempts=1,
+        started_at=timezone.now(),
+    )

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -301,21 +301,22 @@ def smtp(password: str = PASSWORD) -> Iterator[Smtp]:
 
 
 @contextmanager
-def silent_server() -> Iterator[int]:
-    """Accepts connections and never says a word: a server that hangs."""
+def _listening(take: Callable[[socket.socket, threading.Event], None]) -> Iterator[int]:
+    """A listener on 127.0.0.1 that hands each connection to ``take`` (with the event set when the block ends);
+    its port."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
-    held: list[socket.socket] = []
     stop = threading.Event()
 
     def accept() -> None:
         listener.settimeout(0.2)
         while not stop.is_set():
             try:
-                held.append(listener.accept()[0])
+                conn, _ = listener.accept()
             except OSError:
                 continue
+            take(conn, stop)
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
@@ -324,21 +325,27 @@ def silent_server() -> Iterator[int]:
     finally:
         stop.set()
         thread.join()
+        listener.close()
+
+
+@contextmanager
+def silent_server() -> Iterator[int]:
+    """Accepts connections and never says a word: a server that hangs."""
+    held: list[socket.socket] = []
+    try:
+        with _listening(lambda conn, stop: held.append(conn)) as port:
+            yield port
+    finally:
         for sock in held:
             sock.close()
-        listener.close()
 
 
 @contextmanager
 def trickling_server(greeting: bytes = b"* OK IMAP4rev1 ready, almost\r\n", every: float = 0.2) -> Iterator[int]:
     """Answers one byte at a time, each well within any socket timeout, and never finishes its first line: only a
     deadline on the whole exchange ends a client's wait."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    stop = threading.Event()
 
-    def drip(conn: socket.socket) -> None:
+    def drip(conn: socket.socket, stop: threading.Event) -> None:
         with conn:
             for byte in (greeting[:-2] * 1000)[:2000]:
                 if stop.wait(every):
@@ -348,23 +355,11 @@ def trickling_server(greeting: bytes = b"* OK IMAP4rev1 ready, almost\r\n", ever
                 except OSError:
                     return
 
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+    def take(conn: socket.socket, stop: threading.Event) -> None:
+        threading.Thread(target=drip, args=(conn, stop), daemon=True).start()
 
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield int(listener.getsockname()[1])
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
+    with _listening(take) as port:
+        yield port
 
 
 @contextmanager

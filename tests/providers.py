@@ -21,7 +21,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -32,6 +31,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from django.test import Client
 from twilio.request_validator import RequestValidator
+
+from tests.servers import send_json
 
 # Credentials the fakes expect, and the settings the ``providers`` fixture sets.
 TWILIO_ACCOUNT_SID = "AC" + "0" * 31 + "1"
@@ -159,11 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(status, json.dumps(answer).encode())
 
     def _answer(self, status: int, raw: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+        send_json(self, status, raw)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -588,17 +585,6 @@ def _serve(server: FakeProvider) -> threading.Thread:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     return thread
-
-
-@contextmanager
-def serving[Server: FakeProvider](server: Server) -> Iterator[Server]:
-    """One fake provider running, without settings (for a test that runs the service in processes of its own)."""
-    _serve(server)
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

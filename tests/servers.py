@@ -86,6 +86,26 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
+def serving[Server: ThreadingHTTPServer](server: Server) -> Iterator[Server]:
+    """``server`` answering on a thread of its own until the block ends."""
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+    """Answer the handler's request with ``body``, JSON: how the fake servers of the tests answer."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@contextmanager
 def scripted_server() -> Iterator[ScriptedServer]:
     server = ScriptedServer()
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

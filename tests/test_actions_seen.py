@@ -16,14 +16,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def llm(settings, assistant_server):
-    settings.ASSISTANT_BACKEND = "openai"
-    settings.OPENAI_BASE_URL = assistant_server.url + "/v1"
-    settings.ASSISTANT_TIMEOUT_SECONDS = 5
-    return assistant_server
-
-
-@pytest.fixture
 def acted(send, llm, user):
     """A message whose reply came after the assistant scheduled a reminder; sent with a key that may read replies."""
     _, key = make_key(user, "reader", Generation.V2, may_read_replies=True)

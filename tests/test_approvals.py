@@ -4,8 +4,6 @@ goes on with the result; denied or expired, it says so. And a key's tool policy 
 real toolbox, built-in tools and the immediate task backend with the local assistant; the worker-kill case is in
 tests/test_approval_crash.py."""
 
-import json
-import time
 from datetime import timedelta
 
 import pytest
@@ -17,41 +15,21 @@ from accounts.models import AuditEvent, AuditKind
 from assistant import approvals
 from assistant.models import Action, ActionState
 from assistant.tools.toolbox import toolbox_for
-from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
-from conversations.services import conversation_of
+from conversations.models import Delivery, DeliveryStatus, Message, Role, Source
 from keys.models import ApiKey, ToolAccess
 from keys.services import create_key
 from reminders.models import Reminder
-from tests.factories import UserFactory, make_key
+from tests.factories import UserFactory, delivery_under_way, make_key
+from tests.test_tool_ledger import call
 
 pytestmark = pytest.mark.django_db
 
 REMIND = {"text": "renew the domain", "when": "2099-01-05T15:00"}
 
 
-def delivery_of(user, *, key=None, trigger=None, source=Source.API) -> Delivery:
-    conversation = conversation_of(user)
-    message = Message.objects.create(
-        conversation=conversation, role=Role.USER, source=source, text="remind me", api_key=key, trigger=trigger
-    )
-    return Delivery.objects.create(
-        message=message,
-        conversation=conversation,
-        api_key=key,
-        endpoint=Endpoint.CURRENT,
-        status=DeliveryStatus.PROCESSING,
-        attempts=1,
-        started_at=timezone.now(),
-    )
-
-
 def box_for(delivery: Delivery):
     delivery = Delivery.objects.select_related("message__api_key", "message__trigger").get(pk=delivery.pk)
     return toolbox_for(delivery.message.conversation.user, delivery, delivery.attempts)
-
-
-def call(box, name: str, arguments: dict, call_id: str = "call_1") -> str:
-    return box.call(call_id, name, json.dumps(arguments), 1, time.monotonic() + 30)
 
 
 @pytest.fixture
@@ -63,7 +41,7 @@ def owner():
 def asked(owner):
     """A key's message made the assistant want to schedule a reminder: the call waits for the person."""
     key, _ = make_key(owner, "ci", tools_need_approval=True)
-    delivery = delivery_of(owner, key=key)
+    delivery = delivery_under_way(owner, key=key)
     told = call(box_for(delivery), "schedule_reminder", REMIND)
     # The assistant answered ("it awaits your approval"): the thread's next message may be handed over.
     Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.DELIVERED)
@@ -92,13 +70,13 @@ def test_a_replayed_call_waits_on_the_same_question(asked):
 
 def test_a_read_only_tool_runs_without_approval(owner):
     key, _ = make_key(owner, "ci", tools_need_approval=True)
-    delivery = delivery_of(owner, key=key)
+    delivery = delivery_under_way(owner, key=key)
     call(box_for(delivery), "list_reminders", {})
     assert Action.objects.get().state == ActionState.DONE
 
 
 def test_what_the_person_typed_runs_without_approval(owner):
-    delivery = delivery_of(owner, source=Source.APP)
+    delivery = delivery_under_way(owner, source=Source.APP)
     call(box_for(delivery), "schedule_reminder", REMIND)
     assert Action.objects.get().state == ActionState.DONE and Reminder.objects.count() == 1
 
@@ -107,7 +85,7 @@ def test_a_webhook_triggers_message_always_waits(owner):
     from triggers.services import create_trigger
 
     trigger, _, _ = create_trigger(owner, "When the build breaks", "Remind me to look")
-    delivery = delivery_of(owner, trigger=trigger, source=Source.WEBHOOK_TRIGGER)
+    delivery = delivery_under_way(owner, trigger=trigger, source=Source.WEBHOOK_TRIGGER)
     call(box_for(delivery), "schedule_reminder", REMIND)
     action = Action.objects.get()
     assert action.state == ActionState.AWAITING_APPROVAL
@@ -116,7 +94,7 @@ def test_a_webhook_triggers_message_always_waits(owner):
 
 def test_a_key_may_waive_approval(owner):
     key, _ = create_key(owner, "trusted", tools_need_approval=False)
-    call(box_for(delivery_of(owner, key=key)), "schedule_reminder", REMIND)
+    call(box_for(delivery_under_way(owner, key=key)), "schedule_reminder", REMIND)
     assert Reminder.objects.count() == 1
 
 
@@ -132,7 +110,7 @@ def test_a_key_may_waive_approval(owner):
 def test_a_keys_tool_policy_decides_what_its_messages_may_use(owner, access, listed, offered):
     key, _ = make_key(owner, "ci", tools_need_approval=True)
     ApiKey.objects.filter(pk=key.pk).update(tool_access=access, allowed_tools=listed)
-    box = box_for(delivery_of(owner, key=ApiKey.objects.get(pk=key.pk)))
+    box = box_for(delivery_under_way(owner, key=ApiKey.objects.get(pk=key.pk)))
     reminders = {name for name in box.tools if "reminder" in name}
     assert reminders == offered
     if "schedule_reminder" not in offered:
@@ -202,7 +180,7 @@ def test_unanswered_it_expires_after_the_setting_and_the_assistant_says_so(clien
     key, _ = make_key(owner, "ci", tools_need_approval=True)
     start = timezone.now()
     with time_machine.travel(start, tick=False):
-        call(box_for(delivery_of(owner, key=key)), "schedule_reminder", REMIND)
+        call(box_for(delivery_under_way(owner, key=key)), "schedule_reminder", REMIND)
     action = Action.objects.get()
     assert action.approval_expires_at == start + timedelta(hours=1)
     with time_machine.travel(start + timedelta(minutes=59), tick=False):
@@ -221,7 +199,7 @@ def test_unanswered_it_expires_after_the_setting_and_the_assistant_says_so(clien
 def test_an_answer_after_the_deadline_is_too_late_even_before_the_sweep(client, owner, settings):
     settings.APPROVAL_TIMEOUT_SECONDS = 60
     key, _ = make_key(owner, "ci", tools_need_approval=True)
-    call(box_for(delivery_of(owner, key=key)), "schedule_reminder", REMIND)
+    call(box_for(delivery_under_way(owner, key=key)), "schedule_reminder", REMIND)
     action = Action.objects.get()
     client.force_login(owner)
     with time_machine.travel(timezone.now() + timedelta(minutes=2), tick=False):
@@ -245,7 +223,7 @@ def test_approval_needs_the_csrf_token_and_the_owner(owner, asked):
 def test_the_approval_page_escapes_what_the_automation_sent(client, owner):
     key, _ = make_key(owner, "<img src=x onerror=alert(1)>", tools_need_approval=True)
     hostile = {"text": "<script>alert('x')</script>", "when": "2099-01-05T15:00"}
-    call(box_for(delivery_of(owner, key=key)), "schedule_reminder", hostile)
+    call(box_for(delivery_under_way(owner, key=key)), "schedule_reminder", hostile)
     action = Action.objects.get()
     client.force_login(owner)
     for path in (f"/conversation/approvals/{action.pk}/", "/conversation/"):

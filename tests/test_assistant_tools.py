@@ -27,13 +27,9 @@ def call(name, arguments, call_id="call_1") -> dict:
 
 
 @pytest.fixture
-def llm(settings, assistant_server):
-    settings.ASSISTANT_BACKEND = "openai"
-    settings.OPENAI_BASE_URL = assistant_server.url + "/v1"
-    settings.OPENAI_MODEL = "llama3.2"
-    settings.ASSISTANT_TIMEOUT_SECONDS = 5
+def llm(llm, settings):
     settings.ASSISTANT_TOOL_ROUNDS = 3
-    return assistant_server
+    return llm
 
 
 @pytest.fixture

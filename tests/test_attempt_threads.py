@@ -8,7 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -23,6 +23,7 @@ from delivery.engine import Engine
 from ops import database_work
 from reminders.models import Reminder
 from tests.factories import UserFactory
+from tests.servers import send_json, serving
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -75,26 +76,14 @@ class _ModelHandler(BaseHTTPRequestHandler):
                     for n, (name, args) in enumerate(calls)
                 ],
             }
-        body = json.dumps({"choices": [{"index": 0, "message": message}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, 200, json.dumps({"choices": [{"index": 0, "message": message}]}).encode())
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
-@contextmanager
-def model_server(slow: float = 0.0) -> Iterator[Model]:
-    server = Model(slow)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+def model_server(slow: float = 0.0) -> AbstractContextManager[Model]:
+    return serving(Model(slow))
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ import psycopg
 
 from tests.delivery_stack import Worker, wait_until
 from tests.live_stack import private_database, require_postgres_and_redis, run_python
-from tests.providers import TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_SMS_FROM, FakeTwilio, serving
+from tests.providers import TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_SMS_FROM, FakeTwilio
+from tests.servers import serving
 
 SEND = ["manage.py", "sendchannels"]
 

@@ -30,14 +30,6 @@ def wait_for(condition, seconds: float = 20) -> None:
     raise AssertionError("the condition did not come true in time")
 
 
-@pytest.fixture
-def llm(settings, assistant_server):
-    settings.ASSISTANT_BACKEND = "openai"
-    settings.OPENAI_BASE_URL = assistant_server.url + "/v1"
-    settings.ASSISTANT_TIMEOUT_SECONDS = 5
-    return assistant_server
-
-
 @pytest.mark.django_db(transaction=True)
 def test_with_callbacks_follow_ups_reach_the_thread_and_the_assistant_continues(send, llm, v2, live_server, settings):
     settings.PUBLIC_BASE_URL = live_server.url

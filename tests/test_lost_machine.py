@@ -33,6 +33,7 @@ from conversations.services import conversation_of
 from tests.delivery_stack import SECRET, wait_until
 from tests.factories import UserFactory
 from tests.live_stack import CuttableProxy, service_env
+from tests.servers import send_json
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -131,11 +132,7 @@ def runtime_on(runtime: Runtime, address: str) -> Iterator[str]:
                 time.sleep(RUNTIME_SECONDS)
             raw = json.dumps({"reply": f"done: {data['message']['text']}"}).encode()
             with suppress(OSError):
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
+                send_json(self, 200, raw)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

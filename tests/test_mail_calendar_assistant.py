@@ -20,13 +20,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def llm(settings, assistant_server):
-    settings.ASSISTANT_BACKEND = "openai"
-    settings.OPENAI_BASE_URL = assistant_server.url + "/v1"
-    settings.OPENAI_MODEL = "llama3.2"
-    settings.ASSISTANT_TIMEOUT_SECONDS = 5
+def llm(llm, settings):
     settings.ASSISTANT_TOOL_ROUNDS = 4
-    return assistant_server
+    return llm
 
 
 @pytest.fixture
@@ -132,29 +128,14 @@ def test_mail_send_for_a_keys_message_waits_and_once_approved_the_mail_reaches_s
     sends through SMTP and the mail arrives at aiosmtpd. Without the approval nothing was sent."""
     import time
 
-    from django.utils import timezone
-
     from assistant.models import ActionState
     from assistant.tools.toolbox import toolbox_for
-    from conversations.models import DeliveryStatus, Endpoint, Message, Role, Source
-    from conversations.services import conversation_of
-    from tests.factories import make_key
+    from conversations.models import DeliveryStatus
+    from tests.factories import delivery_under_way, make_key
 
     mailcal.add_mailbox(person, mailbox_fields(dovecot_server, smtp_server, mail_user))
     key, _ = make_key(person, "ci", tools_need_approval=True)
-    conversation = conversation_of(person)
-    message = Message.objects.create(
-        conversation=conversation, role=Role.USER, source=Source.API, text="mail Sam", api_key=key
-    )
-    delivery = Delivery.objects.create(
-        message=message,
-        conversation=conversation,
-        api_key=key,
-        endpoint=Endpoint.CURRENT,
-        status=DeliveryStatus.PROCESSING,
-        attempts=1,
-        started_at=timezone.now(),
-    )
+    delivery = delivery_under_way(person, text="mail Sam", key=key)
     delivery = Delivery.objects.select_related("message__api_key", "message__trigger").get(pk=delivery.pk)
     box = toolbox_for(person, delivery, 1)
     arguments = {"to": "sam@example.test", "subject": "Lunch", "body": "Friday at 1?"}

@@ -9,14 +9,13 @@ from zoneinfo import ZoneInfo
 import caldav
 import icalendar
 import pytest
-from django.utils import timezone
 from imapclient import IMAPClient
 
 from assistant.models import Action
 from assistant.tools.toolbox import toolbox_for
 from connections import mailboxes, mailcal
-from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
-from conversations.services import conversation_of
+from conversations.models import Delivery
+from tests.factories import delivery_under_way
 from tests.mail_servers import PASSWORD, free_port, imap_announcing_a_huge_literal, silent_server, trickling_server
 from tests.test_mail_calendar_connections import mailbox_fields
 
@@ -31,16 +30,7 @@ def person(user):
     inside it, as the delivery engine calls them."""
     user.profile.time_zone = ZONE
     user.profile.save()
-    conversation = conversation_of(user)
-    message = Message.objects.create(conversation=conversation, role=Role.USER, source=Source.API, text="hi")
-    Delivery.objects.create(
-        message=message,
-        conversation=conversation,
-        endpoint=Endpoint.CURRENT,
-        status=DeliveryStatus.PROCESSING,
-        attempts=1,
-        started_at=timezone.now(),
-    )
+    delivery_under_way(user)
     return user
 
 

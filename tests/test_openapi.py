@@ -30,6 +30,7 @@ from triggers.services import create_trigger
 
 RECEIPT = "/api/v1/inbound/messages/{message_id}"
 CREATE_TRIGGER = "/api/v1/api-keys/webhook"
+TRIGGER_LOG = "/api/v1/api-keys/webhook/{trigger_id}/log"
 FIRE_TRIGGER = "/api/v1/inbound/webhook/{trigger_id}"
 DEVICE_CODE = "/api/v1/cli-auth/code"
 DEVICE_POLL = "/api/v1/cli-auth/poll/{device_code}"
@@ -43,7 +44,7 @@ MCP_SYNC = "/api/v1/mcp/connections/{connection_id}/sync-tools"
 MCP_FOLLOW_UP = "/api/v1/mcp/callback"
 PUBLIC_PATHS = {
     CURRENT, LEGACY, RECEIPT, CREATE_TRIGGER, FIRE_TRIGGER, FIRE_BY_TOKEN, DEVICE_CODE, DEVICE_POLL, PROFILE, CALLBACK,
-    MCP_ADD, MCP_LIST, MCP_ONE, MCP_SYNC, MCP_FOLLOW_UP,
+    MCP_ADD, MCP_LIST, MCP_ONE, MCP_SYNC, MCP_FOLLOW_UP, TRIGGER_LOG,
 }  # fmt: skip
 
 # Kept small so the suite stays fast; raise it locally for a deeper run.
@@ -226,6 +227,11 @@ def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, se
         body={"condition": "When X", "action": "Do Y", "signed": True}, headers={"Authorization": f"Bearer {current}"}
     )
     assert made.call_and_validate(base_url=live_server.url, checks=CHECKS).status_code == 201
+    logged = schema[TRIGGER_LOG]["GET"].Case(
+        path_parameters={"trigger_id": trigger.public_id}, headers={"Authorization": f"Bearer {current}"}
+    )
+    read = logged.call_and_validate(base_url=live_server.url, checks=CHECKS)
+    assert read.status_code == 200 and read.json()["firings"][0]["outcome"] == "accepted"
 
     # Random signatures only find 401s: a correctly signed reply to a message awaiting one conforms too.
     awaiting = Message.objects.create(conversation=owner.conversation, role=Role.USER, source=Source.API, text="hi")

@@ -7,14 +7,12 @@ import json
 import time
 
 import pytest
-from django.utils import timezone
 
 from assistant.models import Action, ActionState
 from assistant.tools.toolbox import toolbox_for
-from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
-from conversations.services import conversation_of
+from conversations.models import Delivery
 from reminders.models import Reminder
-from tests.factories import UserFactory
+from tests.factories import UserFactory, delivery_under_way
 
 pytestmark = pytest.mark.django_db
 
@@ -23,16 +21,7 @@ REMIND = {"text": "stretch", "when": "2099-01-05T15:00"}
 
 @pytest.fixture
 def delivery() -> Delivery:
-    conversation = conversation_of(UserFactory())
-    message = Message.objects.create(conversation=conversation, role=Role.USER, source=Source.API, text="hi")
-    return Delivery.objects.create(
-        message=message,
-        conversation=conversation,
-        endpoint=Endpoint.CURRENT,
-        status=DeliveryStatus.PROCESSING,
-        attempts=1,
-        started_at=timezone.now(),
-    )
+    return delivery_under_way(UserFactory())
 
 
 def attempt(delivery: Delivery, number: int):

@@ -209,6 +209,19 @@ def test_the_log_holds_no_token_or_signature(client, trigger):
         assert secret_part not in stored
 
 
+@pytest.mark.parametrize("send", [_revoked, _account_inactive], ids=["revoked", "account_inactive"])
+def test_a_right_token_refused_on_the_token_only_url_is_logged_too(client, trigger, send):
+    made, token, secret = trigger
+    refused = send(client, made, token, secret)  # on the trigger's own URL
+    TriggerFiring.objects.all().delete()
+    trigger_log.cache.clear()
+
+    again = post(client, "/api/v1/inbound/webhook", token, {"order": 1})
+
+    assert again.json()["code"] == refused.json()["code"]
+    assert only_line(made).code == refused.json()["code"]
+
+
 def test_requests_that_name_no_trigger_are_not_logged(client, trigger):
     _, token, _ = trigger
     post(client, "/api/v1/inbound/webhook", services.TOKEN_PREFIX + "x" * 38, {"order": 1})

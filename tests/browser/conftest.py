@@ -111,6 +111,15 @@ def page(context):
     return context.new_page()
 
 
+def log_in(page, email: str, password: str = "a long and uncommon passphrase") -> None:
+    """Log in from the log-in page; the console opens on the keys page."""
+    page.goto("/login/")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/keys/")
+
+
 def sign_up(page, email: str, password: str = "a long and uncommon passphrase", phone: str = "+14155551234") -> None:
     page.goto("/signup/")
     page.get_by_label("Email").fill(email)

@@ -16,7 +16,7 @@ from devices.services import start as start_device_login
 from ingestion.hotpath.recording import record_user_message
 from keys.models import Generation
 from keys.services import create_key, revoke_key
-from tests.browser.conftest import PHONE, new_context
+from tests.browser.conftest import PHONE, log_in, new_context
 from triggers.models import WebhookTrigger
 from triggers.services import create_trigger
 
@@ -112,11 +112,7 @@ def test_screenshots(context, browser, live_server, settings):
     page.goto("/")
     _shoot(page, "landing")
 
-    page.goto("/login/")
-    page.get_by_label("Email").fill(EMAIL)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url("**/keys/")
+    log_in(page, EMAIL, PASSWORD)
     _shoot(page, "api-keys")
 
     page.get_by_role("link", name="Add API Key").first.click()
@@ -245,11 +241,7 @@ def test_screenshots_of_the_calendar_and_the_mailbox(
 
     create_account(email="sam@example.com", password=PASSWORD, phone_number="+14155550123", channel="sms")
     page = context.new_page()
-    page.goto("/login/")
-    page.get_by_label("Email").fill("sam@example.com")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url("**/keys/")
+    log_in(page, "sam@example.com", PASSWORD)
     page.goto("/connections/")
     _shoot(page, "connections-forms")
 
@@ -310,11 +302,7 @@ def test_channel_screenshots(context, live_server, settings, providers):
     # A cold server's first page can outlast the context's 10 s fetch timeout on a busy machine.
     urllib.request.urlopen(live_server.url + "/login/", timeout=120).read()
     page = context.new_page()
-    page.goto("/login/")
-    page.get_by_label("Email").fill(EMAIL)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url("**/keys/")
+    log_in(page, EMAIL, PASSWORD)
     page.goto("/settings/channels/")
     page.get_by_label("WhatsApp").check()
     page.get_by_label("Phone number").fill("+44 20 7946 0958")
@@ -373,11 +361,7 @@ def test_phone_status_screenshots(context, live_server, settings, providers):
 
 def _log_in(context):
     page = context.new_page()
-    page.goto("/login/")
-    page.get_by_label("Email").fill(EMAIL)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url("**/keys/")
+    log_in(page, EMAIL, PASSWORD)
     return page
 
 

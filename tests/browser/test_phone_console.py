@@ -12,7 +12,7 @@ from accounts.services import sign_up
 from conversations.models import Endpoint
 from ingestion.hotpath.recording import record_user_message
 from keys.services import create_key, revoke_key
-from tests.browser.conftest import DESKTOP, PHONE, new_context
+from tests.browser.conftest import DESKTOP, PHONE, log_in, new_context
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -32,11 +32,7 @@ def shoot(page, name: str) -> None:
 def signed_in(browser, live_server, viewport, **options):
     context = new_context(browser, live_server, viewport, **options)
     page = context.new_page()
-    page.goto("/login/")
-    page.get_by_label("Email").fill(EMAIL)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url("**/keys/")
+    log_in(page, EMAIL, PASSWORD)
     return context, page
 
 
