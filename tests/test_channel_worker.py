@@ -142,9 +142,10 @@ def test_the_leases_of_sends_finishing_in_the_grace_period_are_still_renewed():
     they are recorded, as while the worker ran."""
     require_postgres_and_redis()
     with serving(FakeTwilio()) as twilio, private_database("outbox") as database_url:
-        env = worker_env(database_url, twilio, CHANNEL_CONCURRENCY="2", CHANNEL_LEASE_SECONDS="1")
+        # A lease of 2 s renewed every 0.67 s: a loaded machine may delay a renewal by a second and not lose it.
+        env = worker_env(database_url, twilio, CHANNEL_CONCURRENCY="2", CHANNEL_LEASE_SECONDS="2")
         total = run_python(SEED % {"people": 2, "each": 1}, env)
-        twilio.delay = 4.0  # four leases long
+        twilio.delay = 7.0  # three and a half leases long
         stopping = Worker(env, "outbox-stopping", SEND)
         try:
             wait_until(lambda: len(twilio.requests) >= 2, timeout=60, what="both sends in flight")
