@@ -13,7 +13,10 @@ same run. Everything on 127.0.0.1, every phase bounded.
    reply was written, and the provider notes when its request came: p50/p99 of the difference.
 3. Inbound: gunicorn (gunicorn.conf.py, two workers) and wrk, ``--seconds`` at ``--connections`` each: api-message
    with an API key, then Telegram's webhook (each update a new id from a linked chat, so each records a message),
-   requests per second and their ratio (target >= 0.8).
+   then Twilio's inbound webhook (each SMS a new MessageSid from a linked number, signed in advance with the official
+   library's RequestValidator); requests per second and each webhook's ratio to api-message (target >= 0.8).
+   ``--rounds`` repeats the three in turn (api, Telegram, Twilio, api, ...): on a machine whose load drifts, each
+   figure is then the total of its rounds, and every round's own ratios are kept beside it.
 
 Needs PostgreSQL (BENCH_DATABASE_URL's server; its database is created and dropped) and wrk for phase 3.
 """
@@ -89,6 +92,7 @@ LinkedAddress.objects.bulk_create(
 # The inbound phase's sender: a person of their own, with an API key for the api-message side.
 inbound = User.objects.create_user("inbound", "inbound@example.com")
 LinkedAddress.objects.create(user=inbound, channel="telegram", address="777000")
+LinkedAddress.objects.create(user=inbound, channel="sms", address="%(twilio_sender)s")
 key = create_key(inbound, "bench")[1]
 conversations = dict(Conversation.objects.values_list("user_id", "pk"))
 for start in range(0, people, 500):
@@ -121,20 +125,42 @@ print(json.dumps(n))
 """
 
 TELEGRAM_LUA = """
--- Telegram's webhook: one update a request, each with new ids, from the linked chat 777000.
+-- Telegram's webhook: one update a request, each with new ids, from the linked chat 777000. The ids start with
+-- BENCH_ID_PREFIX, new for each run (LuaJIT's math.random starts from the same seed in every run).
 local counter = 0
+local prefix = os.getenv("BENCH_ID_PREFIX")
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["X-Telegram-Bot-Api-Secret-Token"] = os.getenv("BENCH_SECRET")
 request = function()
   counter = counter + 1
-  local id = string.format("%d%07d", math.random(1, 2000000000), counter)
+  local id = prefix .. string.format("%07d", counter)
   local body = '{"update_id": ' .. id .. ', "message": {"message_id": ' .. id .. ', "from": {"id": 777000, ' ..
     '"is_bot": false, "first_name": "B"}, "chat": {"id": 777000, "type": "private", "first_name": "B"}, ' ..
     '"date": 1764000000, "text": "Remind me to stretch at 3pm"}}'
   return wrk.format(nil, nil, nil, body)
 end
 """
+
+TWILIO_LUA = """
+-- Twilio's inbound webhook: one SMS a request, each signed in advance (a line of BENCH_TWILIO_FILE: the
+-- X-Twilio-Signature, a tab, the form), from the linked number TWILIO_SENDER.
+local signed = {}
+for line in io.lines(os.getenv("BENCH_TWILIO_FILE")) do
+  local signature, form = line:match("^([^\t]+)\t(.*)$")
+  signed[#signed + 1] = {signature, form}
+end
+local counter = 0
+request = function()
+  counter = counter + 1
+  local item = signed[(counter - 1) % #signed + 1]
+  local headers = {["Content-Type"] = "application/x-www-form-urlencoded", ["X-Twilio-Signature"] = item[1]}
+  return wrk.format("POST", nil, headers, item[2])
+end
+"""
+TWILIO_SENDER = "+14159990000"
+TWILIO_PATH = "/channels/twilio/inbound"
+PUBLIC_BASE_URL = "https://assistant.example"
 
 
 def arguments() -> argparse.Namespace:
@@ -146,6 +172,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--e2e-seconds", type=float, default=5, help="length of phase 2 (default 5)")
     parser.add_argument("--seconds", type=int, default=5, help="each wrk run of phase 3 (default 5)")
     parser.add_argument("--connections", type=int, default=32, help="wrk connections in phase 3 (default 32)")
+    parser.add_argument("--rounds", type=int, default=1, help="phase 3's runs of each endpoint, in turn (default 1)")
     parser.add_argument("--json", metavar="PATH", help="append the result as one JSON line to PATH")
     return parser.parse_args()
 
@@ -159,7 +186,7 @@ def environment(database_url: str, provider_url: str, args: argparse.Namespace) 
         database_url,
         {
             "INGEST_RATE_LIMIT": "1000000000/m",
-            "PUBLIC_BASE_URL": "https://assistant.example",
+            "PUBLIC_BASE_URL": PUBLIC_BASE_URL,
             "TWILIO_ACCOUNT_SID": ACCOUNT_SID,
             "TWILIO_AUTH_TOKEN": AUTH_TOKEN,
             "TWILIO_SMS_FROM": "+15005550006",
@@ -251,53 +278,105 @@ def end_to_end(
     }
 
 
-def inbound(env: dict[str, str], key: str, args: argparse.Namespace) -> dict[str, float] | None:
+def inbound(env: dict[str, str], key: str, args: argparse.Namespace) -> dict[str, Any] | None:
     wrk = shutil.which("wrk")
     if wrk is None:
         print("wrk is not installed (apt-get install -y wrk): phase 3 skipped")
         return None
     server = Server(env, [], Path(tempfile.gettempdir()) / "bench-channels-gunicorn.log")
+    scratch = Path(tempfile.mkdtemp(prefix="bench-channels-"))
     try:
         server.wait_ready("/health/", timeout=120)  # a loaded machine starts gunicorn slowly
-        body = Path(tempfile.gettempdir()) / "bench-channels-body.json"
+        body = scratch / "body.json"
         body.write_text(json.dumps({"message": "Remind me to stretch at 3pm"}))
-        lua = Path(tempfile.gettempdir()) / "bench-channels-telegram.lua"
-        lua.write_text(TELEGRAM_LUA)
-        runs = {}
-        for name, script, path, extra in [
-            (
-                "api_message",
-                ROOT / "bench" / "post.lua",
-                "/api/v1/inbound/api-message",
-                {"BENCH_AUTHORIZATION": f"Bearer {key}"},
-            ),
-            ("telegram_webhook", lua, "/channels/telegram/webhook", {"BENCH_SECRET": TELEGRAM_SECRET}),
-        ]:
-            command = [
-                wrk, "--threads", "1", "--connections", str(args.connections), "--duration", f"{args.seconds}s",
-                "--timeout", "5s", "--script", str(script), server.url + path,
-            ]  # fmt: skip
-            run_env = {**os.environ, "BENCH_BODY_FILE": str(body), **extra}
-            output = subprocess.run(command, env=run_env, capture_output=True, text=True, timeout=args.seconds + 30)
-            runs[name] = parse_wrk(output.stdout)
+        telegram, twilio = scratch / "telegram.lua", scratch / "twilio.lua"
+        telegram.write_text(TELEGRAM_LUA)
+        twilio.write_text(TWILIO_LUA)
+        signed = scratch / "twilio-signed.txt"
+        scenarios = [
+            ("api_message", ROOT / "bench" / "post.lua", "/api/v1/inbound/api-message"),
+            ("telegram_webhook", telegram, "/channels/telegram/webhook"),
+            ("twilio_inbound", twilio, TWILIO_PATH),
+        ]
+        run_env = {
+            **os.environ,
+            "BENCH_BODY_FILE": str(body),
+            "BENCH_AUTHORIZATION": f"Bearer {key}",
+            "BENCH_SECRET": TELEGRAM_SECRET,
+            "BENCH_TWILIO_FILE": str(signed),
+        }
+        totals = {name: {"requests": 0.0, "seconds": 0.0, "non_2xx": 0.0} for name, _, _ in scenarios}
+        rounds = []
+        for number in range(args.rounds):
+            # More signed requests than wrk can send in the run: a repeated MessageSid would be a (cheaper) retry.
+            forms = sign_twilio_forms(signed, 3000 * args.seconds, prefix=number)
+            run_env["BENCH_ID_PREFIX"] = f"{int(time.time()) % 10**8}{number % 10}"  # 9 digits, then 7 of a counter
+            this: dict[str, float] = {"load": os.getloadavg()[0]}
+            for name, script, path in scenarios:
+                command = [
+                    wrk, "--threads", "1", "--connections", str(args.connections), "--duration", f"{args.seconds}s",
+                    "--timeout", "5s", "--script", str(script), server.url + path,
+                ]  # fmt: skip
+                output = subprocess.run(command, env=run_env, capture_output=True, text=True, timeout=args.seconds + 30)
+                run = parse_wrk(output.stdout)
+                for figure in ("requests", "seconds", "non_2xx"):
+                    totals[name][figure] += run[figure]
+                this[f"{name}_rps"] = run["requests"] / run["seconds"]
+                if name == "twilio_inbound" and run["requests"] > forms:
+                    print(f"round {number}: {run['requests']:.0f} Twilio requests for {forms} signed forms")
+            this["ratio"] = this["telegram_webhook_rps"] / this["api_message_rps"]
+            this["twilio_ratio"] = this["twilio_inbound_rps"] / this["api_message_rps"]
+            print(f"round {number}:", json.dumps(this), flush=True)
+            rounds.append(this)
+        rps = {name: total["requests"] / total["seconds"] for name, total in totals.items()}
         return {
-            **{f"{name}_rps": run["rps"] for name, run in runs.items()},
-            **{f"{name}_non_2xx": run["non_2xx"] for name, run in runs.items()},
-            "ratio": runs["telegram_webhook"]["rps"] / runs["api_message"]["rps"],
+            **{f"{name}_rps": value for name, value in rps.items()},
+            **{f"{name}_non_2xx": total["non_2xx"] for name, total in totals.items()},
+            "ratio": rps["telegram_webhook"] / rps["api_message"],
+            "twilio_ratio": rps["twilio_inbound"] / rps["api_message"],
+            "rounds": rounds,
         }
     finally:
         server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def sign_twilio_forms(path: Path, count: int, prefix: int) -> int:
+    """``count`` inbound SMS forms as Twilio posts them, each with a new MessageSid and its X-Twilio-Signature
+    (computed by the official library against PUBLIC_BASE_URL + the path), one per line of ``path``."""
+    from urllib.parse import urlencode
+
+    from twilio.request_validator import RequestValidator
+
+    validator = RequestValidator(AUTH_TOKEN)
+    url = PUBLIC_BASE_URL + TWILIO_PATH
+    started = int(time.time())
+    with path.open("w") as out:
+        for n in range(count):
+            sid = f"SM{started:012x}{prefix:04x}{n:016x}"
+            form = {
+                "ToCountry": "US", "SmsMessageSid": sid, "NumMedia": "0", "SmsSid": sid, "SmsStatus": "received",
+                "Body": "Remind me to stretch at 3pm", "To": "+15005550006", "NumSegments": "1",
+                "From": TWILIO_SENDER, "ApiVersion": "2010-04-01", "AccountSid": ACCOUNT_SID, "MessageSid": sid,
+            }  # fmt: skip
+            out.write(f"{validator.compute_signature(url, form)}\t{urlencode(form)}\n")
+    return count
 
 
 def parse_wrk(stdout: str) -> dict[str, float]:
-    """post.lua prints a summary line; the Telegram script does not, so read wrk's own lines."""
+    """Requests, seconds and non-2xx answers: from post.lua's summary line, else (the webhook scripts) wrk's own."""
     for line in stdout.splitlines():
         if line.startswith("BENCH_RESULT "):
             result = json.loads(line.removeprefix("BENCH_RESULT "))
-            return {"rps": result["requests"] / (result["duration_us"] / 1e6), "non_2xx": result["non_2xx"]}
-    rps = next(float(line.split()[1]) for line in stdout.splitlines() if line.startswith("Requests/sec:"))
+            seconds = result["duration_us"] / 1e6
+            return {"requests": result["requests"], "seconds": seconds, "non_2xx": result["non_2xx"]}
+    # "  3021 requests in 5.00s, 1.02MB read"
+    done = next(line.split() for line in stdout.splitlines() if " requests in " in line)
+    duration = done[3].rstrip(",")
+    scale = 60.0 if duration.endswith("m") else 0.001 if duration.endswith("ms") else 1.0
+    requests, seconds = float(done[0]), float(duration.rstrip("ms")) * scale
     non_2xx = next((int(line.split()[-1]) for line in stdout.splitlines() if "Non-2xx" in line), 0)
-    return {"rps": rps, "non_2xx": non_2xx}
+    return {"requests": requests, "seconds": seconds, "non_2xx": non_2xx}
 
 
 def main() -> None:
@@ -309,7 +388,7 @@ def main() -> None:
         with database() as database_url:
             env = environment(database_url, provider_url, args)
             manage(["migrate", "--no-input", "-v", "0"], env)
-            key = run_python(SEED % {"people": args.sends}, env)
+            key = run_python(SEED % {"people": args.sends, "twilio_sender": TWILIO_SENDER}, env)
             # A deployment that has run a while has statistics on its outbox; a table filled a moment ago has none
             # until autovacuum's next round (up to a minute), and the planner then reads the whole outbox for each
             # row it claims (docs/benchmarks.md, "Channels").

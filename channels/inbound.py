@@ -8,10 +8,10 @@ provider's id) as its context.
 The common case, a linked person writing, is one statement and no transaction once the process knows the address
 (channels/senders.py), as api-message is once it knows the key: the message, its delivery and the provider's id
 (under its unique constraint) are inserted and the address's last inbound time stamped together, on the condition
-that the address is still linked to that person, their account active, and the provider's id new. A provider's retry
-that comes after the first was recorded writes nothing by that condition; a twin racing the first waits on the unique
-index for the first to commit and then fails as a whole (one statement: nothing of it is left), and is answered as a
-duplicate. Every other case (an unknown sender, a deactivated account, nothing to say, Telegram's ``/start``, an
+that the address is still linked to that person and their account active. A provider's retry fails on the unique
+index (a twin racing the first waits there for the first to commit), as a whole: it is one statement, so nothing of
+it is left (inside a caller's transaction, a savepoint is rolled back), and it is answered as a duplicate. Every
+other case (an unknown sender, a deactivated account, nothing to say, Telegram's ``/start``, an
 address unlinked since it was remembered) goes the slow way: in a transaction, the provider's id first, then what it
 asks for.
 
@@ -93,10 +93,8 @@ def _from_known_sender(channel: str, inbound: Inbound, request_id: str) -> Recei
     try:
         message = _record_one_statement(channel, inbound, request_id, sender)
     except NoLongerHolds:
-        # A retry of a message already recorded, or the address unlinked, the account deactivated or the thread
-        # replaced since the sender was remembered: look again, the slow way.
-        if _seen(channel, inbound):
-            return Received("duplicate")
+        # The address unlinked, the account deactivated or the thread replaced since the sender was remembered: look
+        # again, the slow way.
         senders.forget(channel, inbound.address)
         return None
     return Received("recorded", message.public_id)
@@ -114,7 +112,7 @@ def _record_one_statement(channel: str, inbound: Inbound, request_id: str, sende
     updates = [senders.heard_from(sender, now)]
     if channel == Channel.WHATSAPP:  # its window is open again: what was held for it goes out now
         updates.append(held_released(sender.user.pk, channel, inbound.address, now))
-    # A racing twin fails on the unique index as a whole; inside a caller's transaction only its savepoint is lost.
+    # A retry fails on the unique index as a whole; inside a caller's transaction only its savepoint is lost.
     connection = connections[DEFAULT_DB_ALIAS]
     with transaction.atomic() if connection.in_atomic_block else nullcontext():
         return record_user_message(
@@ -124,7 +122,7 @@ def _record_one_statement(channel: str, inbound: Inbound, request_id: str, sende
             text=storable(inbound.text),
             context=storable(_context(channel, inbound)),
             request_id=request_id,
-            only_if=senders.still_linked(sender, channel, inbound.address, inbound.provider_message_id),
+            only_if=senders.still_linked(sender, channel, inbound.address),
             along=lambda message: [event(message=message)],
             updates=updates,
         )

@@ -169,6 +169,17 @@ def test_twilio_checks_the_signature_over_the_public_url_byte_for_byte(providers
         adapter_for("sms").verify(_request(callback))
 
 
+def test_twilio_signs_with_or_without_the_port_and_both_are_accepted(providers, settings):
+    """The library's validate() accepts a signature over the URL with its default port as well as without it (Twilio
+    has signed both ways): the adapter's quicker check of the URL as configured must not narrow that."""
+    settings.PUBLIC_BASE_URL = "https://assistant.example"
+    providers.twilio.public_base_url = "https://assistant.example:443"
+    adapter_for("sms").verify(_request(providers.twilio.inbound("+14155550134", "hi")))
+    providers.twilio.public_base_url = "https://assistant.example:8443"  # another port: another URL
+    with pytest.raises(VerificationFailed):
+        adapter_for("sms").verify(_request(providers.twilio.inbound("+14155550134", "hi")))
+
+
 def test_statuses_are_parsed_into_the_common_words(providers):
     assert [
         (s.status, s.error)

@@ -214,27 +214,21 @@ def test_twins_racing_with_the_address_remembered_record_once(live_server, provi
 
 
 @pytest.mark.parametrize("transactional", [False, True])
-def test_a_twin_that_passed_the_check_fails_as_a_whole_and_is_a_duplicate(
-    client, providers, person, monkeypatch, request, transactional
-):
-    """What a racing twin meets: its statement's condition was checked before the first committed (here: the check
-    that the provider's id is new is left out), so its insert of the provider's id hits the unique index. The
-    statement fails as a whole: no message, no delivery, no stamp of it is left, and it is answered as a duplicate
-    (inside a caller's transaction, only its savepoint is rolled back)."""
+def test_a_retry_fails_as_a_whole_and_is_a_duplicate(client, providers, person, request, transactional):
+    """A retry's statement passes its condition (the sender still holds) and hits the provider id's unique index, as
+    a twin racing the first does once the first commits. The statement fails as a whole: no message, no delivery,
+    no stamp of it is left, and it is answered as a duplicate (inside a caller's transaction, only its savepoint is
+    rolled back)."""
     if transactional:
         request.getfixturevalue("transactional_db")
     callback = SENDS["telegram"](providers, "once")
     assert callback.send(client).json()["recorded"] == 1
-    stamped = LinkedAddress.objects.get(channel="telegram").last_inbound_at
-    checked = senders.still_linked
-
-    def as_if_before_the_first_committed(sender, channel, address, provider_message_id):
-        return checked(sender, channel, address, "not " + provider_message_id)
-
-    monkeypatch.setattr(senders, "still_linked", as_if_before_the_first_committed)
-    LinkedAddress.objects.filter(channel="telegram").update(last_inbound_at=stamped - timedelta(hours=1))
+    long_ago = LinkedAddress.objects.get(channel="telegram").last_inbound_at - timedelta(hours=1)
+    LinkedAddress.objects.filter(channel="telegram").update(last_inbound_at=long_ago)
+    assert senders.recall("telegram", str(CHAT)) is not None
 
     assert callback.send(client).json() == {"success": True, "recorded": 0, "duplicates": 1}
 
     assert _thread(person) == ["once"] and Delivery.objects.count() == 1 and InboundEvent.objects.count() == 1
-    assert LinkedAddress.objects.get(channel="telegram").last_inbound_at == stamped - timedelta(hours=1)
+    assert LinkedAddress.objects.get(channel="telegram").last_inbound_at == long_ago
+    assert SENDS["telegram"](providers, "next").send(client).json()["recorded"] == 1  # and the path goes on
