@@ -2,15 +2,17 @@
 
 Three kinds of thread, each with its own job:
 
-- the claimer (one database connection) claims ready deliveries in batches (delivery/queue.py: FOR UPDATE SKIP
-  LOCKED, each thread's messages one at a time and in order) whenever attempt slots are free;
+- the claimer (one database connection; delivery/claiming.py, which the channel worker runs too) claims ready
+  deliveries in batches (delivery/queue.py: FOR UPDATE SKIP LOCKED, each thread's messages one at a time and in
+  order) whenever attempt slots are free;
 - DELIVERY_CONCURRENCY attempt threads hand messages to the assistant. They never touch the database: the claim
   brought the message and its thread, and what a tool-using attempt must read or write (its toolbox, its tool
   calls' ledger, a built-in tool's work) goes to DELIVERY_DATABASE_THREADS database threads (ops/database_work.py).
   Each keeps its keep-alive connection to the runtime (assistant/http.py);
 - the claimer also renews the leases of every attempt in flight, with one statement every third of a lease
-  (DELIVERY_LEASE_SECONDS), so an attempt that takes minutes (a tool-using one) is never taken over while this process
-  lives; after kill -9 or a lost machine its deliveries are taken over within a lease of the last renewal;
+  (DELIVERY_LEASE_SECONDS), grace period included, so an attempt that takes minutes (a tool-using one) is never taken
+  over while this process lives; after kill -9 or a lost machine its deliveries are taken over within a lease of the
+  last renewal;
 - DELIVERY_RECORDERS recorders (a database connection each) write the outcomes, the replies that finished together
   in one statement and any other outcome in one of its own, and wake the claimer: a finished attempt frees a slot,
   and may make the thread's next message claimable. Waiting on PostgreSQL for one statement per outcome was what
@@ -30,6 +32,7 @@ import logging
 import queue as queues
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
@@ -41,6 +44,7 @@ from django.utils import timezone
 from assistant.backends import backend_named
 from assistant.outcomes import Outcome, PermanentFailure, Reply, TransientFailure
 from delivery import lifecycle, queue
+from delivery.claiming import Claimer
 from delivery.queue import Claim
 from ops import database_work, metrics
 
@@ -66,21 +70,28 @@ class Engine:
         self.recorders = max(settings.DELIVERY_RECORDERS, 1)
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="delivery-attempt")
         self._finished: queues.SimpleQueue[Finished | None] = queues.SimpleQueue()
-        self._in_flight: dict[int, Claim] = {}  # by delivery id; claimed and not yet recorded
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._threads: list[threading.Thread] = []
         self.renewals = lifecycle.renewals()
+        self.claimer = Claimer(
+            name="delivery-claimer",
+            capacity=self.concurrency,
+            batch=self.batch,
+            claim=queue.claim,
+            key=lambda claim: (claim.delivery_id, claim.attempt),
+            hand_over=self._hand_over,
+            renewals=self.renewals,
+            logger=logger,
+            poll_seconds=POLL_SECONDS,
+            gather_seconds=GATHER_SECONDS,
+        )
 
     # --- life cycle -----------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        loops = [(self._claim_loop, "delivery-claimer")]
-        loops += [(self._record_loop, f"delivery-recorder-{n}") for n in range(self.recorders)]
-        for target, name in loops:
-            thread = threading.Thread(target=target, name=name, daemon=True)
+        self.claimer.start()
+        for n in range(self.recorders):
+            thread = threading.Thread(target=self._record_loop, name=f"delivery-recorder-{n}", daemon=True)
             thread.start()
             self._threads.append(thread)
         logger.info(
@@ -88,9 +99,8 @@ class Engine:
         )
 
     def begin_stop(self) -> None:
-        """Claim nothing more (the attempts in flight go on)."""
-        self._stopping.set()
-        self._wake.set()
+        """Claim nothing more (the attempts in flight go on, their leases renewed)."""
+        self.claimer.begin_stop()
 
     def stop(self, grace: float | None = None) -> None:
         """Stop claiming, wait for the attempts in flight until the grace period ends, put back the rest."""
@@ -103,13 +113,11 @@ class Engine:
 
     def stop_now(self) -> None:
         """Put back whatever is in flight at once (a second SIGTERM)."""
-        self._stopping.set()
-        self._wake.set()
+        self.claimer.begin_stop()
         self._finish()
 
     def in_flight(self) -> int:
-        with self._lock:
-            return len(self._in_flight)
+        return self.claimer.in_flight()
 
     def _finish(self) -> None:
         if self._stopped.is_set():
@@ -120,9 +128,7 @@ class Engine:
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=5)
-        with self._lock:
-            unfinished = list(self._in_flight.values())
-            self._in_flight.clear()  # late outcomes of these are dropped: the deliveries are no longer ours
+        unfinished = self.claimer.stop()  # late outcomes of these are dropped: the deliveries are no longer ours
         if unfinished:
             returned = lifecycle.put_back([claim.held for claim in unfinished])
             logger.warning("delivery engine stopped: %s unfinished attempt(s) put back in the queue", returned)
@@ -142,45 +148,11 @@ class Engine:
             ran += len(claims)
         return ran
 
-    # --- claiming -------------------------------------------------------------------------------------------------
+    # --- claiming (delivery/claiming.py) -------------------------------------------------------------------------
 
-    def _claim_loop(self) -> None:
-        failures = 0
-        while not self._stopped.is_set():
-            self.renewals.tick(time.monotonic())
-            if self._stopping.is_set():  # the grace period: claim nothing, keep the attempts' leases
-                time.sleep(POLL_SECONDS)
-                continue
-            free = self.concurrency - self.in_flight()
-            if free <= 0:
-                self._sleep(POLL_SECONDS)
-                continue
-            wanted = min(free, self.batch)
-            try:
-                claims = queue.claim(wanted)
-                failures = 0
-            except Exception as error:
-                failures += 1
-                logger.warning("delivery engine: claiming failed (%s); trying again", type(error).__name__)
-                connection.close()  # a fresh connection next time (the database may have restarted)
-                self._sleep(min(POLL_SECONDS * 2**failures, 5.0))
-                continue
-            with self._lock:
-                for claim in claims:
-                    self._in_flight[claim.delivery_id] = claim
-                    self.renewals.add(claim.delivery_id, claim.attempt)
-            for claim in claims:
-                self._pool.submit(self._attempt, claim)
-            # Fewer than there was room for: nothing more is ready right now.
-            if len(claims) < wanted and self._sleep(POLL_SECONDS):
-                time.sleep(GATHER_SECONDS)
-        connection.close()
-
-    def _sleep(self, seconds: float) -> bool:
-        """Wait until woken or ``seconds`` pass; whether woken."""
-        woken = self._wake.wait(seconds)
-        self._wake.clear()
-        return woken
+    def _hand_over(self, claims: Sequence[Claim]) -> None:
+        for claim in claims:
+            self._pool.submit(self._attempt, claim)
 
     # --- attempting (no database here) ---------------------------------------------------------------------------
 
@@ -210,15 +182,9 @@ class Engine:
                 except queues.Empty:
                     break
             finished = [f for f in batch if f is not None]
-            with self._lock:
-                ours = [f for f in finished if self._in_flight.get(f.claim.delivery_id) is f.claim]
-            self._record_all(ours)
-            with self._lock:
-                for f in finished:
-                    self.renewals.discard(f.claim.delivery_id, f.claim.attempt)
-                    if self._in_flight.get(f.claim.delivery_id) is f.claim:
-                        del self._in_flight[f.claim.delivery_id]
-            self._wake.set()
+            ours = {id(claim) for claim in self.claimer.ours([f.claim for f in finished])}
+            self._record_all([f for f in finished if id(f.claim) in ours])
+            self.claimer.release([f.claim for f in finished])
             if batch[-1] is None:
                 break
         connection.close()

@@ -13,7 +13,9 @@ start is a period ago and that run finished (or is older than STALE_SECONDS: a w
 re-checks the condition on the row a concurrent winner just updated, so two workers never both win; nothing is
 held while the job runs. Each job is safe to run twice anyway (they expire or delete by a condition re-checked in
 their own statements), so a clock skew between machines costs at most an extra run.
-Honest failure mode: a job that raises is logged and tried again a period later, by whichever worker claims it.
+Honest failure mode: a job that raises is logged and tried again a period later, by whichever worker claims it; so
+is one whose statement outlasts JOB_STATEMENT_SECONDS, or whose connection ends midway (the run is marked finished on
+a new one).
 """
 
 import io
@@ -25,7 +27,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.management import call_command
-from django.db import IntegrityError, close_old_connections, transaction
+from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -34,6 +36,10 @@ from delivery.models import HousekeepingRun
 logger = logging.getLogger("delivery.housekeeping")
 
 STALE_SECONDS = 3600  # a claimed run that never finished (its worker died) may be claimed again after this
+# A job's statement that runs longer is cancelled (PostgreSQL): the job fails and is logged, and the round goes on.
+# Without it, one statement waiting on a lock that a forgotten transaction holds would stall this worker's
+# housekeeping for good, and every other worker's run of that job for STALE_SECONDS.
+JOB_STATEMENT_SECONDS = 300
 _TICK_SECONDS = 1.0  # how often the thread looks at its own schedule (no query unless a job is due)
 
 
@@ -79,14 +85,27 @@ def run(job: Job) -> str:
     """Run the job's command; returns what it printed. Marks the run finished even when it fails (it is logged)."""
     output = io.StringIO()
     try:
+        _limit_statements(JOB_STATEMENT_SECONDS)
         call_command(job.command, stdout=output)
     except Exception:
         logger.exception("housekeeping: %s failed", job.command)
     finally:
+        # The job may have failed because its connection did (a restart, a failover): mark the run finished on a new
+        # one, or no worker could claim the job again for STALE_SECONDS (an hour of approvals that never expire).
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()
+        _limit_statements(0)
         HousekeepingRun.objects.filter(job=job.command).update(finished_at=timezone.now())
     said = output.getvalue().strip()
     logger.info("housekeeping: %s: %s", job.command, said)
     return said
+
+
+def _limit_statements(seconds: float) -> None:
+    """On PostgreSQL, cancel any statement of this connection that runs longer than ``seconds`` (0: no limit)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:  # set_config, since SET takes no parameters
+            cursor.execute("SELECT set_config('statement_timeout', %s, false)", [str(int(seconds * 1000))])
 
 
 def run_due(now: datetime | None = None, jobs: tuple[Job, ...] = JOBS) -> list[str]:

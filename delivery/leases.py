@@ -30,7 +30,8 @@ The rules:
 To reuse it for another queue: give the model the five columns above (and ``id``), build a ``LeasePolicy`` from your
 own settings, claim with a statement whose WHERE includes ``claimable_sql(alias)`` (add your own ordering rule),
 setting the columns as ``claim_assignments_sql()`` does, keep your in-flight rows in a ``Renewals`` (one per process;
-``Renewals.tick()`` from a loop that already holds a connection, or ``Renewals.start()`` for a thread of its own),
+``Renewals.tick()`` from a loop that already holds a connection, or ``Renewals.start()`` for a thread of its own; a
+worker with many attempts in flight runs delivery/claiming.py's ``Claimer``, which claims and renews for it),
 write outcomes through ``holding(...).update(...)`` and call ``fail_exhausted`` before claiming. Nothing here knows
 about deliveries."""
 

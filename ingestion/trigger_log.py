@@ -11,7 +11,9 @@ What it costs, and what a flood of bad requests cannot do to it:
   refusal (or duplicate, or ping) of the same kind as one in the last COALESCE_SECONDS adds to that line's count in
   the cache, and the database line takes the count and time at most every FLUSH_SECONDS. A flood of bad tokens
   against a known trigger URL costs one cache round trip a request (a Lua call on Redis) and a database write every
-  few seconds, and is one line of the log however long it lasts.
+  few seconds, and is one line of the log however long it lasts. Once the address is blocked for failing
+  authentication, a request whose URL alone names the trigger is not logged (ingestion/triggers.py): a flood of
+  random trigger ids would otherwise cost a lookup and a cache entry each, which the block exists to spare.
 - Lines that are not accepted firings take at most REFUSALS_KEPT of the LOG_LENGTH places, so refusals cannot push
   the trigger's real firings out of the log; the page says how many lines a coalesced one stands for.
 - Writing the log never changes an answer: if the database or the cache fails here, the line is lost and a warning

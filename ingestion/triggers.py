@@ -53,6 +53,7 @@ from triggers.models import WebhookTrigger
 
 _TRIGGER_ID = re.compile(r"trg_[0-9A-Za-z]{20}")
 _REFUSED_TRIGGER = "refused_trigger"  # the request's attribute: a trigger found by its token, then refused
+_BLOCKED = "rate_limited"  # a limit's refusal (throttling.py); unauthenticated: the failed-authentication one
 RECEIVED = "Webhook received"
 REPEATED_DELIVERY = (
     "This delivery was received before (the same X-GitHub-Delivery or signed body); nothing was recorded."
@@ -302,6 +303,10 @@ class FireTriggerView(APIView):
         elif response.status_code >= 400:
             data = getattr(response, "data", None)
             code = str(data.get("code", "")) if isinstance(data, dict) else ""
+            if trigger is None and code == _BLOCKED:
+                # The address is blocked for failing authentication, and only the URL names a trigger: logging it
+                # would cost the lookup and cache entry that the block exists to spare (a flood of random ids).
+                return
             outcome, summary = FiringOutcome.REFUSED, ""
         elif self.log_as is not None:
             (outcome, summary), code = self.log_as, ""

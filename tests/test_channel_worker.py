@@ -48,20 +48,32 @@ def outbox_of(database_url: str) -> list[tuple[str, str, str, int, int]]:
         ).fetchall()
 
 
+def all_sent(database_url: str, timeout: float, what: str) -> list[tuple[str, str, str, int, int]]:
+    """The outbox once every row is sent (bounded: fails after ``timeout``)."""
+    return wait_until(
+        lambda: (state := outbox_of(database_url)) and all(r[1] == "sent" for r in state) and state,
+        timeout=timeout,
+        what=what,
+    )
+
+
+def worker_env(database_url: str, twilio: FakeTwilio, **settings: str) -> dict[str, str]:
+    """A `sendchannels` process's settings: its database, the fake Twilio for SMS, and ``settings``."""
+    return {
+        "DATABASE_URL": database_url,
+        "TWILIO_ACCOUNT_SID": TWILIO_ACCOUNT_SID,
+        "TWILIO_AUTH_TOKEN": TWILIO_AUTH_TOKEN,
+        "TWILIO_SMS_FROM": TWILIO_SMS_FROM,
+        "TWILIO_API_BASE_URL": twilio.url,
+        "PUBLIC_BASE_URL": "https://assistant.example",
+        **settings,
+    }
+
+
 def test_kill_9_mid_send_loses_nothing_and_repeats_only_what_reached_the_provider():
     require_postgres_and_redis()
     with serving(FakeTwilio()) as twilio, private_database("outbox") as database_url:
-        env = {
-            "DATABASE_URL": database_url,
-            "TWILIO_ACCOUNT_SID": TWILIO_ACCOUNT_SID,
-            "TWILIO_AUTH_TOKEN": TWILIO_AUTH_TOKEN,
-            "TWILIO_SMS_FROM": TWILIO_SMS_FROM,
-            "TWILIO_API_BASE_URL": twilio.url,
-            "PUBLIC_BASE_URL": "https://assistant.example",
-            "CHANNEL_LEASE_SECONDS": "2",
-            "CHANNEL_CONCURRENCY": "16",
-            "LOG_LEVEL": "INFO",
-        }
+        env = worker_env(database_url, twilio, CHANNEL_LEASE_SECONDS="2", CHANNEL_CONCURRENCY="16", LOG_LEVEL="INFO")
         total = run_python(SEED % {"people": 40, "each": 2}, env)
         twilio.delay = 0.6  # every send is in flight for a while
         doomed = Worker(env, "outbox-doomed", SEND)
@@ -76,11 +88,7 @@ def test_kill_9_mid_send_loses_nothing_and_repeats_only_what_reached_the_provide
         twilio.delay = 0.05
         survivor = Worker(env, "outbox-survivor", SEND)
         try:
-            rows = wait_until(
-                lambda: (state := outbox_of(database_url)) and all(r[1] == "sent" for r in state) and state,
-                timeout=60,
-                what="every text sent after the takeover",
-            )
+            rows = all_sent(database_url, timeout=60, what="every text sent after the takeover")
         finally:
             survivor.stop()
 
@@ -110,15 +118,7 @@ def test_sigterm_finishes_the_sends_in_flight_and_starts_no_other():
     period."""
     require_postgres_and_redis()
     with serving(FakeTwilio()) as twilio, private_database("outbox") as database_url:
-        env = {
-            "DATABASE_URL": database_url,
-            "TWILIO_ACCOUNT_SID": TWILIO_ACCOUNT_SID,
-            "TWILIO_AUTH_TOKEN": TWILIO_AUTH_TOKEN,
-            "TWILIO_SMS_FROM": TWILIO_SMS_FROM,
-            "TWILIO_API_BASE_URL": twilio.url,
-            "PUBLIC_BASE_URL": "https://assistant.example",
-            "CHANNEL_CONCURRENCY": "2",
-        }
+        env = worker_env(database_url, twilio, CHANNEL_CONCURRENCY="2")
         total = run_python(SEED % {"people": 12, "each": 1}, env)
         twilio.delay = 1.5
         worker = Worker(env, "outbox-sigterm", SEND)
@@ -134,3 +134,31 @@ def test_sigterm_finishes_the_sends_in_flight_and_starts_no_other():
     assert sorted(r[1] for r in rows) == ["queued"] * (total - 2) + ["sent"] * 2
     assert all(r[4] == 0 for r in rows if r[1] == "queued")  # put back uncounted
     assert {r[0] for r in rows if r[1] == "sent"} == {form_of(body)["Body"] for _, _, body in twilio.requests}
+
+
+def test_the_leases_of_sends_finishing_in_the_grace_period_are_still_renewed():
+    """A send may take most of CHANNEL_TIMEOUT_SECONDS; the grace period after SIGTERM outlasts it. Meanwhile another
+    worker must not take the stopping worker's rows over (and send them again): their leases are renewed until
+    they are recorded, as while the worker ran."""
+    require_postgres_and_redis()
+    with serving(FakeTwilio()) as twilio, private_database("outbox") as database_url:
+        # A lease of 2 s renewed every 0.67 s: a loaded machine may delay a renewal by a second and not lose it.
+        env = worker_env(database_url, twilio, CHANNEL_CONCURRENCY="2", CHANNEL_LEASE_SECONDS="2")
+        total = run_python(SEED % {"people": 2, "each": 1}, env)
+        twilio.delay = 7.0  # three and a half leases long
+        stopping = Worker(env, "outbox-stopping", SEND)
+        try:
+            wait_until(lambda: len(twilio.requests) >= 2, timeout=60, what="both sends in flight")
+            stopping.signal(signal.SIGTERM)
+            other = Worker(env, "outbox-other", SEND)
+            try:
+                assert stopping.wait(30) == 0
+                rows = all_sent(database_url, timeout=30, what="both texts recorded as sent")
+            finally:
+                other.stop()
+        finally:
+            stopping.stop()
+
+    assert len(rows) == total
+    assert len(twilio.requests) == 2, "the other worker took over a send still in flight and sent it again"
+    assert all(r[3] == 0 for r in rows)  # no takeover

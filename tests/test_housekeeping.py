@@ -1,10 +1,13 @@
 """The worker's own housekeeping (delivery/housekeeping.py): with nothing but `manage.py db_worker` running, an
 approval nobody answered expires; with two workers, each job runs in one of them at a time, about once a period."""
 
+import threading
 import time
 from datetime import timedelta
 
+import psycopg
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from assistant.models import Action, ActionState, ToolKind
@@ -131,3 +134,91 @@ def test_with_only_two_workers_running_an_approval_expires_once():
     assert state == ["expired", 1]  # expired, and the person told once
     # Once a second between the two of them, not once a second each (and the first round at once).
     assert 1 <= rounds <= seconds + 2, (rounds, seconds)
+
+
+def _server_url() -> str:
+    """The test database's server, for a connection of the test's own (another session than Django's)."""
+    from django.db import connection
+
+    found = connection.settings_dict
+    return f"postgresql://{found['USER']}@{found['HOST']}:{found['PORT'] or 5432}/{found['NAME']}"
+
+
+def _end_backend_waiting_on(table: str, server: str) -> threading.Thread:
+    """End (pg_terminate_backend) the first session that waits for a lock on ``table``, as a restart or failover
+    would end it mid-query."""
+
+    def end_it() -> None:
+        with psycopg.connect(server, autocommit=True) as admin:
+            for _ in range(200):
+                pid = admin.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+                    [f"%{table}%"],
+                ).fetchone()
+                if pid is not None:
+                    admin.execute("SELECT pg_terminate_backend(%s)", [pid[0]])
+                    return
+                time.sleep(0.05)
+
+    thread = threading.Thread(target=end_it, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_whose_connection_ends_midway_is_marked_finished_and_runs_again_a_period_later(user, settings, caplog):
+    """The database restarts while a job runs: the run is still marked finished (on a new connection), so the job
+    is tried again a period later, not after STALE_SECONDS (an hour of approvals that do not expire)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("ends a PostgreSQL backend")
+    settings.HOUSEKEEPING_SECONDS = 60
+    action = awaiting_approval(user, expires_in=-1)
+    server = _server_url()
+    with psycopg.connect(server) as holder:  # the job's first read waits behind this lock, and its session ends
+        holder.execute(f"LOCK TABLE {Action._meta.db_table} IN ACCESS EXCLUSIVE MODE")
+        ender = _end_backend_waiting_on(Action._meta.db_table, server)
+        assert housekeeping.run_due(jobs=(EXPIRE,)) == ["expireapprovals"]
+        ender.join()
+        holder.rollback()
+    assert "housekeeping: expireapprovals failed" in caplog.text
+    assert HousekeepingRun.objects.get(job="expireapprovals").finished_at is not None
+
+    assert housekeeping.run_due(timezone.now() + timedelta(seconds=61), jobs=(EXPIRE,)) == ["expireapprovals"]
+    action.refresh_from_db()
+    assert action.state == ActionState.EXPIRED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_stuck_behind_a_lock_is_cut_off_and_the_other_jobs_run(user, settings, monkeypatch, caplog):
+    """A session that holds a lock and never ends (a forgotten transaction) stalls one job's statement: it is
+    cancelled after JOB_STATEMENT_SECONDS, logged, and the round goes on, instead of the worker's housekeeping
+    hanging for good (and every other worker waiting STALE_SECONDS for the job)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("holds a PostgreSQL lock")
+    settings.HOUSEKEEPING_SECONDS = 60
+    monkeypatch.setattr(housekeeping, "JOB_STATEMENT_SECONDS", 1)
+    awaiting_approval(user, expires_in=-1)
+    ran: list[tuple[list[str], str]] = []
+    keeper = Housekeeper(jobs=(EXPIRE, Job("prunedevicelogins", 1)))
+
+    def one_round() -> None:
+        try:
+            done = keeper.tick()
+            with connection.cursor() as cursor:  # the limit does not outlive the jobs on the thread's connection
+                cursor.execute("SHOW statement_timeout")
+                ran.append((done, cursor.fetchone()[0]))
+        finally:
+            connection.close()
+
+    with psycopg.connect(_server_url()) as holder:
+        holder.execute(f"LOCK TABLE {Action._meta.db_table} IN ACCESS EXCLUSIVE MODE")
+        round_ = threading.Thread(target=one_round, daemon=True)
+        round_.start()
+        round_.join(15)
+        stuck = round_.is_alive()
+        holder.rollback()
+    round_.join(15)
+    assert not stuck
+    assert ran == [(["expireapprovals", "prunedevicelogins"], "0")]
+    assert "housekeeping: expireapprovals failed" in caplog.text
+    assert HousekeepingRun.objects.filter(finished_at__isnull=True).count() == 0

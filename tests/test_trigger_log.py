@@ -301,3 +301,37 @@ def test_refusals_cannot_push_the_real_firings_out_of_the_log(client, trigger, s
     assert len(kept) == trigger_log.LOG_LENGTH
     assert len(refused) == trigger_log.REFUSALS_KEPT
     assert [line.message.context["order"] for line in accepted] == list(range(59, 9, -1))
+
+
+def test_a_blocked_address_flooding_random_trigger_ids_costs_the_database_nothing(client, trigger, settings):
+    """Once the failed-authentication limit blocks an address, its requests cost no query (the limit's point): a
+    request that only names a trigger in its URL is not logged then, so many random ids cannot each cost a lookup
+    and a cache entry. The requests counted before the block are on the named trigger's line."""
+    settings.AUTH_FAILURE_RATE_LIMIT = "5/m"
+    made, _, _ = trigger
+    for _ in range(5):
+        assert post(client, url(made), "x", {"order": 1}).json()["code"] == "invalid_webhook_token"
+    random_ids = [f"trg_{number:020d}" for number in range(50)]
+    with CaptureQueriesContext(connection) as queries:
+        for trigger_id in [*random_ids, made.public_id]:
+            response = post(client, f"/api/v1/inbound/webhook/{trigger_id}", "x", {"order": 1})
+            assert response.json()["code"] == "rate_limited"
+
+    assert queries.captured_queries == []
+    line = only_line(made)
+    assert line.code == "invalid_webhook_token" and trigger_log.live_counts([line]) == {line.pk: 5}
+    assert not any(trigger_log.cache.get(f"trglog:open:{trigger_id}:refused:rate_limited") for trigger_id in random_ids)
+
+
+@pytest.mark.parametrize("event", ["\x00", "ping\x00", "push\x1b[2J"])
+def test_a_github_event_header_with_control_characters_is_recorded_without_them(client, trigger, event):
+    """The header is the sender's text, unchecked by the body's rules: a NUL in it (which PostgreSQL cannot store)
+    was a 500, and an escape sequence went into the message and the log as it came."""
+    made, token, _ = trigger
+    response = post(client, url(made), token, PUSH, **{"X-GitHub-Event": event})
+
+    assert response.status_code == 200, response.content
+    line = only_line(made)
+    assert line.outcome == FiringOutcome.ACCEPTED and "GitHub" in line.summary
+    for text in (line.summary, line.message.text):
+        assert "\x00" not in text and "\x1b" not in text

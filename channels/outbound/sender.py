@@ -18,6 +18,7 @@ import logging
 import queue as queues
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -33,6 +34,7 @@ from channels.outbound import queue
 from channels.outbound.decide import Decision, Hold, Send, Wait, decide
 from channels.outbound.queue import Claim
 from delivery import leases
+from delivery.claiming import Claimer
 
 logger = logging.getLogger("channels.outbound")
 
@@ -129,40 +131,42 @@ class Sender:
         self.ahead = max(int(self.concurrency * AHEAD_SHARE), 1)
         self.adapters = configured()
         self.templates = template_channels(self.adapters)
-        self.renewals = leases.Renewals(OutboundMessage, queue.policy())
+        self.claimer = Claimer(
+            name="channel-claimer",
+            capacity=self.concurrency + self.ahead,
+            batch=self.batch,
+            claim=queue.claim,
+            key=lambda claim: (claim.row_id, claim.attempt),
+            hand_over=self._hand_over,
+            renewals=leases.Renewals(OutboundMessage, queue.policy()),
+            logger=logger,
+            poll_seconds=POLL_SECONDS,
+            gather_seconds=GATHER_SECONDS,
+        )
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="channel-send")
         self._outcomes: queues.SimpleQueue[Outcome | None] = queues.SimpleQueue()
-        self._in_flight: dict[int, Claim] = {}
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
         self._stopping = threading.Event()
         self._hurry = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._recorder = threading.Thread(target=self._record_loop, name="channel-recorder", daemon=True)
 
     def start(self) -> None:
-        for target, name in [(self._claim_loop, "channel-claimer"), (self._record_loop, "channel-recorder")]:
-            thread = threading.Thread(target=target, name=name, daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        self.claimer.start()
+        self._recorder.start()
         logger.info("channel worker started: %s, up to %s sends in flight", sorted(self.adapters), self.concurrency)
 
     def in_flight(self) -> int:
-        with self._lock:
-            return len(self._in_flight)
+        return self.claimer.in_flight()
 
     def stop(self, grace: float | None = None) -> None:
         grace = settings.CHANNEL_GRACE_SECONDS if grace is None else grace
         self._stopping.set()
-        self._wake.set()
+        self.claimer.begin_stop()  # claims nothing more; the leases of what is in flight are still renewed
         ends_at = time.monotonic() + grace
         while self.in_flight() and time.monotonic() < ends_at and not self._hurry.is_set():
             time.sleep(0.05)
         self._outcomes.put(None)
-        for thread in self._threads:
-            thread.join(timeout=5)
-        with self._lock:
-            unfinished = list(self._in_flight.values())
-            self._in_flight.clear()
+        self._recorder.join(timeout=5)
+        unfinished = self.claimer.stop()
         if unfinished:
             logger.warning("channel worker stopped: %s unfinished send(s) put back", queue.put_back(unfinished))
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -188,44 +192,16 @@ class Sender:
             return send_now(self.adapters[claim.channel], claim, decision.as_template)
         return Outcome(claim, decision)
 
-    def _claim_loop(self) -> None:
-        failures = 0
-        while not self._stopping.is_set():
-            self.renewals.tick(time.monotonic())
-            free = self.concurrency + self.ahead - self.in_flight()
-            if free <= 0:
-                if self._sleep():
-                    time.sleep(GATHER_SECONDS)
-                continue
-            wanted = min(free, self.batch)
-            try:
-                claims = queue.claim(wanted)
-                failures = 0
-            except Exception as error:
-                failures += 1
-                logger.warning("channel worker: claiming failed (%s); trying again", type(error).__name__)
-                connection.close()
-                time.sleep(min(POLL_SECONDS * 2**failures, 5.0))
-                continue
-            now = timezone.now()
-            for claim in claims:
-                decision = decide(claim, now, set(self.adapters), self.templates)
-                with self._lock:
-                    self._in_flight[claim.row_id] = claim
-                self.renewals.add(claim.row_id, claim.attempt)
-                if isinstance(decision, Send):
-                    self._pool.submit(self._send, claim, decision.as_template)
-                else:
-                    self._outcomes.put(Outcome(claim, decision))
-            if len(claims) < wanted and self._sleep():
-                time.sleep(GATHER_SECONDS)  # woken by finished sends: let a few more finish, one claim for them all
-        connection.close()
-
-    def _sleep(self) -> bool:
-        """Wait until woken or POLL_SECONDS pass; whether woken."""
-        woken = self._wake.wait(POLL_SECONDS)
-        self._wake.clear()
-        return woken
+    def _hand_over(self, claims: Sequence[Claim]) -> None:
+        """Decide each claimed row without the database; a send goes to a send thread, anything else straight to the
+        recorder."""
+        now = timezone.now()
+        for claim in claims:
+            decision = decide(claim, now, set(self.adapters), self.templates)
+            if isinstance(decision, Send):
+                self._pool.submit(self._send, claim, decision.as_template)
+            else:
+                self._outcomes.put(Outcome(claim, decision))
 
     def _send(self, claim: Claim, as_template: bool) -> None:
         if self._stopping.is_set():  # claimed ahead, not begun: SIGTERM starts no new send
@@ -242,16 +218,9 @@ class Sender:
                 except queues.Empty:
                     break
             outcomes = [outcome for outcome in batch if outcome is not None]
-            with self._lock:
-                ours = [o for o in outcomes if self._in_flight.get(o.claim.row_id) is o.claim]
-            for outcome in ours:  # before recording: a renewal after the row is sent would find it gone
-                self.renewals.discard(outcome.claim.row_id, outcome.claim.attempt)
-            self._record_all(ours)
-            with self._lock:
-                for outcome in ours:
-                    if self._in_flight.get(outcome.claim.row_id) is outcome.claim:
-                        del self._in_flight[outcome.claim.row_id]
-            self._wake.set()
+            ours = {id(claim) for claim in self.claimer.ours([o.claim for o in outcomes])}
+            self._record_all([o for o in outcomes if id(o.claim) in ours])
+            self.claimer.release([o.claim for o in outcomes])
             if batch[-1] is None:
                 break
         connection.close()
