@@ -36,7 +36,8 @@ from delivery.models import HousekeepingRun
 logger = logging.getLogger("delivery.housekeeping")
 
 STALE_SECONDS = 3600  # a claimed run that never finished (its worker died) may be claimed again after this
-# A job's statement that runs longer is cancelled (PostgreSQL): the job fails and is logged, and the round goes on.
+# A job's statement that runs longer is cancelled (PostgreSQL, unless behind a transaction-pooling PgBouncer: see
+# _limit_statements): the job fails and is logged, and the round goes on.
 # Without it, one statement waiting on a lock that a forgotten transaction holds would stall this worker's
 # housekeeping for good, and every other worker's run of that job for STALE_SECONDS.
 JOB_STATEMENT_SECONDS = 300
@@ -94,17 +95,25 @@ def run(job: Job) -> str:
         # one, or no worker could claim the job again for STALE_SECONDS (an hour of approvals that never expire).
         if not connection.in_atomic_block:
             connection.close_if_unusable_or_obsolete()
-        _limit_statements(0)
+        _limit_statements(None)
         HousekeepingRun.objects.filter(job=job.command).update(finished_at=timezone.now())
     said = output.getvalue().strip()
     logger.info("housekeeping: %s: %s", job.command, said)
     return said
 
 
-def _limit_statements(seconds: float) -> None:
-    """On PostgreSQL, cancel any statement of this connection that runs longer than ``seconds`` (0: no limit)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:  # set_config, since SET takes no parameters
+def _limit_statements(seconds: float | None) -> None:
+    """On PostgreSQL, cancel any statement of this connection's session that runs longer than ``seconds``; None: back
+    to the session's default (the role's or database's own statement_timeout, if the operator set one).
+
+    Not behind a transaction-pooling PgBouncer (DATABASE_PREPARED_STATEMENTS off, so no server-side binding): there a
+    session's setting would stay on a server connection that other clients then use."""
+    if connection.vendor != "postgresql" or not connection.settings_dict["OPTIONS"].get("server_side_binding"):
+        return
+    with connection.cursor() as cursor:
+        if seconds is None:
+            cursor.execute("RESET statement_timeout")
+        else:  # set_config, since SET takes no parameters
             cursor.execute("SELECT set_config('statement_timeout', %s, false)", [str(int(seconds * 1000))])
 
 

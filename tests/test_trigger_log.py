@@ -321,3 +321,17 @@ def test_a_blocked_address_flooding_random_trigger_ids_costs_the_database_nothin
     line = only_line(made)
     assert line.code == "invalid_webhook_token" and trigger_log.live_counts([line]) == {line.pk: 5}
     assert not any(trigger_log.cache.get(f"trglog:open:{trigger_id}:refused:rate_limited") for trigger_id in random_ids)
+
+
+@pytest.mark.parametrize("event", ["\x00", "ping\x00", "push\x1b[2J"])
+def test_a_github_event_header_with_control_characters_is_recorded_without_them(client, trigger, event):
+    """The header is the sender's text, unchecked by the body's rules: a NUL in it (which PostgreSQL cannot store)
+    was a 500, and an escape sequence went into the message and the log as it came."""
+    made, token, _ = trigger
+    response = post(client, url(made), token, PUSH, **{"X-GitHub-Event": event})
+
+    assert response.status_code == 200, response.content
+    line = only_line(made)
+    assert line.outcome == FiringOutcome.ACCEPTED and "GitHub" in line.summary
+    for text in (line.summary, line.message.text):
+        assert "\x00" not in text and "\x1b" not in text

@@ -4,16 +4,20 @@ no summary; the whole payload goes to the assistant as context either way.
 
 Every value is read defensively (a payload is whatever a sender posts) and cut short, on one line."""
 
+import re
 from typing import Any
 
 _MAX_PART = 120
+# Control characters other than whitespace: a value from a header (X-GitHub-Event), which the body's rules never see,
+# may hold a NUL (which PostgreSQL cannot store) or a terminal's escape sequence.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 
 
 def _text(value: Any) -> str:
     """A payload value as a short single line, '' for anything that is not a string or number."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return ""
-    line = " ".join(str(value).split())
+    line = " ".join(_CONTROL.sub("", str(value)).split())
     return line if len(line) <= _MAX_PART else line[: _MAX_PART - 1] + "…"
 
 
@@ -124,7 +128,7 @@ def summarise(payload: Any, github_event: str | None = None) -> str:
     """One line about the payload from a sender we recognise; '' for anything else."""
     if not isinstance(payload, dict):
         return ""
-    event = _text(github_event) if github_event else github_event_of(payload)
+    event = _text(github_event) or github_event_of(payload)  # a header of nothing printable: as if it were absent
     if event:
         return _github(event, payload)
     if is_alertmanager(payload):
