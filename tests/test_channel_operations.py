@@ -38,6 +38,38 @@ def test_a_telegram_secret_telegram_would_refuse_is_an_error(providers, settings
     assert "channels.E001" in _ids(check_channel_settings())
 
 
+def test_a_template_whatsapp_will_never_send_is_reported(providers, settings):
+    """WhatsApp goes through the Cloud API when it is configured: Twilio's template would never go out, and the
+    reverse; the texts it was meant for would be held without anyone knowing why."""
+    settings.TWILIO_WHATSAPP_TEMPLATE_SID = "HX" + "a" * 32  # the Cloud API carries WhatsApp here
+    assert "channels.W003" in _ids(check_channel_settings())
+    p.configure(settings, providers, "http://testserver", whatsapp_through="twilio")
+    assert "channels.W003" not in _ids(check_channel_settings())
+    settings.WHATSAPP_CLOUD_TEMPLATE_NAME = "assistant_message"
+    assert "channels.W003" in _ids(check_channel_settings())
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("TWILIO_WHATSAPP_TEMPLATE_SID", "assistant_message"),  # a name where Twilio wants its Content SID
+        ("WHATSAPP_CLOUD_TEMPLATE_LANGUAGE", "English"),
+        ("WHATSAPP_CLOUD_TEMPLATE_LANGUAGE", "en-US"),
+    ],
+)
+def test_a_template_setting_the_provider_would_refuse_is_an_error(providers, settings, name, value):
+    settings.WHATSAPP_CLOUD_TEMPLATE_NAME = "assistant_message"
+    setattr(settings, name, value)
+    assert "channels.E003" in _ids(check_channel_settings())
+
+
+def test_well_formed_template_settings_pass(providers, settings):
+    settings.WHATSAPP_CLOUD_TEMPLATE_NAME = "assistant_message"
+    for language in ("en", "en_US", "pt_BR", "fil"):
+        settings.WHATSAPP_CLOUD_TEMPLATE_LANGUAGE = language
+        assert check_channel_settings() == []
+
+
 @pytest.mark.parametrize(
     ("url", "ok"),
     [
