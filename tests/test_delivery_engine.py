@@ -53,6 +53,17 @@ def deliveries(stack: Stack, message_ids: list[str]) -> dict[str, tuple[str, int
     return {public_id: (status, attempts) for public_id, status, attempts in rows}
 
 
+def retire(stack: Stack, message_ids: list[str]) -> None:
+    """Take these deliveries out of the queue (failed): a retry left queued would be claimed by a later test's
+    worker, in whatever order the tests run, and seen by its runtime as a message it never sent."""
+    with psycopg.connect(stack.env["DATABASE_URL"]) as db:
+        db.execute(
+            "UPDATE conversations_delivery d SET status = 'failed', next_attempt_at = NULL, lease_expires_at = NULL "
+            "FROM conversations_message m WHERE m.id = d.message_id AND m.public_id = ANY(%s)",
+            [message_ids],
+        )
+
+
 def all_delivered(stack: Stack, message_ids: list[str]) -> bool:
     found = deliveries(stack, message_ids)
     return len(found) == len(message_ids) and all(status == "delivered" for status, _ in found.values())
@@ -125,6 +136,39 @@ def test_sigterm_lets_the_attempt_in_flight_finish(stack):
 
     assert deliveries(stack, [message_id]) == {message_id: ("delivered", 1)}
     assert receipt(stack, key, message_id)["message"] == "Delivered to the assistant, which replied."
+    assert "nothing in flight" in worker.output()
+
+
+# db_worker with its main thread held up (a loaded machine) after the engine has started and before the task loop
+# has set its signal handlers.
+SLOW_START = """
+import os, time
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+from django.core.management import call_command
+from django_tasks_db.management.commands import db_worker
+configure_logging = db_worker.Command.configure_logging
+db_worker.Command.configure_logging = lambda self, verbosity: (time.sleep(4), configure_logging(self, verbosity))
+call_command("db_worker", "--no-reload", "--no-startup-delay", "--interval", "0.2")
+"""
+
+
+def test_sigterm_while_the_worker_starts_still_lets_the_attempt_in_flight_finish(stack):
+    """The engine claims as soon as it starts, before the task loop has set its handlers: a SIGTERM then (a deploy
+    right after a start) once ended the process by the default action, mid-attempt, with no grace period."""
+    [key] = stack.take_keys(1)
+    with runtime_server() as runtime:
+        message_id = accept(stack, key, "slow:2")
+        worker = Worker(stack.worker_env(runtime, DELIVERY_GRACE_SECONDS="15"), "term-starting", ["-c", SLOW_START])
+        try:
+            wait_until(lambda: runtime.seen(message_id), 20, "the attempt started")
+            worker.signal(signal.SIGTERM)
+            assert worker.wait(timeout=25) == 0, worker.output()
+        finally:
+            worker.stop()
+
+    assert deliveries(stack, [message_id]) == {message_id: ("delivered", 1)}
     assert "nothing in flight" in worker.output()
 
 
@@ -203,10 +247,12 @@ def test_a_hanging_runtime_holds_only_its_own_thread(stack):
             hung_receipt = receipt(stack, key=hung_key, message_id=hung)
         finally:
             worker.stop()
+        left = deliveries(stack, [hung, behind])
+        retire(stack, [hung, behind])  # its retry, due in a minute, is no other test's
 
     assert others_done < runtime.seen(hung)[0].started + 3  # the others went through while it hung
     assert hung_receipt["message"] == "The assistant could not be reached yet; another attempt is scheduled."
-    assert deliveries(stack, [hung, behind]) == {hung: ("queued", 1), behind: ("queued", 0)}
+    assert left == {hung: ("queued", 1), behind: ("queued", 0)}
     assert runtime.seen(behind) == []  # its thread waits behind the retry (FIFO per thread)
 
 

@@ -17,7 +17,7 @@ import sys
 import time
 from argparse import ArgumentParser, BooleanOptionalAction
 from types import FrameType
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db import DatabaseError, connection
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
@@ -32,6 +32,7 @@ logger = logging.getLogger("delivery.handoff")
 
 class _Worker(db_worker.Worker):
     engine: Engine | None = None
+    early_signals: ClassVar[list[int]] = []  # set up by Command._work for the one worker it builds
 
     def run(self) -> None:
         """django-tasks-db's loop, which a database error would end (and with it the process and the delivery
@@ -46,6 +47,14 @@ class _Worker(db_worker.Worker):
                 logger.warning("task loop: the database failed (%s); trying again", type(error).__name__)
                 connection.close()
                 time.sleep(min(0.5 * 2**failures, 5.0))
+
+    def configure_signals(self) -> None:
+        """The task loop's handlers; a signal that came before them, while the engine was already attempting, is
+        acted on now (the default action would have ended the process and its attempts with no grace period)."""
+        super().configure_signals()
+        early, _Worker.early_signals = _Worker.early_signals, []
+        for signum in early:
+            self.shutdown(signum, None)
 
     def shutdown(self, signum: int, frame: FrameType | None) -> None:
         if self.engine is not None:
@@ -96,7 +105,12 @@ class Command(db_worker.Command):
             return
         original = db_worker.Worker
         _Worker.engine = engine
+        _Worker.early_signals = []
         db_worker.Worker = _Worker  # type: ignore[misc]  # the parent builds its worker by this name
+        # The engine claims at once, before the parent has built its worker and set its handlers: a SIGTERM meanwhile
+        # is kept for them (_Worker.configure_signals) rather than killing the process mid-attempt.
+        for number in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(number, lambda signum, frame: _Worker.early_signals.append(signum))
         engine.start()
         try:
             super().handle(**options)
