@@ -39,6 +39,12 @@ def form_of(body: bytes) -> dict[str, str]:
     return {name: values[0] for name, values in parse_qs(body.decode()).items()}
 
 
+def whole_bodies(twilio: FakeTwilio) -> list[bytes]:
+    """The bodies of the requests the fake received whole (as long as their Content-Length)."""
+    with twilio.lock:
+        return [body for _, headers, body in twilio.requests if len(body) == int(headers.get("content-length", -1))]
+
+
 def outbox_of(database_url: str) -> list[tuple[str, str, str, int, int]]:
     """The outbox rows as the worker left them, read straight from the database (a shell process per poll would
     take seconds)."""
@@ -80,11 +86,15 @@ def test_kill_9_mid_send_loses_nothing_and_repeats_only_what_reached_the_provide
         try:
             wait_until(lambda: len(twilio.requests) >= 24, timeout=60, what="the second round of sends in flight")
             doomed.signal(signal.SIGKILL)
-            with twilio.lock:
-                reached_before_kill = {form_of(body)["Body"] for _, _, body in twilio.requests}
             doomed.wait(10)
         finally:
             doomed.stop()
+        # What reached the provider from the dead worker: every request it wrote whole, once the fake has answered
+        # them all. A snapshot at the kill missed a request written just before it, still unread in its connection
+        # (whose repeat then looked like that of a send that never reached the provider), and a request cut off
+        # mid-body by the kill has no text (the fake refuses it, as Twilio would).
+        wait_until(lambda: len(twilio.sent) == len(whole_bodies(twilio)), 30, "the killed worker's requests answered")
+        reached_before_kill = {form_of(body)["Body"] for body in whole_bodies(twilio)}
         twilio.delay = 0.05
         survivor = Worker(env, "outbox-survivor", SEND)
         try:
@@ -142,10 +152,12 @@ def test_the_leases_of_sends_finishing_in_the_grace_period_are_still_renewed():
     they are recorded, as while the worker ran."""
     require_postgres_and_redis()
     with serving(FakeTwilio()) as twilio, private_database("outbox") as database_url:
-        # A lease of 2 s renewed every 0.67 s: a loaded machine may delay a renewal by a second and not lose it.
-        env = worker_env(database_url, twilio, CHANNEL_CONCURRENCY="2", CHANNEL_LEASE_SECONDS="2")
+        # A lease of 3 s renewed every second: a loaded machine (a slow commit, a starved process) may delay a renewal
+        # by two seconds and not lose it. Without the renewals the other worker, up in a second or two, would take
+        # both rows over about 3 s after the claim, well within the sends.
+        env = worker_env(database_url, twilio, CHANNEL_CONCURRENCY="2", CHANNEL_LEASE_SECONDS="3")
         total = run_python(SEED % {"people": 2, "each": 1}, env)
-        twilio.delay = 7.0  # three and a half leases long
+        twilio.delay = 8.0  # over two and a half leases long
         stopping = Worker(env, "outbox-stopping", SEND)
         try:
             wait_until(lambda: len(twilio.requests) >= 2, timeout=60, what="both sends in flight")
