@@ -3,6 +3,7 @@ off, side by side in one run: the delivery runtime's stand-in answering after 0 
 keep-alive connection (http.client, as the service's assistant client), alternating the two servers in rounds.
 
     .venv/bin/python -m bench.stand_in_latency --requests 200 --rounds 3
+    .venv/bin/python -m bench.stand_in_latency --requests 10 --rounds 1 --runtime-ms 200   # ms above the 200
 
 An answer written as two writes (headers, then body) with Nagle on waits for the client's delayed ACK of the first
 before the second goes out: about 40 ms on Linux, on a connection past its first few exchanges.
@@ -24,8 +25,8 @@ from bench.harness import stand_in
 NAGLE_ON = RUNTIME + "H.disable_nagle_algorithm = False\n"
 
 
-def timings(port: int, requests: int) -> list[float]:
-    """Milliseconds per request, ``requests`` sequential POSTs on one keep-alive connection."""
+def timings(port: int, requests: int, runtime_ms: float) -> list[float]:
+    """Milliseconds per request above ``runtime_ms``, ``requests`` sequential POSTs on one keep-alive connection."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     body = json.dumps({"message": "hello"}).encode()
     took = []
@@ -34,7 +35,7 @@ def timings(port: int, requests: int) -> list[float]:
         connection.request("POST", "/hooks/assistant", body, {"Content-Type": "application/json", "webhook-id": str(n)})
         response = connection.getresponse()
         response.read()
-        took.append((time.perf_counter() - started) * 1000)
+        took.append((time.perf_counter() - started) * 1000 - runtime_ms)
     connection.close()
     return took
 
@@ -43,15 +44,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=200, help="requests per round and server (default 200)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument("--runtime-ms", type=float, default=0, help="the stand-ins answer after this (default 0)")
     parser.add_argument("--json", metavar="PATH", help="append the result as one JSON line to PATH")
     args = parser.parse_args()
     seen = Path(tempfile.mkstemp(prefix="bench-stand-in-")[1])
-    servers = {"nagle_on": stand_in(NAGLE_ON, "0", str(seen)), "nodelay": stand_in(RUNTIME, "0", str(seen))}
+    delay = str(args.runtime_ms / 1000)
+    servers = {"nagle_on": stand_in(NAGLE_ON, delay, str(seen)), "nodelay": stand_in(RUNTIME, delay, str(seen))}
     try:
         taken: dict[str, list[float]] = {name: [] for name in servers}
         for _ in range(args.rounds):
             for name, (_, port) in servers.items():
-                taken[name] += timings(port, args.requests)
+                taken[name] += timings(port, args.requests, args.runtime_ms)
         result = {
             name: {
                 "requests": len(ms),
@@ -61,7 +64,7 @@ def main() -> None:
                 "over_30_ms": sum(1 for m in ms if m > 30),
             }
             for name, ms in taken.items()
-        } | {"loadavg": os.getloadavg()}
+        } | {"runtime_ms": args.runtime_ms, "loadavg": os.getloadavg()}
         print(json.dumps(result))
         if args.json:
             with open(args.json, "a") as out:
