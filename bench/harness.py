@@ -102,11 +102,14 @@ def people_with_keys(env: dict[str, str], count: int, prefix: str) -> list[str]:
 
 
 # What every stand-in server's handler may build on: HTTP/1.1 (keep-alive, as the service's clients use it), a JSON
-# answer, no log line per request.
+# answer, no log line per request. Nagle's algorithm off (TCP_NODELAY): an answer goes out as two writes, headers
+# then body, and with Nagle on the body waited for the client's delayed ACK of the headers, about 40 ms on a
+# keep-alive connection: every delivery measured with it carried those 40 ms (bench/stand_in_latency.py shows it).
 HANDLER = """
 from http.server import BaseHTTPRequestHandler
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     def answer(self, status, body):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

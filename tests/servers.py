@@ -2,6 +2,7 @@
 answers from a script and records every request, so tests see exactly what went over the wire."""
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -65,6 +66,7 @@ class ScriptedServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: ScriptedServer
+    disable_nagle_algorithm = True  # headers and body are two writes: see send_json
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -97,7 +99,12 @@ def serving[Server: ThreadingHTTPServer](server: Server) -> Iterator[Server]:
 
 
 def send_json(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
-    """Answer the handler's request with ``body``, JSON: how the fake servers of the tests answer."""
+    """Answer the handler's request with ``body``, JSON: how the fake servers of the tests answer.
+
+    Nagle's algorithm is turned off first: the headers and the body go out as two writes, and with it on the body
+    waited for the client's delayed ACK of the headers, about 40 ms an answer on a keep-alive connection (the
+    delivery stack's runtime answered in 44 ms at the median when told to answer at once; 0.3 ms without it)."""
+    handler.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     handler.send_response(status)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(body)))

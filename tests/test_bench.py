@@ -1,13 +1,20 @@
 """Smoke tests for the benchmark harness (bench/): its measurements run, and its baseline route stays out of
 production. No timings are asserted here; `make bench` measures them."""
 
+import http.client
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 from django.db import connection
 from django.test import override_settings
 
+from bench.harness import stand_in
 from bench.measure import database_cpu_per_request, key_check_costs, python_calls_per_request, queries_of_request
 from conversations.models import Delivery, Message
 from tests.conftest import CURRENT
+from tests.servers import send_json, serving
 
 BASELINE = "/bench/baseline"
 
@@ -82,3 +89,50 @@ def test_the_profile_summary_reads_stacks_whose_frame_names_span_lines(tmp_path,
 
     shares = [line.strip() for line in capsys.readouterr().out.splitlines()]
     assert shares == ["100.0%  main", "66.7%  handle", "50.0%  count (script 'if x then y')", "33.3%  log"]
+
+
+# A stand-in that tells whether Nagle's algorithm is off on the socket it answers on (TCP_NODELAY nonzero).
+NODELAY_REPORTER = """
+import socket
+class H(Handler):
+    def do_GET(self):
+        self.answer(200, str(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)).encode())
+"""
+
+
+def test_the_stand_ins_answer_with_nagle_off():
+    """An answer is two writes (headers, body): with Nagle on, the body waited ~40 ms for the client's delayed ACK,
+    and every delivery the benchmarks measured carried it."""
+    process, port = stand_in(NODELAY_REPORTER)
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("GET", "/")
+        assert connection.getresponse().read() != b"0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_the_tests_fake_servers_answer_with_nagle_off():
+    """tests/servers.py's send_json, which the fake runtimes and providers answer with, turns Nagle off first."""
+    seen: list[int] = []
+    answered = threading.Event()
+
+    class Reporter(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            send_json(self, 200, b"{}")
+            seen.append(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            answered.set()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Reporter)) as server:
+        connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+        connection.request("GET", "/")
+        connection.getresponse().read()
+        connection.close()
+        assert answered.wait(10)
+    assert seen[0] != 0
