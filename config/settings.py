@@ -472,6 +472,10 @@ APPROVAL_TIMEOUT_SECONDS = env_int("APPROVAL_TIMEOUT_SECONDS", 86400)
 # prunes run every 60 such periods (delivery/housekeeping.py). 0: the worker does none of it (run the commands
 # from cron instead).
 HOUSEKEEPING_SECONDS = env_int("HOUSEKEEPING_SECONDS", 60)
+if not 0 <= HOUSEKEEPING_SECONDS <= 86400:  # beyond a day the hourly prunes' period (60 of these) overflows a date
+    raise ImproperlyConfigured(
+        f"HOUSEKEEPING_SECONDS must be 0 (no housekeeping in the worker) to 86400; got {HOUSEKEEPING_SECONDS}"
+    )
 # Follow-ups from long-running tools (the poke.mcp callback protocol): how many one tool call may send, and how
 # soon after the previous one the next may come.
 MCP_FOLLOW_UP_LIMIT = env_int("MCP_FOLLOW_UP_LIMIT", 10)
