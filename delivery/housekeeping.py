@@ -35,7 +35,10 @@ from delivery.models import HousekeepingRun
 
 logger = logging.getLogger("delivery.housekeeping")
 
-STALE_SECONDS = 3600  # a claimed run that never finished (its worker died) may be claimed again after this
+# A claimed run that never finished (its worker was killed mid-job) may be claimed again after this. Every job is
+# safe to run twice, so this only has to outlast a healthy run (its statements are cut at JOB_STATEMENT_SECONDS):
+# after a kill -9, approvals expire at most this late.
+STALE_SECONDS = 600
 # A job's statement that runs longer is cancelled (PostgreSQL, unless behind a transaction-pooling PgBouncer: see
 # _limit_statements): the job fails and is logged, and the round goes on.
 # Without it, one statement waiting on a lock that a forgotten transaction holds would stall this worker's
@@ -92,7 +95,7 @@ def run(job: Job) -> str:
         logger.exception("housekeeping: %s failed", job.command)
     finally:
         # The job may have failed because its connection did (a restart, a failover): mark the run finished on a new
-        # one, or no worker could claim the job again for STALE_SECONDS (an hour of approvals that never expire).
+        # one, or no worker could claim the job again for STALE_SECONDS (STALE_SECONDS of approvals that never expire).
         if not connection.in_atomic_block:
             connection.close_if_unusable_or_obsolete()
         _limit_statements(None)

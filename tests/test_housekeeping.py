@@ -168,7 +168,7 @@ def _end_backend_waiting_on(table: str, server: str) -> threading.Thread:
 @pytest.mark.django_db(transaction=True)
 def test_a_job_whose_connection_ends_midway_is_marked_finished_and_runs_again_a_period_later(user, settings, caplog):
     """The database restarts while a job runs: the run is still marked finished (on a new connection), so the job
-    is tried again a period later, not after STALE_SECONDS (an hour of approvals that do not expire)."""
+    is tried again a period later, not after STALE_SECONDS (approvals that do not expire meanwhile)."""
     if connection.vendor != "postgresql":
         pytest.skip("ends a PostgreSQL backend")
     settings.HOUSEKEEPING_SECONDS = 60
