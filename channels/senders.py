@@ -16,8 +16,6 @@ At most CHANNEL_SENDER_CACHE_SIZE addresses are remembered per process, each for
 switches remembering off); the oldest goes first. Nothing here is a secret: addresses and row ids.
 """
 
-import threading
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -32,6 +30,7 @@ from channels.models import LinkedAddress
 from conversations.models import Conversation
 from ingestion.hotpath.db import fetch_one
 from ingestion.hotpath.inserts import Condition, Update
+from ingestion.hotpath.memo import Memo
 
 # How stale an address's last inbound time may be left while the person keeps writing from it (see ``heard_from``).
 STAMP_RESOLUTION = timedelta(seconds=1)
@@ -47,48 +46,27 @@ class Sender:
     conversation_id: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    sender: Sender
-    expires: float  # time.monotonic()
-
-
-_lock = threading.Lock()
-_remembered: dict[tuple[str, str], _Entry] = {}  # insertion order is age order: the first entry is the oldest
+_senders: Memo[tuple[str, str], Sender] = Memo()
 
 
 def recall(channel: str, address: str) -> Sender | None:
     """The sender remembered for this address (unconfirmed), or None."""
-    entry = _remembered.get((channel, address))
-    if entry is None:
-        return None
-    if entry.expires <= time.monotonic():
-        forget(channel, address)
-        return None
-    return entry.sender
+    return _senders.recall((channel, address))
 
 
 def remember(channel: str, address: str, sender: Sender) -> None:
     """Remember a sender just looked up: linked, active, with a thread."""
-    seconds, size = settings.CHANNEL_SENDER_CACHE_SECONDS, settings.CHANNEL_SENDER_CACHE_SIZE
-    if seconds <= 0 or size <= 0 or not sender.user.is_active or sender.conversation_id is None:
-        return
-    entry = _Entry(sender, time.monotonic() + seconds)
-    with _lock:
-        _remembered.pop((channel, address), None)  # a renewed entry is the newest
-        while len(_remembered) >= size:
-            del _remembered[next(iter(_remembered))]
-        _remembered[(channel, address)] = entry
+    if sender.user.is_active and sender.conversation_id is not None:
+        seconds, size = settings.CHANNEL_SENDER_CACHE_SECONDS, settings.CHANNEL_SENDER_CACHE_SIZE
+        _senders.remember((channel, address), sender, seconds, size)
 
 
 def forget(channel: str, address: str) -> None:
-    with _lock:
-        _remembered.pop((channel, address), None)
+    _senders.forget((channel, address))
 
 
 def forget_all() -> None:
-    with _lock:
-        _remembered.clear()
+    _senders.forget_all()
 
 
 def look_up(channel: str, address: str) -> Sender | None:

@@ -19,9 +19,6 @@ key's name or owner details read on this path may lag behind an edit, and at mos
 per process (the oldest goes first). Only digests are keys here; no plaintext key is kept.
 """
 
-import threading
-import time
-from dataclasses import dataclass
 from functools import cache
 
 from django.conf import settings
@@ -33,51 +30,30 @@ from django.utils import timezone
 from conversations.models import Conversation
 from ingestion.hotpath.inserts import Condition
 from ingestion.hotpath.lookup import column_of
+from ingestion.hotpath.memo import Memo
 from keys.models import ApiKey
 from keys.scopes import Scope
 
-_lock = threading.Lock()
-_remembered: dict[str, "_Entry"] = {}  # insertion order is age order: the first entry is the oldest
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    key: ApiKey
-    expires: float  # time.monotonic()
+_keys: Memo[str, ApiKey] = Memo()
 
 
 def recall(digest: str) -> ApiKey | None:
     """The key remembered for this digest (unconfirmed), or None."""
-    entry = _remembered.get(digest)
-    if entry is None:
-        return None
-    if entry.expires <= time.monotonic():
-        forget(digest)
-        return None
-    return entry.key
+    return _keys.recall(digest)
 
 
 def remember(digest: str, key: ApiKey) -> None:
     """Remember a key just looked up and found valid (not revoked, its owner's thread loaded)."""
-    seconds, size = settings.API_KEY_CACHE_SECONDS, settings.API_KEY_CACHE_SIZE
-    if seconds <= 0 or size <= 0 or key.is_revoked:
-        return
-    entry = _Entry(key, time.monotonic() + seconds)
-    with _lock:
-        _remembered.pop(digest, None)  # a renewed entry is the newest
-        while len(_remembered) >= size:
-            del _remembered[next(iter(_remembered))]
-        _remembered[digest] = entry
+    if not key.is_revoked:
+        _keys.remember(digest, key, settings.API_KEY_CACHE_SECONDS, settings.API_KEY_CACHE_SIZE)
 
 
 def forget(digest: str) -> None:
-    with _lock:
-        _remembered.pop(digest, None)
+    _keys.forget(digest)
 
 
 def forget_all() -> None:
-    with _lock:
-        _remembered.clear()
+    _keys.forget_all()
 
 
 class NoLongerHolds(Exception):

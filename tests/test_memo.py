@@ -1,0 +1,34 @@
+"""ingestion.hotpath.memo: what the key and channel-address lookups remember, its size and lifetime."""
+
+import time
+
+from ingestion.hotpath.memo import Memo
+
+
+def test_the_oldest_entry_goes_first_and_a_renewed_one_is_the_newest():
+    memo: Memo[str, int] = Memo()
+    memo.remember("a", 1, seconds=60, size=2)
+    memo.remember("b", 2, seconds=60, size=2)
+    memo.remember("a", 3, seconds=60, size=2)  # renewed: "b" is now the oldest
+    memo.remember("c", 4, seconds=60, size=2)
+    assert (memo.recall("a"), memo.recall("b"), memo.recall("c")) == (3, None, 4)
+
+
+def test_an_entry_expires_and_zero_remembers_nothing():
+    memo: Memo[str, int] = Memo()
+    memo.remember("soon", 1, seconds=0.05, size=10)
+    memo.remember("off", 2, seconds=0, size=10)
+    memo.remember("none", 3, seconds=60, size=0)
+    assert memo.recall("soon") == 1
+    time.sleep(0.1)
+    assert (memo.recall("soon"), memo.recall("off"), memo.recall("none")) == (None, None, None)
+
+
+def test_forget_and_forget_all():
+    memo: Memo[str, int] = Memo()
+    for name in "abc":
+        memo.remember(name, 1, seconds=60, size=10)
+    memo.forget("a")
+    assert (memo.recall("a"), memo.recall("b")) == (None, 1)
+    memo.forget_all()
+    assert memo.recall("c") is None
