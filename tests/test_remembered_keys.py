@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Conversation, Message
-from ingestion.hotpath import recent
+from ingestion.hotpath import memo, recent
 from keys import tokens
 from keys.models import ApiKey
 from keys.services import revoke_key
@@ -170,7 +170,7 @@ def test_an_entry_expires(v2, settings, monkeypatch):
     settings.API_KEY_CACHE_SECONDS = 60
     key, plaintext = v2
     now = [1000.0]
-    monkeypatch.setattr(recent.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(memo.time, "monotonic", lambda: now[0])
     recent.remember(digest_of(plaintext), key)
 
     now[0] += 59.9
