@@ -117,6 +117,13 @@ def test_twilio_forms_of_any_content(client, providers, linked, form):
     _answered_well(providers.twilio.signed("/channels/twilio/status", {**base, **form}).send(client))
 
 
+@pytest.mark.parametrize("count", ["²", "٣", "1²"])
+def test_a_media_count_in_other_digits_is_read_as_none(client, providers, linked, count):
+    # str.isdigit() takes "²", which int() refuses: this was a 500 (found by the fuzz test above).
+    form = {"From": NUMBER, "Body": "hi", "MessageSid": "SM" + uuid4().hex, "NumMedia": count, "MediaUrl0": "x"}
+    _answered_well(providers.twilio.signed("/channels/twilio/inbound", form).send(client))
+
+
 def test_what_is_recorded_holds_no_nul(client, providers, linked):
     providers.telegram.update(
         {"update_id": 1, "message": {"chat": {"id": 4242, "type": "private"}, "text": "a\x00b\ud800"}}

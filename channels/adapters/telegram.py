@@ -50,7 +50,7 @@ class TelegramAdapter:
     max_text_length = MAX_TEXT_LENGTH
 
     def send_text(self, address: str, text: str, *, reference: str) -> Sent:
-        chat_id: int | str = int(address) if address.lstrip("-").isdigit() else address
+        chat_id: int | str = int(address) if address.isascii() and address.lstrip("-").isdigit() else address
         answer = http.call("Telegram", _method_url("sendMessage"), {"chat_id": chat_id, "text": text})
         result = answer.get("result") if isinstance(answer, dict) else None
         if not isinstance(result, dict) or "message_id" not in result:

@@ -211,4 +211,5 @@ class TwilioAdapter:
 
 
 def _count(value: str) -> int:
-    return int(value) if value.isdigit() else 0
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses (a 500 found by the fuzz test).
+    return int(value) if value.isascii() and value.isdigit() else 0

@@ -163,7 +163,7 @@ def _names(value: dict[str, Any]) -> dict[str, str]:
 
 
 def _inbound(message: Any, names: dict[str, str]) -> Inbound | None:
-    if not isinstance(message, dict) or not message.get("id") or not str(message.get("from", "")).isdigit():
+    if not isinstance(message, dict) or not message.get("id") or not _ascii_digits(str(message.get("from", ""))):
         return None
     kind = message.get("type")
     part = mapping(message.get(kind)) if isinstance(kind, str) else {}
@@ -194,4 +194,9 @@ def _inbound(message: Any, names: dict[str, str]) -> Inbound | None:
 
 def _timestamp(value: Any) -> datetime | None:
     text = str(value or "")
-    return datetime.fromtimestamp(int(text), UTC) if text.isdigit() and len(text) <= 12 else None
+    return datetime.fromtimestamp(int(text), UTC) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+
+
+def _ascii_digits(text: str) -> bool:
+    """0-9 only: str.isdigit() alone also takes digits such as "²" that int() refuses."""
+    return text.isascii() and text.isdigit()
