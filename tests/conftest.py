@@ -30,12 +30,18 @@ def fixture_body(name: str) -> Any:
     return json.loads((FIXTURES / name).read_text())
 
 
+# Held while the live server runs a request, and by the test's own thread around each statement it runs on the shared
+# in-memory SQLite connection (see _tests_statements_wait_for_the_live_server): re-entrant, because a request's
+# statements take it again on the thread that already holds it.
+_SERVING = threading.RLock()
+
+
 class _OneRequestAtATime(ThreadedWSGIServer):
     """Django's threaded live server, with the application run by one thread at a time: connections are still
     accepted and read in parallel (a browser's idle preconnected sockets must not block anyone), but the requests'
     database work never overlaps."""
 
-    _serving = threading.Lock()
+    _serving = _SERVING
 
     def set_app(self, application: Any) -> None:
         def one_at_a_time(environ: Any, start_response: Any) -> list[bytes]:
@@ -63,6 +69,23 @@ def _live_server_serves_one_request_at_a_time_on_in_memory_sqlite() -> Any:
     LiveServerThread.server_class = _OneRequestAtATime
     yield
     LiveServerThread.server_class = threaded
+
+
+def _one_statement_at_a_time(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    with _SERVING:
+        return execute(sql, params, many, context)
+
+
+@pytest.fixture(autouse=True)
+def _tests_statements_wait_for_the_live_server(request: pytest.FixtureRequest) -> Any:
+    """A test that writes while a page polls (a browser journey) used the one in-memory SQLite connection at the same
+    time as the server's request: "database table is locked", a 503 the page logged. Its statements now wait for the
+    request in flight, as the server's own requests wait for each other."""
+    if "live_server" not in request.fixturenames or connection.vendor != "sqlite":
+        yield
+        return
+    with connection.execute_wrapper(_one_statement_at_a_time):
+        yield
 
 
 GUNICORN_CONF = Path(__file__).resolve().parent.parent / "gunicorn.conf.py"

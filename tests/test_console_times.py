@@ -5,6 +5,7 @@ import re
 from datetime import UTC, datetime
 
 import pytest
+import time_machine
 
 from accounts.services import update_contact
 from conversations.models import Endpoint, Message
@@ -44,8 +45,10 @@ def test_the_device_page_says_when_it_was_asked_in_the_person_s_zone_once(in_new
 
 
 def test_reminders_next_and_done_are_written_alike_in_the_person_s_zone(in_new_york, user):
-    upcoming = schedule_reminder(user, "Stretch", "2026-11-26T15:00")  # read in New York: 20:00 UTC
-    done = schedule_reminder(user, "Water the plants", "2026-11-25T09:00")
+    # The clock is the MOMENT's: a reminder is refused for a time that has passed, and these times are fixed.
+    with time_machine.travel(MOMENT, tick=False):
+        upcoming = schedule_reminder(user, "Stretch", "2026-11-26T15:00")  # read in New York: 20:00 UTC
+        done = schedule_reminder(user, "Water the plants", "2026-11-26T09:00")
     Reminder.objects.filter(pk=done.pk).update(status=ReminderStatus.DONE, last_fired_at=MOMENT, next_due_at=None)
 
     page = in_new_york.get("/reminders/").content.decode()
