@@ -185,6 +185,9 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# The language and conventions of the dates and times people read (accounts/words.py, Babel's CLDR data):
+# en_GB says "Mon 30 Nov, 09:00", en_US "Mon, Nov 30, 9:00 AM". The words around them are English.
+PERSON_LOCALE = env_str("PERSON_LOCALE", "en_GB")
 
 # --- Static files ---------------------------------------------------------------------------------------------
 STATIC_URL = "static/"
