@@ -15,14 +15,15 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from babel import Locale
-from babel.dates import format_date, format_interval, format_skeleton, format_time
+from babel.dates import format_interval, format_skeleton, format_time
 from django.conf import settings
 from icalendar import vRecur
 
 UNSAID = "on a repeating schedule"
 
 _WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
-_DAY_NAMES = dict(zip(_WEEKDAYS, ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")))
+_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_DAY_NAMES = dict(zip(_WEEKDAYS, _NAMES, strict=True))
 _WORK_WEEK = frozenset(_WEEKDAYS[:5])
 _WEEKEND = frozenset(_WEEKDAYS[5:])
 # What one period of each frequency is called: "every day", "every 2 weeks".
@@ -34,8 +35,8 @@ _SAID_PARTS = frozenset(
 )
 
 
-# CLDR puts thin and narrow no-break spaces in some formats ("9:00\u202fAM", "4\u2009–\u20096 Dec"); a text to a
-# phone is cheaper and safer with plain spaces (one such character turns a whole SMS into UCS-2).
+# CLDR puts thin and narrow no-break spaces in some formats ("9:00\u202fAM", around the dash of an interval); a text
+# to a phone is cheaper and safer with plain spaces (one such character turns a whole SMS into UCS-2).
 _PLAIN_SPACES = str.maketrans({"\u2009": " ", "\u202f": " ", "\u00a0": " "})
 
 
@@ -88,8 +89,8 @@ def spoken(when: datetime, zone: ZoneInfo | str | None = None, *, now: datetime)
 
 
 def span(start: datetime | date, end: datetime | date, zone: ZoneInfo | str | None = None) -> str:
-    """An event's time: "Fri 4 Dec, 13:00–14:00", "Fri 4 Dec, 22:00 – Sat 5 Dec, 01:00", or for whole days
-    (dates, the end exclusive as in iCalendar) "Fri 4 Dec" and "Fri 4 Dec – Sun 6 Dec"."""
+    """An event's time: "Fri 4 Dec, 13:00-14:00", "Fri 4 Dec, 22:00 - Sat 5 Dec, 01:00", or for whole days
+    (dates, the end exclusive as in iCalendar) "Fri 4 Dec" and "Fri 4 Dec - Sun 6 Dec" (with en dashes)."""
     if not isinstance(start, datetime) or not isinstance(end, datetime):
         first, last = _as_date(start), _as_date(end)
         if (last - first).days <= 1:
@@ -248,7 +249,7 @@ def _ordinal(number: int) -> str:
 
 
 def _time_of_day(parts: dict[str, list[Any]], start: datetime | None) -> str:
-    """ at 09:00, at 09:00 and 17:00; for an hourly rule, the minute past each hour."""
+    """at 09:00, at 09:00 and 17:00; for an hourly rule, the minute past each hour."""
     minutes = [int(value) for value in parts.get("BYMINUTE", [])]
     if _first(parts, "FREQ") == "HOURLY":
         minute = minutes[0] if len(minutes) == 1 else (start.minute if start is not None else 0)
@@ -286,7 +287,8 @@ def schedule(
     next_at: datetime | None, rule: str = "", start: datetime | None = None, *, zone: ZoneInfo | str | None = None
 ) -> str:
     """What a reminder's schedule says: "Mon 30 Nov, 09:00" for a one-off; "every Monday at 09:00 (next: Mon 30
-    Nov, 09:00)" for a repeating one. ``next_at``: its next time (aware, or naive local); ``start``: its first, local."""
+    Nov, 09:00)" for a repeating one. ``next_at``: its next time (aware, or naive local); ``start``: its first
+    (naive local)."""
     if not rule:
         return moment(next_at, zone) if next_at is not None else "done"
     said = repetition(rule, start or (local(next_at, zone) if next_at is not None else None))
