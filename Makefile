@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install clients run test lint typecheck pytest bench clean screenshots
+.PHONY: install clients run test lint typecheck pytest docs docs-check bench clean screenshots
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,7 +47,20 @@ typecheck: install
 pytest: install clients
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+test: lint typecheck docs-check pytest
+
+# The documentation site (Sphinx, MyST Markdown, Furo). `make docs` builds it and serves it on DOCS_PORT;
+# `make docs-check` is the strict build CI runs: any warning fails it (a broken link or anchor, a page left out
+# of the navigation, a reference that does not resolve). Nothing is fetched from the network.
+DOCS_PORT ?= 8001
+SPHINX := DEBUG=1 $(BIN)/sphinx-build
+docs: install
+	$(SPHINX) -q -b html docs docs/_build/html
+	@echo "  Documentation: http://$(HOST):$(DOCS_PORT)/  (Ctrl-C stops)"
+	$(BIN)/python -m http.server --bind $(HOST) --directory docs/_build/html $(DOCS_PORT)
+
+docs-check: install
+	$(SPHINX) -q -W --keep-going -n -E -b html docs docs/_build/check
 
 # Not part of `make test` or CI: minutes of load, and noisy while anything else runs. Needs wrk, PostgreSQL, Redis.
 # BENCH_ARGS="--seconds 2 --connections 1,32 --no-docs" for a quick look; see bench/run.py --help.
@@ -59,4 +72,4 @@ screenshots: install
 	$(BIN)/pytest tests/browser/screenshots.py -q -p no:cacheprovider
 
 clean:
-	rm -rf $(VENV) tests/clients/node_modules .pytest_cache .mypy_cache .ruff_cache staticfiles
+	rm -rf $(VENV) docs/_build tests/clients/node_modules .pytest_cache .mypy_cache .ruff_cache staticfiles
