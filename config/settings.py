@@ -459,6 +459,13 @@ MCP_MAX_ANSWER_BYTES = env_int("MCP_MAX_ANSWER_BYTES", 4_000_000)
 MCP_ALLOW_PRIVATE_ADDRESSES = env_bool("MCP_ALLOW_PRIVATE_ADDRESSES", DEBUG or TESTING)
 # Fernet keys for the servers' API keys at rest, newest first (connections/crypto.py); empty: derived from SECRET_KEY.
 MCP_ENCRYPTION_KEYS = env_list("MCP_ENCRYPTION_KEYS")
+# OAuth sign-ins (MCP servers, mail and calendar; connections/oauth/): how long one exchange with an authorization
+# server may take and the most it may answer; whether its endpoints may be plain http (development and tests only:
+# codes, tokens and client secrets would travel in clear); how long before an access token expires it is refreshed.
+OAUTH_TIMEOUT_SECONDS = env_float("OAUTH_TIMEOUT_SECONDS", 10)
+OAUTH_MAX_ANSWER_BYTES = env_int("OAUTH_MAX_ANSWER_BYTES", 1_000_000)
+OAUTH_ALLOW_HTTP = env_bool("OAUTH_ALLOW_HTTP", DEBUG or TESTING)
+OAUTH_REFRESH_MARGIN_SECONDS = env_float("OAUTH_REFRESH_MARGIN_SECONDS", 60)
 # Mail (IMAP + SMTP) and calendar (CalDAV) connections (README, "Connections"): the most one tool call may take
 # (less when the attempt's deadline is nearer). Checking one when it is added takes MCP_CHECK_TIMEOUT_SECONDS.
 MAIL_CALENDAR_TIMEOUT_SECONDS = env_float("MAIL_CALENDAR_TIMEOUT_SECONDS", 15)

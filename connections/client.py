@@ -140,6 +140,17 @@ class _Statuses:
 _WEB_PAGES = ("text/html", "application/xhtml+xml")
 
 
+def bounded_http_client(timeout: float, limit: int) -> tuple[httpx2.AsyncClient, "_Budget"]:
+    """An httpx2 client for other exchanges with a person's servers (OAuth discovery and tokens,
+    connections/oauth/): every TCP connection to a checked address, no redirects followed, every answer read through
+    a budget of ``limit`` bytes (``budget.exceeded`` says when that cut an answer off)."""
+    budget = _Budget(limit)
+    http = httpx2.AsyncClient(
+        timeout=httpx2.Timeout(timeout), transport=_CappedTransport(budget), trust_env=False, follow_redirects=False
+    )
+    return http, budget
+
+
 def _http_client(
     api_key: str, extra_headers: dict[str, str], timeout: float, statuses: _Statuses, budget: _Budget
 ) -> httpx2.AsyncClient:

@@ -22,6 +22,57 @@ def is_connection_id(value: str) -> bool:
     return _CONNECTION_ID.fullmatch(value) is not None
 
 
+class GrantKind(models.TextChoices):
+    MCP = "mcp", "MCP server"
+    GOOGLE = "google", "Google"
+    MICROSOFT = "microsoft", "Microsoft"
+
+
+class GrantStatus(models.TextChoices):
+    ACTIVE = "active", "Signed in"
+    SIGN_IN_AGAIN = "sign_in_again", "Sign in again"
+
+
+class OAuthGrant(models.Model):
+    """What a person's OAuth sign-in gave us: tokens (encrypted like the servers' API keys, connections/crypto.py)
+    and what refreshing and revoking them needs (the token and revocation endpoints, the client).
+
+    Shared by every kind of OAuth connection (an MCP server, a Google or Microsoft mailbox and calendar): the
+    connection points at its grant. The tokens are read, refreshed and revoked only through
+    connections/oauth/tokens.py, which serialises refreshes with ``version`` and the refresh lease."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oauth_grants")
+    kind = models.CharField(max_length=20, choices=GrantKind.choices)
+    issuer = models.CharField(max_length=2000, blank=True, help_text="The authorization server's issuer.")
+    token_endpoint = models.CharField(max_length=2000)
+    revocation_endpoint = models.CharField(max_length=2000, blank=True, help_text="RFC 7009; empty: none offered.")
+    client_id = models.CharField(max_length=2000)
+    client_secret_encrypted = models.TextField(blank=True, editable=False)
+    # How the client authenticates at the token endpoint: none (PKCE only), client_secret_post or _basic.
+    token_auth_method = models.CharField(max_length=40, default="none")
+    resource = models.CharField(max_length=2000, blank=True, help_text="The RFC 8707 resource the tokens are for.")
+    scope = models.TextField(blank=True)
+    access_token_encrypted = models.TextField(editable=False)
+    refresh_token_encrypted = models.TextField(blank=True, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="When the access token expires, if said.")
+    status = models.CharField(max_length=20, choices=GrantStatus.choices, default=GrantStatus.ACTIVE)
+    status_detail = models.TextField(blank=True, help_text="Why the person must sign in again.")
+    # Bumped each time the tokens change: a refresher stores its result only over the version it read.
+    version = models.PositiveIntegerField(default=0, editable=False)
+    # One refresher at a time: who holds the right to spend the refresh token, and until when.
+    refresh_lease = models.CharField(max_length=64, blank=True, editable=False)
+    refresh_lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    refreshed_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} sign-in at {self.issuer or self.token_endpoint}"
+
+    @property
+    def needs_sign_in(self) -> bool:
+        return self.status == GrantStatus.SIGN_IN_AGAIN
+
+
 class Connection(models.Model):
     public_id = models.CharField(max_length=32, unique=True, default=new_connection_id, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_connections")
@@ -36,6 +87,10 @@ class Connection(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_synced_at = models.DateTimeField(null=True, blank=True, help_text="When the tools were last read.")
     last_error = models.TextField(blank=True, help_text="Why the last sync or tool call failed, if it did.")
+    # The OAuth sign-in the server's tokens come from (connections/oauth/); null for a server with a key or none.
+    oauth_grant = models.OneToOneField(
+        OAuthGrant, null=True, blank=True, on_delete=models.SET_NULL, related_name="mcp_connection"
+    )
 
     class Meta:
         ordering = ["name", "id"]

@@ -4,19 +4,23 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Model
 
 from connections import crypto
-from connections.models import CalendarAccount, Connection, MailAccount
+from connections.models import CalendarAccount, Connection, MailAccount, OAuthGrant
 
 # Every encrypted secret: the MCP servers' API keys, the calendars' and mailboxes' app passwords.
 ENCRYPTED: list[tuple[type[Model], str]] = [
     (Connection, "api_key_encrypted"),
     (CalendarAccount, "password_encrypted"),
     (MailAccount, "password_encrypted"),
+    (OAuthGrant, "client_secret_encrypted"),
+    (OAuthGrant, "access_token_encrypted"),
+    (OAuthGrant, "refresh_token_encrypted"),
 ]
 
 
 class Command(BaseCommand):
     help = (
-        "Re-encrypt every stored secret (MCP server API keys, calendar and mailbox passwords) with the first key of "
+        "Re-encrypt every stored secret (MCP server API keys, calendar and mailbox passwords, OAuth tokens and "
+        "client secrets) with the first key of "
         "MCP_ENCRYPTION_KEYS. Run it after putting a new key in front; then the old key can be removed."
     )
 
