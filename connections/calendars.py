@@ -13,7 +13,7 @@ calendar holds in another zone is shown in the person's, with its own zone named
 import uuid
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -40,8 +40,10 @@ MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # one CalDAV answer; a calendar's REPORT 
 class CalendarServer:
     url: str  # what the person typed: the server, the principal or a calendar
     username: str
-    password: str
+    password: str = field(repr=False)
     calendar_url: str = ""  # the calendar found when it was added
+    # An OAuth 2.0 access token (Google's CalDAV API): sent as "Authorization: Bearer", and ``password`` is empty.
+    bearer: str = field(default="", repr=False)
 
 
 def check_url(url: object) -> str:
@@ -75,12 +77,16 @@ def _client(server: CalendarServer, seconds: float) -> "DAVClient":
     host = parts.hostname or ""
     addresses = resolve(host, parts.port or (443 if parts.scheme == "https" else 80), "CalDAV")
     pinned = ",".join(f"{host}:{ip if ':' not in ip else f'[{ip}]'}" for _family, ip in addresses)
+    credentials: dict[str, Any] = (
+        {"password": server.bearer, "auth_type": "bearer"}
+        if server.bearer
+        else {"username": server.username, "password": server.password}
+    )
     client = DAVClient(
         url=url,
-        username=server.username,
-        password=server.password,
         timeout=max(seconds, 0.1),  # type: ignore[arg-type]  # caldav hands it to niquests, which takes floats
         enable_rfc6764=False,
+        **credentials,
     )
     session = niquests.Session(resolver=f"in-memory://default/?hosts={pinned}")
     session.trust_env = False  # no proxy variables, no .netrc: only the person's credentials, only to this host
@@ -100,21 +106,23 @@ def _refuse_large_answers(response: Any, *args: Any, **kwargs: Any) -> Any:
     return response
 
 
-def _bounded[T](work: Callable[[], T], seconds: float) -> T:
+def _bounded[T](work: Callable[[], T], seconds: float, *, oauth: bool = False) -> T:
     try:
         return in_own_thread(work, name="caldav", seconds=max(seconds, 0.0) + 0.2)
     except StillRunning:
         raise ServiceError("The CalDAV server did not answer in time.") from None
     except BaseException as error:
-        raise _failure(error) from None
+        raise _failure(error, oauth=oauth) from None
 
 
-def _failure(error: BaseException) -> BaseException:
+def _failure(error: BaseException, *, oauth: bool = False) -> BaseException:
     import niquests
     from caldav.lib import error as dav_errors
 
     if isinstance(error, ServiceError):
         return error
+    if isinstance(error, dav_errors.AuthorizationError) and oauth:
+        return ServiceError("The CalDAV server refused the sign-in token.", authentication=True)
     if isinstance(error, dav_errors.AuthorizationError):
         return ServiceError(
             "The CalDAV server refused the username or password (use an app password if your provider asks for one).",
@@ -149,6 +157,9 @@ def check(server: CalendarServer, seconds: float) -> tuple[str, str]:
         from caldav.lib import error as dav_errors
 
         client = _client(server, seconds)
+        if server.calendar_url:  # known already (Google's CalDAV API names it by the address): no discovery
+            known = client.calendar(url=server.calendar_url)
+            return str(known.url), _short(str(known.get_display_name() or ""), 100) or "Calendar"
         calendars = client.principal().calendars()
         if not calendars:
             raise ServiceError("The account has no calendar yet; create one with your calendar app first.")
@@ -159,7 +170,7 @@ def check(server: CalendarServer, seconds: float) -> tuple[str, str]:
             name = ""
         return str(chosen.url), _short(name, 100) or "Calendar"
 
-    return _bounded(work, seconds)
+    return _bounded(work, seconds, oauth=bool(server.bearer))
 
 
 @dataclass(frozen=True)
@@ -200,7 +211,7 @@ def list_events(server: CalendarServer, start: datetime, end: datetime, seconds:
         events.sort(key=lambda event: _sort_key(event.start))
         return events[:MAX_EVENTS], unreadable
 
-    return _bounded(work, seconds)
+    return _bounded(work, seconds, oauth=bool(server.bearer))
 
 
 def _sort_key(value: datetime | date) -> datetime:
@@ -276,7 +287,7 @@ def create_event(
         _calendar(server, seconds).add_event(ical, no_overwrite=True)
         return uid
 
-    return _bounded(work, seconds)
+    return _bounded(work, seconds, oauth=bool(server.bearer))
 
 
 def delete_event(server: CalendarServer, uid: str, seconds: float) -> str:
@@ -298,4 +309,4 @@ def delete_event(server: CalendarServer, uid: str, seconds: float) -> str:
         found.delete()
         return _short(summary, MAX_SUMMARY)
 
-    return _bounded(work, seconds)
+    return _bounded(work, seconds, oauth=bool(server.bearer))

@@ -18,7 +18,7 @@ import ssl
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from email.header import decode_header, make_header
 from email.message import EmailMessage
@@ -51,6 +51,17 @@ class MailServer:
     smtp_host: str
     smtp_port: int
     smtp_security: str
+    # An OAuth 2.0 access token (Google, Microsoft): both servers are then logged in to with SASL XOAUTH2 as
+    # ``username``, and ``password`` is empty.
+    oauth_token: str = field(default="", repr=False)
+
+    def __repr__(self) -> str:  # never the password or the token, wherever a server ends up printed
+        return f"MailServer({self.username!r} at {self.imap_host}:{self.imap_port}, {self.smtp_host}:{self.smtp_port})"
+
+
+def xoauth2(user: str, token: str) -> str:
+    """The SASL XOAUTH2 initial client response (Google's and Microsoft's IMAP and SMTP take it), before base64."""
+    return f"user={user}\x01auth=Bearer {token}\x01\x01"
 
 
 MAX_LITERAL_BYTES = 4 * 1024 * 1024  # one string the server sends; what we fetch is at most HTML_READ_BYTES
@@ -126,12 +137,14 @@ def _short(text: object, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _failure(error: BaseException, protocol: str, host: str, dog: Watchdog) -> ServiceError:
-    """The sentence for what went wrong talking to the server."""
+def _failure(error: BaseException, protocol: str, host: str, dog: Watchdog, *, oauth: bool = False) -> ServiceError:
+    """The sentence for what went wrong talking to the server (``oauth``: it was logged in to with a token)."""
     if isinstance(error, ServiceError):
         return error
     if dog.fired or isinstance(error, (TimeoutError, socket.timeout)):
         return ServiceError(f"The {protocol} server {host} did not answer in time.")
+    if isinstance(error, (imap_errors.LoginError, smtplib.SMTPAuthenticationError)) and oauth:
+        return ServiceError(f"The {protocol} server refused the sign-in token.", authentication=True)
     if isinstance(error, (imap_errors.LoginError, smtplib.SMTPAuthenticationError)):
         return ServiceError(
             f"The {protocol} server refused the username or password (use an app password if your provider "
@@ -186,10 +199,13 @@ def imap_session(server: MailServer, seconds: float) -> Iterator[IMAPClient]:
             )
             if server.imap_security == "starttls":
                 client.starttls(tls_context())
-            client.login(server.username, server.password)
+            if server.oauth_token:
+                client.oauth2_login(server.username, server.oauth_token)
+            else:
+                client.login(server.username, server.password)
             yield client
         except Exception as error:
-            raise _failure(error, "IMAP", server.imap_host, dog) from None
+            raise _failure(error, "IMAP", server.imap_host, dog, oauth=bool(server.oauth_token)) from None
         finally:
             if client is not None:
                 with suppress(Exception):  # the session is over either way
@@ -210,14 +226,26 @@ def smtp_session(server: MailServer, seconds: float) -> Iterator[smtplib.SMTP]:
             if server.smtp_security == "starttls":
                 smtp.starttls(context=tls_context())
                 smtp.ehlo()
-            smtp.login(server.username, server.password)
+            if server.oauth_token:
+                _smtp_xoauth2(smtp, server.username, server.oauth_token)
+            else:
+                smtp.login(server.username, server.password)
             yield smtp
         except Exception as error:
-            raise _failure(error, "SMTP", server.smtp_host, dog) from None
+            raise _failure(error, "SMTP", server.smtp_host, dog, oauth=bool(server.oauth_token)) from None
         finally:
             if smtp is not None:
                 with suppress(Exception):
                     smtp.close() if dog.fired else smtp.quit()
+
+
+def _smtp_xoauth2(smtp: smtplib.SMTP, user: str, token: str) -> None:
+    """AUTH XOAUTH2 with the initial response. A refused token gets a 334 carrying the server's error (JSON); the
+    client answers it with an empty line and the server then says 535, which smtplib raises as
+    SMTPAuthenticationError."""
+    if not smtp.has_extn("auth"):
+        raise smtplib.SMTPNotSupportedError("SMTP AUTH extension not supported by server.")
+    smtp.auth("XOAUTH2", lambda challenge=None: xoauth2(user, token) if challenge is None else "")
 
 
 def check(server: MailServer, seconds: float) -> str:

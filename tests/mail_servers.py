@@ -114,23 +114,25 @@ protocols = imap
 listen = 127.0.0.1
 ssl = no
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = plain login{mechanisms}
 default_internal_user = {user}
 default_internal_group = {user}
 default_login_user = {user}
-mail_location = maildir:{root}/mail/%u
+mail_location = maildir:{root}/mail/%n
 mail_uid = {uid}
 mail_gid = {gid}
 first_valid_uid = 0
 first_valid_gid = 0
 auth_failure_delay = 0
-passdb {{
+{oauth2_passdb}passdb {{
   driver = passwd-file
+  mechanisms = plain login
   args = scheme=PLAIN username_format=%u {root}/users
 }}
+# %n: the part before any @, so "user3@example.com" (an OAuth log-in names an address) is the account user3
 userdb {{
   driver = passwd-file
-  args = username_format=%u {root}/users
+  args = username_format=%n {root}/users
 }}
 namespace inbox {{
   inbox = yes
@@ -204,10 +206,30 @@ class Dovecot:
         self.own(path)
 
 
+# The oauth2 passdb: XOAUTH2 and OAUTHBEARER log-ins whose token the authorization server's introspection endpoint
+# (RFC 7662) says is active and issued to the address the client names (tests/oauth_server.py).
+OAUTH2_PASSDB = """\
+passdb {{
+  driver = oauth2
+  mechanisms = xoauth2 oauthbearer
+  args = {root}/dovecot-oauth2.conf.ext
+}}
+"""
+OAUTH2_CONF = """\
+introspection_mode = post
+introspection_url = {url}
+force_introspection = yes
+username_attribute = email
+active_attribute = active
+active_value = true
+"""
+
+
 @contextmanager
-def dovecot(accounts: int = 500) -> Iterator[Dovecot]:
+def dovecot(accounts: int = 500, *, oauth2_introspection_url: str = "") -> Iterator[Dovecot]:
     """Dovecot unprivileged: as the user running the tests, or, when that is root (CI), as Debian's own `dovecot`
-    account, with its own configuration file in a temporary directory that account owns."""
+    account, with its own configuration file in a temporary directory that account owns. With
+    ``oauth2_introspection_url`` (credentials in it) it also takes XOAUTH2 log-ins, checked there."""
     binary = shutil.which("dovecot") or "/usr/sbin/dovecot"
     if not Path(binary).exists():
         # A fresh machine may lack it: the mail tests skip, naming the package (.ci/run installs it).
@@ -223,8 +245,18 @@ def dovecot(accounts: int = 500) -> Iterator[Dovecot]:
             for user, password in ((f"user{n}", PASSWORD) for n in range(1, accounts + 1))
         )
     )
+    if oauth2_introspection_url:
+        (directory / "dovecot-oauth2.conf.ext").write_text(OAUTH2_CONF.format(url=oauth2_introspection_url))
     (directory / "dovecot.conf").write_text(
-        DOVECOT_CONF.format(root=directory, user=account.pw_name, uid=account.pw_uid, gid=account.pw_gid, port=port)
+        DOVECOT_CONF.format(
+            root=directory,
+            user=account.pw_name,
+            uid=account.pw_uid,
+            gid=account.pw_gid,
+            port=port,
+            mechanisms=" xoauth2 oauthbearer" if oauth2_introspection_url else "",
+            oauth2_passdb=OAUTH2_PASSDB.format(root=directory) if oauth2_introspection_url else "",
+        )
     )
     server = Dovecot(host="127.0.0.1", port=port, root=directory, owner=(account.pw_uid, account.pw_gid))
     server.own(directory)
