@@ -60,6 +60,9 @@ class Action(models.Model):
         "conversations.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     last_follow_up_at = models.DateTimeField(null=True, blank=True)
+    # Its result carried words from outside the person (a mail, an MCP server's answer): the delivery's reply is
+    # then not the person's own words for a later attempt that reads the thread (assistant/origins.py).
+    read_outside = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["started_at", "id"]

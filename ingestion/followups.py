@@ -4,7 +4,9 @@ When the assistant calls a connection's tool it sends X-Poke-Callback-Url (this 
 (a one-time token). The tool may later POST ``{"content": "...", "hasMore": true|false}`` here with
 ``Authorization: Bearer <token>``. The content goes into the thread as the tool's follow-up and is handed to the
 assistant like a message, so it can go on; the answer carries ``nextToken`` for the next follow-up while more are
-allowed (``null`` after the last one or at MCP_FOLLOW_UP_LIMIT). Sooner than MCP_FOLLOW_UP_INTERVAL_SECONDS after
+allowed (``null`` after the last one or at MCP_FOLLOW_UP_LIMIT). The follow-up keeps the key or trigger of the
+message whose call it follows, and its words count as outside words (assistant/approvals.py): what it leads the
+assistant to do waits for the person. Sooner than MCP_FOLLOW_UP_INTERVAL_SECONDS after
 the previous follow-up: 429 with ``retryAfterMs`` (the token stays valid). A wrong, used or expired token: 401.
 """
 
@@ -88,12 +90,18 @@ class FollowUpView(APIView):
                 raise InvalidFollowUpToken()  # spent by a concurrent request with the same token
             Action.objects.filter(pk=action.pk).update(follow_ups=F("follow_ups") + 1, last_follow_up_at=now)
             count = action.follow_ups + 1
+            origin = action.delivery.message
             message = record_user_message(
                 user=action.delivery.message.conversation.user,
                 endpoint=Endpoint.FOLLOW_UP,
                 text=content,
                 context={"tool": action.label, "action": action.pk, "followUp": count, "hasMore": has_more},
                 request_id=getattr(request._request, "request_id", ""),
+                # The origin of the call that asked for it, all the way down: what it leads to stays under the same
+                # key's or trigger's rules and dies with it (assistant/approvals.py).
+                api_key=origin.api_key,
+                trigger=origin.trigger,
+                notes_key_use=False,
             )
             outbound.written([message.pk])  # to the person's phone too, with the follow-up (the outbox)
             more = has_more and count < settings.MCP_FOLLOW_UP_LIMIT

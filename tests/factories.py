@@ -50,9 +50,12 @@ def attempt_when_due(delivery_id: int) -> str:
     return attempt_delivery(delivery_id)
 
 
-def delivery_under_way(user, *, text: str = "hi", key=None, trigger=None, source: str = Source.API) -> Delivery:
+def delivery_under_way(user, *, text: str = "hi", key=None, trigger=None, source: str | None = None) -> Delivery:
     """A message of ``user``'s whose delivery's first attempt is under way, as the engine leaves it while the
-    assistant calls tools (build the toolbox with assistant.tools.toolbox.toolbox_for)."""
+    assistant calls tools (build the toolbox with assistant.tools.toolbox.toolbox_for). Its source, unless given:
+    the key's (api), the trigger's, or else typed by the person in the app."""
+    if source is None:
+        source = Source.API if key is not None else Source.WEBHOOK_TRIGGER if trigger is not None else Source.APP
     conversation = conversation_of(user)
     message = Message.objects.create(
         conversation=conversation, role=Role.USER, source=source, text=text, api_key=key, trigger=trigger

@@ -32,6 +32,7 @@ def deliver(request: AssistantRequest, now: datetime | None = None) -> Reply:
     toolbox = toolbox_for_request(request)
     if toolbox is None or not request.text.strip():
         return Reply(_receipt(request))
+    toolbox.follows_results = False  # its calls come from the person's words and its own code, never from a result
     zone = ZoneInfo(toolbox.time_zone)  # read with the toolbox: an attempt thread holds no connection
     local_now = (now or _sent_at(request)).astimezone(zone).replace(tzinfo=None)
     text = request.text
@@ -91,7 +92,7 @@ class _Turn:
         """Whether the call only asks the person's approval (a key's or a trigger's message, a tool that changes
         something): assistant/approvals.py asks them in the thread and carries it out once they approve."""
         found = self.toolbox.tools.get(tool)
-        return self.toolbox.needs_approval and found is not None and not found.read_only
+        return found is not None and self.toolbox.asks_for(found)
 
     def act(self, intent: Act) -> str:
         result, ok = self.call(intent.tool, intent.arguments)

@@ -68,7 +68,7 @@ def _content_of_current(request: AssistantRequest) -> str:
 
 
 def deliver(request: AssistantRequest) -> Reply:
-    toolbox = toolbox_for_request(request)
+    toolbox = toolbox_for_request(request, reads_thread=True)  # the model reads the thread: its words count
     messages = chat_messages(request)
     if toolbox is not None and toolbox.tools:
         zone = toolbox.time_zone

@@ -66,9 +66,22 @@ class Tool:
     # server's tool, or anything not marked, is treated as one that acts. A read-only call a lost attempt left
     # unfinished simply runs again; others are not repeated (assistant/tools/ledger.py).
     read_only: bool = False
+    # read_only rests on an MCP server's own word (its readOnlyHint) and the person has not marked the server
+    # trusted: believed only for the person's own words (assistant/approvals.py, Effect.CLAIMS_TO_READ).
+    claim_only: bool = False
+    # Whether its result carries words from outside the person (a mail, an event, a stored text, an MCP server's
+    # answer): once it ran, a call that acts waits for the person for the rest of the attempt (approvals.must_ask).
+    # Unknown means yes; only a tool whose result is our own words about what it did says False.
+    brings_outside_content: bool = True
     # Runs on the database threads (ops/database_work.py); False for a tool that mostly waits on the network and
     # sends its few database writes through ops.database_work.database itself.
     uses_database: bool = True
+
+    @property
+    def effect(self) -> approvals.Effect:
+        if not self.read_only:
+            return approvals.Effect.ACTS
+        return approvals.Effect.CLAIMS_TO_READ if self.claim_only else approvals.Effect.READS
 
     def as_openai(self) -> dict[str, Any]:
         return {
@@ -85,10 +98,18 @@ class Toolbox:
     tools: dict[str, Tool] = field(default_factory=dict)
     time_zone: str = "UTC"  # the person's, read with the toolbox (an attempt thread cannot read the profile)
     next_index: int = 0  # the index the next call gets in the delivery's ledger
-    # For a message from an API key or a webhook trigger (assistant/tools/toolbox.py): a tool that is not read-only
-    # waits for the person's approval (assistant/approvals.py), and who asked, in the person's words.
-    needs_approval: bool = False
+    # What the approval rule (approvals.must_ask) weighs for each call: who sent the message (set from it by
+    # assistant/tools/toolbox.py), whether the key's owner waived asking, and whether words from outside the person
+    # reached the model (set from the message and the thread, then by each tool whose result brings such words).
+    # requested_by: who asked, in the person's words; read_from: what brought outside words in, for the question.
+    origin: approvals.Origin = approvals.Origin.PERSON
+    waived: bool = False
+    read_outside: bool = False
     requested_by: str = ""
+    read_from: str = ""
+    # Whether what a tool returns can lead the next calls: a model reads results and may follow words in them; the
+    # built-in assistant (assistant/backends/local.py) chooses its calls from the person's words by its own code.
+    follows_results: bool = True
 
     def add(self, tool: Tool) -> None:
         name = tool_name(tool.name)
@@ -108,7 +129,7 @@ class Toolbox:
         A side-effecting tool waits for the person's approval where the toolbox says so, unless ``approved``."""
         tool = self.tools.get(name) if isinstance(name, str) else None
         arguments, problem = _arguments(raw_arguments)
-        waits = self.needs_approval and not approved and tool is not None and not tool.read_only and problem is None
+        waits = not approved and tool is not None and problem is None and self.asks_for(tool)
         planned = ledger.Planned(
             delivery_id=self.delivery.pk,
             attempt=self.attempt,
@@ -120,9 +141,10 @@ class Toolbox:
             connection=tool.connection if tool else None,
             connection_name=tool.connection.name if tool and tool.connection is not None else "",
             arguments=arguments if problem is None else {"_unparsed": str(raw_arguments)[:1000]},
-            read_only=tool.read_only if tool else True,
+            # Run again after a lost attempt only when it surely changes nothing (a server's claim is not enough).
+            read_only=tool.effect is approvals.Effect.READS if tool else True,
             needs_approval=waits,
-            requested_by=self.requested_by,
+            requested_by=self.asker(),
             approval_expires_at=approvals.expires_at() if waits else None,
         )
         entry = database(ledger.begin, planned)
@@ -142,6 +164,10 @@ class Toolbox:
             )
         action = entry.action
         assert action is not None  # RUN and REUSE carry their ledger entry
+        if tool is not None and tool.brings_outside_content and self.follows_results:
+            # Its result reaches the model: from here on, what acts waits for the person (approvals.must_ask).
+            self.read_outside, self.read_from = True, self.read_from or tool.original_name or tool.name
+            database(ledger.note_read_outside, action)
         if entry.verdict is ledger.Verdict.REUSE:
             return action.result
         if tool is None:
@@ -158,6 +184,17 @@ class Toolbox:
             logger.exception("tool %s failed", tool.name)
             return _finish(action, f"Error: the tool failed unexpectedly ({type(error).__name__}).", True)
         return _finish(action, result, False)
+
+    def asks_for(self, tool: Tool) -> bool:
+        """Whether a call of ``tool`` would wait for the person now (the one rule: approvals.must_ask)."""
+        return approvals.must_ask(self.origin, self.read_outside, self.waived, tool.effect)
+
+    def asker(self) -> str:
+        """Who asked, for the person: the key or trigger, and what was read on the way."""
+        if not self.read_outside:
+            return self.requested_by
+        read = f"what the tool {self.read_from} returned" if self.read_from else "words from outside you"
+        return f"{self.requested_by or 'Your request'}, after reading {read}"
 
     def call_approved(self, action: Action) -> str:
         """Run a call the person approved (it waited in another delivery's ledger) as this delivery's next call."""

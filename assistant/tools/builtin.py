@@ -86,6 +86,7 @@ def tools() -> list[Tool]:
             },
             kind=ToolKind.BUILT_IN,
             run=schedule_reminder,
+            brings_outside_content=False,  # says what it scheduled, in the words the model gave it
         ),
         Tool(
             name="list_reminders",

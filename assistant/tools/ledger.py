@@ -151,6 +151,15 @@ def _create(planned: Planned, index: int) -> Action:
     )
 
 
+def note_read_outside(action: Action) -> None:
+    """The call's result carried words from outside the person (Tool.brings_outside_content): the reply of its
+    delivery may repeat them, so a later attempt reading the thread weighs it as outside words
+    (assistant/origins.py)."""
+    if not action.read_outside:
+        Action.objects.filter(pk=action.pk).update(read_outside=True)
+        action.read_outside = True
+
+
 def finish(action: Action, result: str, is_error: bool) -> None:
     """The call ended (it acted, or failed): its result is recorded for good."""
     action.result = result

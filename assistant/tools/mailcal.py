@@ -338,6 +338,7 @@ def _calendar_tools(calendar: _Calendar) -> list[Tool]:
             kind=ToolKind.BUILT_IN,
             uses_database=False,
             run=calendar.create_event,
+            brings_outside_content=False,  # says what it did, in the words the model gave it
         ),
         Tool(
             name="calendar_delete_event",
@@ -405,6 +406,7 @@ def _mail_tools(mailbox: _Mailbox) -> list[Tool]:
             kind=ToolKind.BUILT_IN,
             uses_database=False,
             run=mailbox.draft,
+            brings_outside_content=False,  # says what it did, in the words the model gave it
         ),
         Tool(
             name="mail_send",
@@ -416,5 +418,6 @@ def _mail_tools(mailbox: _Mailbox) -> list[Tool]:
             kind=ToolKind.BUILT_IN,
             uses_database=False,
             run=mailbox.send,
+            brings_outside_content=False,  # says what it did, in the words the model gave it
         ),
     ]

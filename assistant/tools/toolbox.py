@@ -8,9 +8,11 @@ from django.contrib.auth.models import User
 
 from accounts import audit
 from accounts.services import profile_of
+from assistant import origins
+from assistant.approvals import Effect, Origin
 from assistant.conversation import AssistantRequest
 from assistant.tools import Tool, Toolbox, builtin, mailcal, mcp, tool_name
-from conversations.models import Delivery, Message
+from conversations.models import Delivery, Message, Source
 from keys.models import ToolAccess
 from ops.database_work import database
 
@@ -31,24 +33,30 @@ def toolbox_for(user: User, delivery: Delivery, attempt: int) -> Toolbox:
 
 
 def _apply_policy(box: Toolbox, message: Message, offered: list[Tool]) -> list[Tool]:
-    """What a key allows for its messages (ApiKey.tool_access), and whether side-effecting tools wait for the
-    person's approval: by the key's choice for a key's messages, always for a webhook trigger's, never for what the
-    person typed (or a reminder, a channel, a follow-up: the person's own or their tools')."""
+    """What a key allows for its messages (ApiKey.tool_access), and what the approval rule weighs for them
+    (assistant/approvals.py, must_ask): the message's origin, the key's "don't ask" choice, and whether the
+    message's own words came from outside the person (a follow-up, an approval). A follow-up and an approval carry
+    the key or trigger of the message that led to them, so their calls stay under its rules."""
     key, trigger = message.api_key, message.trigger
+    box.origin = origins.origin_of(message)
+    box.read_outside = origins.words_from_outside(message)
+    if box.read_outside:
+        box.read_from = "a tool's follow-up" if message.source == Source.TOOL_FOLLOW_UP else "a request you approved"
     if key is not None:
-        box.needs_approval = key.tools_need_approval
+        box.waived = not key.tools_need_approval
         box.requested_by = audit.by_key(key.name, key.hint)
         if key.tool_access == ToolAccess.NONE:
             return []
-        if key.tool_access == ToolAccess.READ_ONLY:
-            return [tool for tool in offered if tool.read_only]
+        if key.tool_access == ToolAccess.READ_ONLY:  # a server's claim to read is not enough for a key
+            return [tool for tool in offered if tool.effect is Effect.READS]
         if key.tool_access == ToolAccess.LISTED:
             listed = set(key.allowed_tools or [])
             return [tool for tool in offered if tool_name(tool.name) in listed]
         return offered
     if trigger is not None:
-        box.needs_approval = True
         box.requested_by = f"The webhook trigger “{trigger.condition[:80]}” ({trigger.hint})"
+    elif box.origin is not Origin.PERSON:
+        box.requested_by = "An automation that no longer exists"
     return offered
 
 
@@ -57,13 +65,16 @@ def offered_tool_names(user: User) -> list[str]:
     return [tool_name(tool.name) for tool in [*builtin.tools(), *mailcal.tools_of(user), *mcp.tools_of(user)]]
 
 
-def toolbox_for_request(request: AssistantRequest) -> Toolbox | None:
+def toolbox_for_request(request: AssistantRequest, *, reads_thread: bool = False) -> Toolbox | None:
     """The toolbox of the delivery a backend is answering (with the person's time zone); None when the message or
-    its person is gone. Read on a database thread (ops/database_work.py): an attempt thread holds no connection."""
-    return database(_read_toolbox, request.message_id, request.user_id, request.attempt)
+    its person is gone. ``reads_thread``: the backend hands the model the thread, whose words of others count as
+    read (assistant/origins.py). Read on a database thread (ops/database_work.py): an attempt thread holds no
+    connection."""
+    earlier = [entry.id for entry in request.thread if entry.id != request.message_id] if reads_thread else []
+    return database(_read_toolbox, request.message_id, request.user_id, request.attempt, earlier)
 
 
-def _read_toolbox(message_id: str, user_id: int, attempt: int) -> Toolbox | None:
+def _read_toolbox(message_id: str, user_id: int, attempt: int, earlier: list[str]) -> Toolbox | None:
     delivery = (
         Delivery.objects.filter(message__public_id=message_id)
         .select_related("message__api_key", "message__trigger")
@@ -72,4 +83,7 @@ def _read_toolbox(message_id: str, user_id: int, attempt: int) -> Toolbox | None
     user = User.objects.filter(pk=user_id).first()
     if delivery is None or user is None:
         return None
-    return toolbox_for(user, delivery, attempt)
+    box = toolbox_for(user, delivery, attempt)
+    if not box.read_outside and origins.thread_holds_outside_words(earlier):
+        box.read_outside, box.read_from = True, "the messages of others in your thread"
+    return box
