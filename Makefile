@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The console's links that commands print (createapikey's set-password link) point here when it is not the default.
+BASE_URL := http://$(HOST):$(PORT)
+KEY_ENV := $(if $(filter http://127.0.0.1:8000,$(BASE_URL)),,PUBLIC_BASE_URL=$(BASE_URL) )
 
 .PHONY: install clients run test lint typecheck pytest docs docs-check bench clean screenshots
 
@@ -29,7 +32,7 @@ clients: $(CLIENTS)
 run: install
 	DEBUG=$${DEBUG-1} $(BIN)/python manage.py migrate --no-input
 	@echo
-	@echo "  Create a key:   DEBUG=1 $(BIN)/python manage.py createapikey --email you@example.com --name my-script"
+	@echo "  Create a key:   DEBUG=1 $(KEY_ENV)$(BIN)/python manage.py createapikey --email you@example.com --name my-script"
 	@echo "  Send a message: curl -X POST http://$(HOST):$(PORT)/api/v1/inbound/api-message \\"
 	@echo "                    -H 'Authorization: Bearer <API_KEY>' -H 'Content-Type: application/json' \\"
 	@echo "                    -d '{\"message\": \"Remind me to stretch at 3pm\"}'"

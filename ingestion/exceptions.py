@@ -127,9 +127,11 @@ class UnsupportedMediaType(ApiError):
 
 class NotFound(ApiError):
     default_code = "not_found"
+    # Every endpoint is in the OpenAPI document (tests/test_openapi.py keeps it whole): point there, not at a list
+    # written here that falls behind the API.
     default_detail = (
-        "Not found. The endpoints are POST /api/v1/inbound/api-message, POST /api/v1/inbound-sms/webhook "
-        "and GET /api/v1/inbound/messages/{id}."
+        "Not found: there is no such endpoint. Every endpoint is described at /api/docs/ (the OpenAPI document is "
+        "/api/schema/); to send a message, POST /api/v1/inbound/api-message."
     )
 
 

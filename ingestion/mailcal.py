@@ -19,6 +19,7 @@ from accounts import audit
 from connections import mailcal
 from connections.checks import ChecksBusy
 from connections.models import CalendarAccount, MailAccount
+from ingestion import openapi
 from ingestion.exceptions import ApiError, InvalidBody, NotFound
 from ingestion.mcp import _busy, _McpView
 from keys.models import ApiKey
@@ -135,6 +136,7 @@ class _AccountView[Account: (CalendarAccount, MailAccount)](_McpView):
         return Response({"success": True, "message": f"The {self.kind} was removed."})
 
 
+@openapi.calendar_endpoints
 class CalendarView(_AccountView[CalendarAccount]):
     kind = "calendar"
     model = CalendarAccount
@@ -152,6 +154,7 @@ class CalendarView(_AccountView[CalendarAccount]):
         return f"Connected the calendar {account.calendar_name}."
 
 
+@openapi.mailbox_endpoints
 class MailboxView(_AccountView[MailAccount]):
     kind = "mailbox"
     model = MailAccount

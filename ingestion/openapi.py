@@ -10,7 +10,7 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers
 
 from accounts.models import Channel
@@ -556,6 +556,129 @@ mcp_follow_up_endpoint = extend_schema(
     tags=["mcp connections"],
 )
 
+# --- The person's calendar and mailbox (`/api/v1/connections/…`) ----------------------------------------------------
+
+
+class CalendarAccountSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="The connection's id.")
+    serverUrl = serializers.CharField()
+    username = serializers.CharField()
+    calendarName = serializers.CharField(allow_blank=True)
+    calendarUrl = serializers.CharField()
+    createdAt = serializers.DateTimeField()
+
+
+class MailAccountSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="The connection's id.")
+    address = serializers.EmailField()
+    username = serializers.CharField()
+    imapHost = serializers.CharField()
+    imapPort = serializers.IntegerField()
+    imapSecurity = serializers.CharField()
+    smtpHost = serializers.CharField()
+    smtpPort = serializers.IntegerField()
+    smtpSecurity = serializers.CharField()
+    draftsFolder = serializers.CharField(allow_blank=True)
+    createdAt = serializers.DateTimeField()
+
+
+class CalendarStateSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    calendar = CalendarAccountSerializer(allow_null=True, help_text="null when none is connected; never the password.")
+
+
+class MailboxStateSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    mailbox = MailAccountSerializer(allow_null=True, help_text="null when none is connected; never the password.")
+
+
+class CalendarConnectedSerializer(CalendarAccountSerializer):
+    success = serializers.BooleanField()
+    message = serializers.CharField()
+
+
+class MailboxConnectedSerializer(MailAccountSerializer):
+    success = serializers.BooleanField()
+    message = serializers.CharField()
+
+
+_SECURITY = {"type": "string", "enum": ["ssl", "starttls"], "description": "ssl (implicit TLS) or starttls."}
+_CONNECTION_ADD_ERRORS = (*_MCP_ERRORS, *_MCP_BODY_ERRORS, 409, 422)
+_CONNECTION_ADD_DESCRIPTION = (
+    "We log in before anything is stored: 422 mail_calendar_login_refused when the server refuses the credentials, "
+    "422 mail_calendar_unusable when it cannot be used; 409 connection_exists when one is connected already; 429 "
+    "too_many_connection_checks or 503 connection_checks_busy while other checks run. The password is stored "
+    "encrypted and never shown again."
+)
+
+
+def _connection_endpoints(kind: str, state: Any, connected: Any, body: dict[str, Any]) -> Any:
+    """GET, POST and DELETE of /api/v1/connections/<kind>: the person's one calendar or mailbox."""
+    return extend_schema_view(
+        get=extend_schema(
+            operation_id=f"get_{kind}_connection",
+            summary=f"The connected {kind}, or null",
+            responses=_mcp_responses(*_MCP_ERRORS, success=state),
+            parameters=COMMON_RESPONSE_HEADERS,
+            tags=["calendar and mailbox"],
+        ),
+        post=extend_schema(
+            operation_id=f"connect_{kind}",
+            summary=f"Connect the {kind} (we log in first)",
+            description=_CONNECTION_ADD_DESCRIPTION,
+            request={"application/json": body},
+            responses=_mcp_responses(*_CONNECTION_ADD_ERRORS, success=connected, status=201),
+            parameters=COMMON_RESPONSE_HEADERS,
+            tags=["calendar and mailbox"],
+        ),
+        delete=extend_schema(
+            operation_id=f"remove_{kind}_connection",
+            summary=f"Remove the {kind}",
+            responses=_mcp_responses(*_MCP_ERRORS, 404, success=DoneSerializer),
+            parameters=COMMON_RESPONSE_HEADERS,
+            tags=["calendar and mailbox"],
+        ),
+    )
+
+
+calendar_endpoints = _connection_endpoints(
+    "calendar",
+    CalendarStateSerializer,
+    CalendarConnectedSerializer,
+    {
+        "type": "object",
+        "required": ["serverUrl", "username", "password"],
+        "properties": {
+            "serverUrl": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "The CalDAV URL."},
+            "username": {"type": "string", "minLength": 1},
+            "password": {"type": "string", "minLength": 1, "description": "An app password where the server has them."},
+        },
+        "additionalProperties": True,
+    },
+)
+
+mailbox_endpoints = _connection_endpoints(
+    "mailbox",
+    MailboxStateSerializer,
+    MailboxConnectedSerializer,
+    {
+        "type": "object",
+        "required": ["address", "password", "imapHost", "smtpHost"],
+        "properties": {
+            "address": {"type": "string", "format": "email"},
+            "username": {"type": "string", "description": "When it is not the address."},
+            "password": {"type": "string", "minLength": 1},
+            "imapHost": {"type": "string", "minLength": 1},
+            "imapPort": {"type": "integer", "minimum": 1, "maximum": 65535},
+            "imapSecurity": _SECURITY,
+            "smtpHost": {"type": "string", "minLength": 1},
+            "smtpPort": {"type": "integer", "minimum": 1, "maximum": 65535},
+            "smtpSecurity": _SECURITY,
+        },
+        "additionalProperties": True,
+    },
+)
+
 device_code_endpoint = extend_schema(
     operation_id="start_cli_login",
     summary="Start a CLI log-in (RFC 8628 device authorization)",
@@ -670,6 +793,7 @@ PUBLIC_PATH_PREFIXES = (
     "/api/v1/user/",
     "/api/v1/assistant/replies",
     "/api/v1/mcp/",
+    "/api/v1/connections/",
 )
 
 
@@ -683,6 +807,7 @@ TAG_DESCRIPTIONS = {
     "messages": "Send an instruction into the person's conversation, and read what became of it (the receipt).",
     "webhook triggers": "Webhook URLs that turn another service's events into messages (poke webhook).",
     "mcp connections": "The person's MCP servers, whose tools the assistant may call (poke mcp add).",
+    "calendar and mailbox": "The person's calendar (CalDAV) and mailbox (IMAP and SMTP), for the assistant's tools.",
     "cli log-in": "poke login: the device authorization that ends with an API key for the CLI.",
     "account": "Who the key belongs to (poke whoami).",
     "assistant runtime": "For the assistant runtime only: its signed reply to a message it accepted.",

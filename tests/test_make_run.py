@@ -130,3 +130,21 @@ def test_remind_me_to_stretch_under_make_run_creates_a_reminder_that_fires(tmp_p
     assert "asked: schedule_reminder" in out, out
     assert "scheduled: Stretch" in out, out
     assert "fired: ['Reminder: Stretch']" in out, out
+
+
+@pytest.mark.parametrize(
+    ("arguments", "printed"),
+    [
+        ([], "DEBUG=1 .venv/bin/python manage.py createapikey"),
+        (["PORT=8100"], "DEBUG=1 PUBLIC_BASE_URL=http://127.0.0.1:8100 .venv/bin/python manage.py createapikey"),
+        (["HOST=0.0.0.0"], "DEBUG=1 PUBLIC_BASE_URL=http://0.0.0.0:8000 .venv/bin/python manage.py createapikey"),
+    ],
+)
+def test_the_key_command_make_run_prints_links_to_the_port_it_serves(arguments, printed):
+    """createapikey's set-password link is at PUBLIC_BASE_URL: under `make run PORT=8100` the command it prints says
+    so, or the link would point at port 8000 where nothing listens."""
+    plan = subprocess.run(
+        ["make", "--dry-run", "run", *arguments], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True
+    )
+    shown = [line for line in plan.stdout.splitlines() if "Create a key" in line]
+    assert len(shown) == 1 and printed in shown[0], plan.stdout

@@ -42,9 +42,11 @@ MCP_LIST = "/api/v1/mcp/connections"
 MCP_ONE = "/api/v1/mcp/connections/{connection_id}"
 MCP_SYNC = "/api/v1/mcp/connections/{connection_id}/sync-tools"
 MCP_FOLLOW_UP = "/api/v1/mcp/callback"
+CALENDAR = "/api/v1/connections/calendar"
+MAILBOX = "/api/v1/connections/mailbox"
 PUBLIC_PATHS = {
     CURRENT, LEGACY, RECEIPT, CREATE_TRIGGER, FIRE_TRIGGER, FIRE_BY_TOKEN, DEVICE_CODE, DEVICE_POLL, PROFILE, CALLBACK,
-    MCP_ADD, MCP_LIST, MCP_ONE, MCP_SYNC, MCP_FOLLOW_UP, TRIGGER_LOG,
+    MCP_ADD, MCP_LIST, MCP_ONE, MCP_SYNC, MCP_FOLLOW_UP, TRIGGER_LOG, CALENDAR, MAILBOX,
 }  # fmt: skip
 
 # Kept small so the suite stays fast; raise it locally for a deeper run.
