@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from accounts.services import profile_of
 from channels import linking
@@ -18,6 +18,7 @@ from channels.notify import send_notice
 from channels.outbound.people import quiet_hours_of, set_quiet_hours
 from console.forms.channels import CodeForm, PhoneLinkForm, QuietHoursForm
 from console.views.accounts import browser_regions
+from console.views.posted import form_action
 
 
 def _page(
@@ -83,7 +84,7 @@ def channel_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_POST
+@form_action("channels:settings")
 def confirm_code(request: HttpRequest) -> HttpResponse:
     code_form = CodeForm(request.POST)
     form = PhoneLinkForm(phone_regions=browser_regions(request))
@@ -99,7 +100,7 @@ def confirm_code(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @never_cache
-@require_POST
+@form_action("channels:settings")
 def telegram_link(request: HttpRequest) -> HttpResponse:
     """A one-time t.me link, shown once (only its digest is kept)."""
     if Channel.TELEGRAM not in configured():
@@ -114,7 +115,7 @@ def telegram_link(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_POST
+@form_action("channels:settings")
 def unlink(request: HttpRequest, linked_id: int) -> HttpResponse:
     if linking.unlink(request.user, linked_id):  # type: ignore[arg-type]
         messages.success(request, "Unlinked. Messages from there no longer reach your assistant.")
@@ -122,7 +123,7 @@ def unlink(request: HttpRequest, linked_id: int) -> HttpResponse:
 
 
 @login_required
-@require_POST
+@form_action("channels:settings", anchor="quiet-hours")
 def quiet_hours(request: HttpRequest) -> HttpResponse:
     """Set or clear the person's quiet hours (in their profile's time zone)."""
     form = QuietHoursForm(request.POST)

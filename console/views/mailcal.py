@@ -8,13 +8,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.debug import sensitive_post_parameters
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from connections import mailcal
 from connections.checks import ChecksBusy
 from connections.models import CalendarAccount, Connection, MailAccount
 from console.forms.connections import ConnectionForm
 from console.forms.mailcal import CalendarForm, MailboxForm
+from console.views.posted import form_action
 
 
 def page_context(
@@ -43,7 +44,7 @@ def _refusal_status(error: Exception) -> int:
 
 @sensitive_post_parameters("password")
 @login_required
-@require_POST
+@form_action("connections:list", anchor="calendar-title")
 def add_calendar(request: HttpRequest) -> HttpResponse:
     form = CalendarForm(request.POST)
     if form.is_valid():
@@ -64,7 +65,7 @@ def add_calendar(request: HttpRequest) -> HttpResponse:
 
 @sensitive_post_parameters("password")
 @login_required
-@require_POST
+@form_action("connections:list", anchor="mailbox-title")
 def add_mailbox(request: HttpRequest) -> HttpResponse:
     form = MailboxForm(request.POST)
     if form.is_valid():

@@ -4,9 +4,10 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from accounts.services import profile_of
+from console.views.posted import form_action
 from reminders import services
 from reminders.models import Reminder, ReminderStatus
 
@@ -27,7 +28,7 @@ def reminder_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_POST
+@form_action("reminders:list")
 def cancel(request: HttpRequest, public_id: str) -> HttpResponse:
     try:
         reminder = services.cancel_reminder(request.user, public_id)  # type: ignore[arg-type]
