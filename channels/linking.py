@@ -37,6 +37,13 @@ CODE_DIGITS = 6
 _TOKEN_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
+def code_lifetime() -> str:
+    """How long a code works, in words, from the one setting: the text that carries the code and the page that asks
+    for it say the same (the text once worked it out from the row's two stamps and said 9 minutes for 10)."""
+    minutes = max(1, round(settings.LINK_CODE_TTL_SECONDS / 60))
+    return "1 minute" if minutes == 1 else f"{minutes} minutes"
+
+
 class LinkRefused(Exception):
     """The person may not have a code now; the text says why and what to do."""
 

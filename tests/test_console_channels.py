@@ -65,6 +65,15 @@ def test_linking_a_number_by_the_code_sent_to_it(signed_in, user, providers):
     assert profile_of(user).phone_number == NUMBER
 
 
+@pytest.mark.parametrize(("seconds", "words"), [(600, "10 minutes"), (300, "5 minutes"), (60, "1 minute")])
+def test_the_text_and_the_page_give_the_code_the_same_lifetime(signed_in, providers, settings, seconds, words):
+    settings.LINK_CODE_TTL_SECONDS = seconds
+    _ask(signed_in)
+
+    assert f"It expires in {words}." in providers.twilio.texts_to(NUMBER)[-1]
+    assert f"The code works once, for {words}." in signed_in.get(PAGE).content.decode()
+
+
 def test_linking_keeps_a_profile_number_already_set(signed_in, user, providers):
     profile = profile_of(user)
     profile.phone_number, profile.channel = "+447946095800", "whatsapp"

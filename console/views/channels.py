@@ -43,6 +43,7 @@ def _page(
             "offered": [ChannelKind(c).label for c in offered],
             "form": form,
             "pending": pending,
+            "code_lifetime": linking.code_lifetime(),
             "pending_channel": ChannelKind(pending.channel).label if pending else "",
             "code_form": code_form or CodeForm(),
             "quiet_form": quiet_form or QuietHoursForm(initial=initial),
@@ -69,11 +70,10 @@ def channel_list(request: HttpRequest) -> HttpResponse:
     except linking.LinkRefused as refusal:
         form.add_error(None, str(refusal))
         return _page(request, form, status=429 if "Wait" in str(refusal) else 400)
-    minutes = row.expires_at - row.created_at
     problem = send_notice(
         channel,
         number,
-        f"Your code to link this number to your assistant: {code}. It expires in {minutes.seconds // 60} minutes.",
+        f"Your code to link this number to your assistant: {code}. It expires in {linking.code_lifetime()}.",
     )
     if problem:
         linking.void(row)
