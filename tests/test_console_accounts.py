@@ -58,6 +58,7 @@ def test_the_username_settles_sign_ups_that_differ_only_in_case(client, db):
         ({"phone_number": "020 7946 0958"}, "phone_number", "not a valid phone number in US"),  # a London number
         ({"phone_number": "+1415555"}, "phone_number", "not a valid phone number"),
         ({"channel": "fax"}, "channel", "Select a valid choice"),
+        ({"phone_number": ""}, "phone_number", "Type the number your assistant should text, or choose Telegram"),
     ],
 )
 def test_signing_up_with_a_bad_field_says_what_is_wrong_next_to_it(client, overrides, field, text):
@@ -261,3 +262,31 @@ def test_console_posts_need_the_csrf_token(path):
     client = Client(enforce_csrf_checks=True)
     client.force_login(UserFactory())
     assert client.post(path, {}).status_code == 403
+
+
+def test_a_server_with_a_telegram_bot_offers_it_at_sign_up_and_links_the_chat_next(
+    client, providers, django_capture_on_commit_callbacks
+):
+    from channels.models import LinkedAddress
+
+    assert 'value="telegram"' in client.get("/signup/").content.decode()
+    response = signup(client, phone_number="", channel="telegram")
+
+    assert response.status_code == 200  # the chat's one-time link, shown at once
+    page = response.content.decode()
+    token = re.search(r"https://t\.me/assistant_test_bot\?start=([A-Za-z0-9_-]+)", page).group(1)
+    assert "It works once, for 10 minutes" in page
+    user = get_user_model().objects.get()
+    assert (user.profile.phone_number, user.profile.channel) == ("", "sms")  # the spec's values for the legacy API
+    with django_capture_on_commit_callbacks(execute=True):
+        assert providers.telegram.inbound(5151, f"/start {token}").send(Client()).status_code == 200
+    assert LinkedAddress.objects.get(user=user).channel == "telegram"
+
+
+def test_without_a_telegram_bot_sign_up_does_not_offer_it(client, settings):
+    settings.TELEGRAM_BOT_TOKEN = ""
+    assert 'value="telegram"' not in client.get("/signup/").content.decode()
+    response = signup(client, phone_number="", channel="telegram")
+
+    assert "Select a valid choice" in " ".join(response.context["form"].errors["channel"])
+    assert not get_user_model().objects.exists()

@@ -50,6 +50,11 @@ class PhoneRegionsMixin:
         field.set_regions(phone_regions or [])
 
 
+# Telegram is chosen at sign-up only: it links a chat, not a number, and the profile's channel (what the legacy
+# endpoint reports) takes the spec's three values alone (docs: reference, "legacy endpoint").
+TELEGRAM = "telegram"
+
+
 class ChannelField(forms.ChoiceField):
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("choices", Channel.choices)
@@ -74,8 +79,16 @@ class SignUpForm(PhoneRegionsMixin, forms.Form):
         strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
     )
-    phone_number = PhoneNumberField()
+    phone_number = PhoneNumberField(required=False, help_text="Needed for SMS, WhatsApp and iMessage.")
     channel = ChannelField(initial=Channel.SMS)
+
+    def __init__(self, *args: Any, telegram: bool = False, **kwargs: Any) -> None:
+        """`telegram`: the server has a Telegram bot, so a person may choose it (they link their chat right after)."""
+        super().__init__(*args, **kwargs)
+        if telegram:
+            channel = self.fields["channel"]
+            assert isinstance(channel, ChannelField)
+            channel.choices = [*Channel.choices, (TELEGRAM, "Telegram")]
 
     def clean_email(self) -> str:
         email: str = self.cleaned_data["email"]
@@ -91,6 +104,9 @@ class SignUpForm(PhoneRegionsMixin, forms.Form):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        needs_number = cleaned.get("channel") not in (None, TELEGRAM)
+        if needs_number and not cleaned.get("phone_number") and "phone_number" not in self.errors:
+            self.add_error("phone_number", "Type the number your assistant should text, or choose Telegram.")
         first, second = cleaned.get("password1"), cleaned.get("password2")
         if first and second and first != second:
             self.add_error("password2", "The two passwords differ. Type the same password twice.")

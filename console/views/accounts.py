@@ -14,9 +14,13 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from accounts import phones, services
+from accounts.models import Channel as ProfileChannel
 from accounts.validators import time_zone_names
+from channels import linking
+from channels.adapters import configured, telegram
+from channels.adapters.base import Channel
 from console import signup_confirmation
-from console.forms.accounts import TIME_ZONE_LIST, ContactForm, SignUpForm
+from console.forms.accounts import TELEGRAM, TIME_ZONE_LIST, ContactForm, SignUpForm
 from ops import metrics
 from ops.limits import AttemptLimit
 
@@ -35,6 +39,25 @@ class LoginView(DjangoLoginView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return {**super().get_context_data(**kwargs), "password_reset_by_email": settings.PASSWORD_RESET_BY_EMAIL}
+
+
+def _signed_up(request: HttpRequest, *, channel: str, **details: Any) -> HttpResponse:
+    """Create the account (services.EmailTaken when the address has one), sign the person in, and welcome them: one
+    who chose Telegram gets their chat's one-time link at once (their profile keeps the spec's channel, SMS)."""
+    wants_telegram = channel == TELEGRAM
+    user = services.sign_up(**details, channel=ProfileChannel.SMS if wants_telegram else channel)
+    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    if wants_telegram and Channel.TELEGRAM in configured():
+        try:
+            token = linking.new_telegram_token(user)
+        except linking.LinkRefused:
+            pass  # Settings → Channels offers another link
+        else:
+            messages.success(request, "Welcome! Link your Telegram chat, then create your first API key.")
+            context = {"link": telegram.deep_link(token), "code_lifetime": linking.code_lifetime()}
+            return render(request, "channels/telegram.html", context)
+    messages.success(request, "Welcome! Create your first API key to start sending messages.")
+    return redirect("keys:list")
 
 
 def landing(request: HttpRequest) -> HttpResponse:
@@ -58,7 +81,9 @@ def signup(request: HttpRequest) -> HttpResponse:
             )
             response["Retry-After"] = str(wait)
             return response
-    form = SignUpForm(request.POST or None, phone_regions=browser_regions(request))
+    form = SignUpForm(
+        request.POST or None, phone_regions=browser_regions(request), telegram=Channel.TELEGRAM in configured()
+    )
     if request.method == "POST" and form.is_valid():
         SIGNUPS.count(request)  # a valid form costs a password hash, whatever happens next
         if settings.SIGNUP_EMAIL_CONFIRMATION:
@@ -72,7 +97,8 @@ def signup(request: HttpRequest) -> HttpResponse:
             )
             return redirect("accounts:signup_sent")
         try:
-            user = services.sign_up(
+            return _signed_up(
+                request,
                 email=form.cleaned_data["email"],
                 password=form.cleaned_data["password1"],
                 phone_number=form.cleaned_data["phone_number"],
@@ -80,10 +106,6 @@ def signup(request: HttpRequest) -> HttpResponse:
             )
         except services.EmailTaken:
             form.add_error("email", "An account with this email already exists. Log in instead.")
-        else:
-            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-            messages.success(request, "Welcome! Create your first API key to start sending messages.")
-            return redirect("keys:list")
     return render(request, "accounts/signup.html", {"form": form})
 
 
@@ -130,10 +152,7 @@ def signup_confirm(request: HttpRequest) -> HttpResponse:
     if pending is None:
         return render(request, "accounts/signup_confirm.html", {"pending": None}, status=410)
     try:
-        user = services.sign_up(**pending, password_is_hashed=True)
+        return _signed_up(request, **pending, password_is_hashed=True)
     except services.EmailTaken:
         reason = "This address has an account already."
         return render(request, "accounts/signup_confirm.html", {"pending": None, "reason": reason}, status=409)
-    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-    messages.success(request, "Welcome! Create your first API key to start sending messages.")
-    return redirect("keys:list")

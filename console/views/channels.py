@@ -111,7 +111,8 @@ def telegram_link(request: HttpRequest) -> HttpResponse:
     except linking.LinkRefused as refusal:
         messages.error(request, str(refusal))
         return redirect("channels:settings")
-    return render(request, "channels/telegram.html", {"link": telegram.deep_link(token)})
+    context = {"link": telegram.deep_link(token), "code_lifetime": linking.code_lifetime()}
+    return render(request, "channels/telegram.html", context)
 
 
 @login_required
