@@ -1,20 +1,18 @@
 """Every error this service answers in JSON has one body, ``{"success": false, "message": "...", "code": "..."}``
-(DESIGN.md, "The public API"), built here by ``error_body`` (or ``json_error`` for a plain Django response), and one
+(docs/design.md#errors), built here by ``error_body`` (or ``json_error`` for a plain Django response), and one
 code from ``ERROR_CODES``: the list of codes, each with its HTTP status and when it is answered.
 
 That list is the one place a code is declared. The API's exception classes (ingestion/exceptions.py) take their
 status from it, the OpenAPI document (ingestion/openapi.py) describes its error responses and the ``code`` enum
-from it, and the README's error table is written from it (``python -m ops.errors``); tests/test_error_codes.py
-fails when any of them disagrees.
+from it, and the documentation's error codes page (docs/reference/errors.md) is generated from it when the site is
+built; tests/test_error_codes.py fails when any of them disagrees.
 
 Adding a code: add an ``ErrorCode`` below (``in_openapi=True`` when the public /api/v1/inbound endpoints can answer
-it), run ``.venv/bin/python -m ops.errors`` to rewrite the README's table, and raise it through an exception class
-in ingestion/exceptions.py or answer it with ``json_error``.
+it), and raise it through an exception class in ingestion/exceptions.py or answer it with ``json_error``; the
+documentation picks it up by itself.
 """
 
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from django.http import JsonResponse
@@ -24,7 +22,7 @@ from django.http import JsonResponse
 class ErrorCode:
     code: str
     status: int
-    when: str  # one line, for the README's table and the OpenAPI document
+    when: str  # one line, for the documentation's table and the OpenAPI document
     in_openapi: bool = False  # the public endpoints (the OpenAPI document) can answer it
 
 
@@ -264,7 +262,7 @@ def status_of(code: str) -> int:
     except KeyError:
         raise UnknownErrorCode(
             f"error code {code!r} is not in ERROR_CODES (ops/errors.py): add ErrorCode({code!r}, <status>, "
-            "'<when it is answered>') there, then run '.venv/bin/python -m ops.errors' to update README.md's table"
+            "'<when it is answered>') there (the documentation's table is generated from that list)"
         ) from None
 
 
@@ -278,12 +276,9 @@ def json_error(code: str, message: str, headers: dict[str, str] | None = None) -
     return JsonResponse(error_body(code, message), status=status_of(code), headers=headers)
 
 
-# --- The README's table ------------------------------------------------------------------------------------------
-README_START = "<!-- error codes: written by `python -m ops.errors` from ops/errors.py; do not edit by hand -->"
-README_END = "<!-- end of error codes -->"
-
-
-def readme_table() -> str:
+# --- The documentation's table ------------------------------------------------------------------------------------
+def markdown_table() -> str:
+    """Every code as a Markdown table, by status: docs/reference/errors.md is built from it."""
     rows = ["| status | code | when |", "|---|---|---|"]
     rows += [f"| {entry.status} | `{entry.code}` | {entry.when} |" for entry in sorted(_LIST, key=_by_status)]
     return "\n".join(rows)
@@ -291,18 +286,3 @@ def readme_table() -> str:
 
 def _by_status(entry: ErrorCode) -> tuple[int, int]:
     return entry.status, _LIST.index(entry)
-
-
-def readme_with_table(readme: str) -> str:
-    """The README's text with the table between the two markers rewritten from ERROR_CODES."""
-    before, start, rest = readme.partition(README_START)
-    _, end, after = rest.partition(README_END)
-    if not start or not end:
-        raise ValueError(f"README.md must hold the markers {README_START!r} and {README_END!r}")
-    return f"{before}{README_START}\n{readme_table()}\n{README_END}{after}"
-
-
-if __name__ == "__main__":  # .venv/bin/python -m ops.errors [README.md]
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-    path.write_text(readme_with_table(path.read_text()))
-    print(f"{path}: error table written from ops/errors.py ({len(ERROR_CODES)} codes)")

@@ -1,6 +1,6 @@
-"""README's Layout section and the import-linter contracts (pyproject.toml) name every app, and the lower floors keep
-to what the Layout says they hold. Each failure says what to add where. (The contracts themselves run in
-`make lint`: `lint-imports`.)"""
+"""The drawing of the layers (docs/explanation/architecture.md) and the import-linter contracts (pyproject.toml)
+name every app, and the lower floors keep to what the drawing says they hold. Each failure says what to add where.
+(The contracts themselves run in `make lint`: `lint-imports`.)"""
 
 import ast
 import re
@@ -11,7 +11,8 @@ from django.conf import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_APPS = {"tests", "bench", "docs", "static", "templates"}
-# Identity and the thread: models and services, no pages and nothing of the request path (README, "Layout").
+# Identity and the thread: models and services, no pages and nothing of the request path
+# (docs/explanation/architecture.md#the-layers).
 LOWER_FLOORS = ("accounts", "keys", "conversations")
 NOT_ON_LOWER_FLOORS = (
     "django.http",
@@ -39,12 +40,12 @@ def _packages() -> set[str]:
 
 
 def _layout_drawing() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "explanation" / "architecture.md").read_text()
+    section = page.split("\n## The layers\n", 1)[1].split("\n## ", 1)[0]
     return section.split("```", 2)[1]
 
 
-def test_every_app_is_in_both_contracts_and_in_the_readme_drawing():
+def test_every_app_is_in_both_contracts_and_in_the_architecture_drawing():
     roots, layers, ancestors = _contracts()
     drawing = _layout_drawing()
     for package in sorted(_packages()):
@@ -56,7 +57,7 @@ def test_every_app_is_in_both_contracts_and_in_the_readme_drawing():
         if package not in ancestors:
             where.append("the acyclic_siblings contract's ancestors in pyproject.toml")
         if not re.search(rf"^\s*(\S.*?\s)?{package}\s", drawing, re.MULTILINE):
-            where.append("the drawing in README.md's Layout section (a row: floor, app, what it holds)")
+            where.append("docs/explanation/architecture.md's drawing of the layers (a row: floor, app, what it holds)")
         assert not where, f"the app {package!r} is missing from: " + "; ".join(where)
 
 
@@ -71,14 +72,16 @@ def test_identity_and_the_thread_hold_no_pages_and_no_request_path():
             relative = path.relative_to(ROOT)
             if "migrations" in relative.parts or path.name == "admin.py":  # the admin's registrations of the models
                 continue
-            assert path.stem not in ("views", "urls", "forms"), f"{relative}: pages live in console/ (README, Layout)"
+            assert path.stem not in ("views", "urls", "forms"), (
+                f"{relative}: pages live in console/ (docs/explanation/architecture.md#the-layers)"
+            )
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.ImportFrom | ast.Import):
                     names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
                     for name in names:
                         assert not name.startswith(NOT_ON_LOWER_FLOORS), (
                             f"{relative} imports {name}: {app} holds models and services only; requests and pages "
-                            "belong to ingestion/ or console/ (README, Layout)"
+                            "belong to ingestion/ or console/ (docs/explanation/architecture.md#the-layers)"
                         )
                 if isinstance(node, ast.Attribute) and node.attr in ("cursor", "raw"):
                     raise AssertionError(f"{relative}:{node.lineno}: hand-written SQL belongs to ingestion/hotpath/")

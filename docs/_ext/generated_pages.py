@@ -30,7 +30,7 @@ ERROR_LINK_PAGES = {
 
 
 def error_codes() -> str:
-    from ops.errors import readme_table
+    from ops.errors import markdown_table
 
     def on_its_page(match: re.Match[str]) -> str:
         text, anchor = match.group(1), match.group(2)
@@ -38,7 +38,7 @@ def error_codes() -> str:
             raise ExtensionError(f"ops/errors.py links to #{anchor}: add its page to ERROR_LINK_PAGES in {__file__}")
         return f"[{text}]({ERROR_LINK_PAGES[anchor]}#{anchor})"
 
-    return re.sub(r"\[([^\]]+)\]\(#([a-z0-9-]+)\)", on_its_page, readme_table())
+    return re.sub(r"\[([^\]]+)\]\(#([a-z0-9-]+)\)", on_its_page, markdown_table())
 
 
 GENERATORS: dict[str, Callable[[], str]] = {
