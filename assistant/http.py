@@ -3,10 +3,9 @@ between requests. It never follows redirects (a signed POST must not be replayed
 into an error text (it may carry a token).
 
 Its timeout bounds the whole exchange (connect, send, status line, headers, body), not each socket read: a server
-that sends one header line a second would otherwise hold an attempt far past ASSISTANT_TIMEOUT_SECONDS."""
+that sends one header line a second would otherwise hold an attempt far past ASSISTANT_TIMEOUT_SECONDS. The answer's
+body is bounded in bytes too (``max_bytes``), however it is framed: both bounds are ops/bounded.py's."""
 
-import contextlib
-import heapq
 import http.client
 import socket
 import ssl
@@ -17,8 +16,9 @@ from email.message import Message as HeaderMap
 from urllib.parse import urlsplit
 
 from assistant.outcomes import PermanentFailure, TransientFailure
+from ops.bounded import Bound, TooLarge, TooSlow
 
-MAX_RESPONSE_BYTES = 1024 * 1024
+MAX_RESPONSE_BYTES = 1024 * 1024  # when the caller names no bound of its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,65 +31,6 @@ class Response:
         """Retry-After in seconds, when the server sent it as a number (RFC 9110 also allows a date: ignored)."""
         raw = (self.headers.get("Retry-After") or "").strip()
         return float(raw) if raw.isdigit() else None
-
-
-class _Deadlines:
-    """One thread that shuts a connection's socket down when its exchange's time is up, whatever the server is doing:
-    a blocked read then returns at once (a socket timeout only bounds each read). One for the process, however
-    many exchanges run at once: a heap of deadlines, no thread per exchange."""
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, _Watch]] = []
-        self._counter = 0
-        self._changed = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def watch(self, sock: socket.socket, ends_at: float) -> "_Watch":
-        entry = _Watch(sock)
-        with self._changed:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="assistant-deadlines", daemon=True)
-                self._thread.start()
-            self._counter += 1
-            heapq.heappush(self._heap, (ends_at, self._counter, entry))
-            if self._heap[0][2] is entry:
-                self._changed.notify()
-        return entry
-
-    def _run(self) -> None:
-        while True:
-            with self._changed:
-                while not self._heap or self._heap[0][0] > time.monotonic():
-                    self._changed.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
-                _, _, entry = heapq.heappop(self._heap)
-            entry.expire()
-
-
-class _Watch:
-    __slots__ = ("done", "expired", "lock", "sock")
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.done = False
-        self.expired = False
-        self.lock = threading.Lock()
-
-    def expire(self) -> None:
-        with self.lock:
-            if self.done:
-                return
-            self.expired = True
-            with contextlib.suppress(OSError):  # already closed: the exchange ended on its own
-                self.sock.shutdown(socket.SHUT_RDWR)
-
-    def cancel(self) -> bool:
-        """End the watch; whether the deadline had already struck."""
-        with self.lock:
-            self.done = True
-            return self.expired
-
-
-_deadlines = _Deadlines()
 
 
 class _Connections(threading.local):
@@ -105,15 +46,25 @@ _TLS = ssl.create_default_context()
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
 
-def post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Response:
+def post_json(
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    timeout: float,
+    *,
+    max_bytes: int = MAX_RESPONSE_BYTES,
+    server: str = "The server",
+) -> Response:
     """POST a JSON body; return any HTTP answer, raise TransientFailure when there is none within ``timeout``
-    seconds for the whole exchange (PermanentFailure when the request cannot even be built).
+    seconds for the whole exchange (PermanentFailure when the request cannot even be built, or the answer's body
+    is larger than ``max_bytes``: ``server`` names the server in that refusal).
 
     The connection is kept open for the thread's next request to the same server (HTTP/1.1 keep-alive). A kept
     connection that the server had closed meanwhile fails before any answer arrives; the request is then sent once
     more on a new connection (the same request, the same webhook-id: a runtime that did get the first one drops
     the second)."""
-    ends_at = time.monotonic() + timeout
+    bound = Bound(server, max_bytes=max_bytes, seconds=timeout)
+    ends_at = bound.ends_at
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise PermanentFailure("The request could not be built: check the backend's URL.")
@@ -129,11 +80,15 @@ def post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) ->
         if kept is not None and kept.sock is None:
             kept = None
         try:
-            return _exchange(kept or _connect(target, ends_at), kept is not None, path, body, sent_headers, ends_at)
+            return _exchange(kept or _connect(target, ends_at), kept is not None, path, body, sent_headers, bound)
         except _StaleConnection:
             continue
         except TimeoutError:
             raise TransientFailure(f"No response within {timeout:g} seconds.") from None
+        except TooLarge as error:
+            raise PermanentFailure(str(error)) from None
+        finally:
+            bound.release()
     raise TransientFailure("The connection failed: RemoteDisconnected.")
 
 
@@ -166,47 +121,62 @@ def _exchange(
     path: str,
     body: bytes,
     headers: dict[str, str],
-    ends_at: float,
+    bound: Bound,
 ) -> Response:
-    timeout = ends_at - time.monotonic()
+    timeout = bound.ends_at - time.monotonic()
     if timeout <= 0:
         connection.close()
         raise TimeoutError
     connection.sock.settimeout(timeout)
-    watch = _deadlines.watch(connection.sock, ends_at)
+    bound.watch(connection.sock)
     reusable = False
     try:
         connection.request("POST", path, body, headers)
         answer = connection.getresponse()
-        data = answer.read(MAX_RESPONSE_BYTES)
+        data = _body(answer, bound)
         reusable = not answer.will_close and answer.isclosed()  # read to its end, and the server keeps it open
         response = Response(answer.status, data, answer.msg)
+    except TooLarge:
+        raise
+    except TooSlow:
+        raise TimeoutError from None
     except _STALE as error:
-        if watch.cancel():
+        if bound.expired:
             raise TimeoutError from None
         if kept:
             raise _StaleConnection from None
         raise TransientFailure(f"The connection failed: {type(error).__name__}.") from None
     except ValueError:
-        watch.cancel()
         # http.client quotes the header value or path it refuses, and a header holds the API key.
         raise PermanentFailure(
             "The request could not be built: check the backend's URL and that its API key has no line breaks."
         ) from None
     except (http.client.HTTPException, OSError) as error:
-        if watch.cancel() or isinstance(error, TimeoutError):
+        if bound.expired or isinstance(error, TimeoutError):
             raise TimeoutError from None
         raise TransientFailure(f"The connection failed: {type(error).__name__}.") from None
     finally:
         if not reusable:
             connection.close()
-    if watch.cancel():  # the socket was shut mid-body: what was read is not the whole answer
+    if bound.expired:  # the socket was (or is being) shut mid-body: what was read may not be the whole answer
         connection.close()
         raise TimeoutError
     if reusable:
         scheme = "https" if isinstance(connection, http.client.HTTPSConnection) else "http"
         _connections.open[(scheme, connection.host, connection.port)] = connection
     return response
+
+
+def _body(answer: http.client.HTTPResponse, bound: Bound) -> bytes:
+    """The answer's body, chunk by chunk through the bound (a Content-Length past it is refused unread)."""
+    length = answer.length
+    if length is not None:
+        bound.announced(length)
+    parts = []
+    while chunk := answer.read(min(64 * 1024, bound.max_bytes - bound.read + 1)):
+        bound.spend(len(chunk))
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def printable(text: str, limit: int = 200) -> str:

@@ -372,6 +372,9 @@ ASSISTANT_RETRY_MAX_SECONDS = env_float("ASSISTANT_RETRY_MAX_SECONDS", 3600)
 ASSISTANT_RETRY_JITTER = env_float("ASSISTANT_RETRY_JITTER", 0.2)
 # How long one remote attempt may take (connect and answer).
 ASSISTANT_TIMEOUT_SECONDS = env_float("ASSISTANT_TIMEOUT_SECONDS", 10)
+# The largest answer read from the assistant runtime (webhook or OpenAI-compatible): a larger one is refused, counted
+# while it is read, whatever its framing (ops/bounded.py).
+ASSISTANT_MAX_ANSWER_BYTES = env_int("ASSISTANT_MAX_ANSWER_BYTES", 1_000_000)
 # How many of the latest thread messages (this one included) go to a remote assistant.
 ASSISTANT_THREAD_MESSAGES = env_int("ASSISTANT_THREAD_MESSAGES", 20)
 
@@ -472,6 +475,9 @@ MAIL_CALENDAR_TIMEOUT_SECONDS = env_float("MAIL_CALENDAR_TIMEOUT_SECONDS", 15)
 # Whether IMAP/SMTP without TLS and http:// CalDAV are accepted: the app password would travel in clear. On in
 # development and tests (local servers without certificates); off in production.
 MAIL_CALENDAR_ALLOW_PLAINTEXT = env_bool("MAIL_CALENDAR_ALLOW_PLAINTEXT", DEBUG or TESTING)
+# The most one mail or calendar operation (an IMAP session, an SMTP session, a CalDAV operation of a few requests)
+# may read from the server, all its answers together, counted while they are read (ops/bounded.py).
+MAIL_CALENDAR_MAX_ANSWER_BYTES = env_int("MAIL_CALENDAR_MAX_ANSWER_BYTES", 10_000_000)
 # The tool-calling loop of the openai backend: at most this many rounds of tool calls, and this long in all.
 ASSISTANT_TOOL_ROUNDS = env_int("ASSISTANT_TOOL_ROUNDS", 6)
 ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
@@ -525,6 +531,8 @@ TELEGRAM_WEBHOOK_SECRET = env_str("TELEGRAM_WEBHOOK_SECRET").strip()
 TELEGRAM_API_BASE_URL = env_str("TELEGRAM_API_BASE_URL", "https://api.telegram.org").rstrip("/")
 # How long one call to a provider may take before it counts as failed (and, for a send, retryable).
 CHANNEL_TIMEOUT_SECONDS = env_float("CHANNEL_TIMEOUT_SECONDS", 10)
+# The largest answer read from a provider's API (Twilio, Meta, Telegram, BlueBubbles), counted while it is read.
+CHANNEL_MAX_ANSWER_BYTES = env_int("CHANNEL_MAX_ANSWER_BYTES", 1_000_000)
 # The largest callback body a provider's request may have; anything bigger is refused (413) unread.
 CHANNEL_MAX_BODY_BYTES = env_int("CHANNEL_MAX_BODY_BYTES", 262144)
 # Each web process remembers the linked addresses it heard from lately (their row, person and thread) for this long,

@@ -1,10 +1,11 @@
 """A person's CalDAV calendar (iCloud, Fastmail, Nextcloud, Radicale, ...) through the `caldav` library; events read
 and written with `icalendar`, repeating ones expanded with `recurring_ical_events`.
 
-The HTTP session is caldav's own (niquests), with two changes: the host's name resolves only to the addresses we
-checked (connections.network), and no proxy, .netrc or DNS service discovery from the environment. Each exchange
-runs in a thread of its own and is abandoned at the deadline: a per-request timeout bounds one read, not a server
-that answers a byte at a time.
+The HTTP session is caldav's own (niquests), with three changes: the host's name resolves only to the addresses we
+checked (connections.network); no proxy, .netrc or DNS service discovery from the environment; and every answer's
+body is read through one bound per operation (ops/bounded.py: MAIL_CALENDAR_MAX_ANSWER_BYTES in all, by the
+deadline), however it is framed: an answer in endless chunks is cut off at the budget, a trickling one at the
+deadline, its connection closed. Each operation runs in a thread of its own, which the bound ends by the deadline.
 
 Times cross this module as aware datetimes; the tool layer turns them into the person's time zone. An event the
 calendar holds in another zone is shown in the person's, with its own zone named.
@@ -19,9 +20,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from dateutil.rrule import rrulestr
+from django.conf import settings
 
 from connections.network import ServiceError, plaintext_allowed, resolve
 from connections.threads import StillRunning, in_own_thread
+from ops.bounded import Bound, bound_session
 
 if TYPE_CHECKING:
     from caldav.davclient import DAVClient
@@ -33,7 +36,6 @@ MAX_EVENTS = 50
 MAX_SUMMARY = 255
 MAX_LOCATION = 255
 MAX_URL_LENGTH = 2000
-MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # one CalDAV answer; a calendar's REPORT for 92 days is far below it
 
 
 @dataclass(frozen=True)
@@ -91,26 +93,33 @@ def _client(server: CalendarServer, seconds: float) -> "DAVClient":
     session = niquests.Session(resolver=f"in-memory://default/?hosts={pinned}")
     session.trust_env = False  # no proxy variables, no .netrc: only the person's credentials, only to this host
     session.max_redirects = 3
-    session.hooks.setdefault("response", []).append(_refuse_large_answers)
-    client.session = session
+    client.session = bound_session(session, _SERVER, max_bytes=settings.MAIL_CALENDAR_MAX_ANSWER_BYTES)
     return client
 
 
-def _refuse_large_answers(response: Any, *args: Any, **kwargs: Any) -> Any:
-    """Before the body is read: an answer that says it is larger than MAX_RESPONSE_BYTES is not read at all. (An
-    answer without a length is read whole; the deadline still bounds it.)"""
-    length = response.headers.get("Content-Length", "")
-    if length.isdigit() and int(length) > MAX_RESPONSE_BYTES:
-        response.close()
-        raise ServiceError(f"The CalDAV server's answer is larger than {MAX_RESPONSE_BYTES // 1024 // 1024} MB.")
-    return response
+_SERVER = "The CalDAV server"
 
 
 def _bounded[T](work: Callable[[], T], seconds: float, *, oauth: bool = False) -> T:
+    """``work()`` under one bound: every answer it reads counts against MAIL_CALENDAR_MAX_ANSWER_BYTES, and the
+    connection it reads from is shut when ``seconds`` have passed."""
+
+    def bounded_work() -> T:
+        with Bound(_SERVER, max_bytes=settings.MAIL_CALENDAR_MAX_ANSWER_BYTES, seconds=seconds) as bound:
+            try:
+                return work()
+            except BaseException as error:
+                exceeded = bound.explain(error)
+                if exceeded is not None:
+                    raise ServiceError(str(exceeded)) from None
+                raise
+
     try:
-        return in_own_thread(work, name="caldav", seconds=max(seconds, 0.0) + 0.2)
+        # The bound ends the work by the deadline once an answer's headers are in; the wait's own limit covers a
+        # server still sending its headers (each read bounded by the time left).
+        return in_own_thread(bounded_work, name="caldav", seconds=max(seconds, 0.0) + 0.2)
     except StillRunning:
-        raise ServiceError("The CalDAV server did not answer in time.") from None
+        raise ServiceError(f"{_SERVER} did not answer in time.") from None
     except BaseException as error:
         raise _failure(error, oauth=oauth) from None
 

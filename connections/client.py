@@ -22,6 +22,7 @@ from mcp.types import PaginatedRequestParams
 
 from connections.addresses import GuardedBackend
 from connections.threads import in_own_thread
+from ops.bounded import Bound, TooLarge, TooSlow
 
 MAX_RESULT_CHARACTERS = 20_000
 MAX_PAGES = 50  # of tools/list: a server that pages forever is cut off there
@@ -37,32 +38,24 @@ class AuthenticationRequired(McpError):
 
 
 class _AnswerTooLarge(httpx2.StreamError):
-    """Raised inside the SDK's reading of a body; the session's _Budget remembers it to explain the failure."""
-
-
-class _Budget:
-    """The bytes one session may read from the server, all answers together (MCP_MAX_ANSWER_BYTES): counted as they
-    arrive, so an answer of 100 MB is cut off at the limit instead of being read into memory first."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.left = limit
-        self.exceeded = False
-
-    def spend(self, size: int) -> None:
-        self.left -= size
-        if self.left < 0:
-            self.exceeded = True
-            raise _AnswerTooLarge(f"the server's answer is larger than {self.limit} bytes")
+    """Raised inside the SDK's reading of a body; the session's Bound remembers why, to explain the failure."""
 
 
 class _CappedStream(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream, budget: _Budget) -> None:
-        self._inner, self._budget = inner, budget
+    """A body read through the session's bound: MCP_MAX_ANSWER_BYTES for all the session's answers together,
+    counted as they arrive, so an answer of 100 MB is cut off at the limit instead of being read into memory."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, bound: Bound) -> None:
+        self._inner, self._bound = inner, bound
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._inner:
-            self._budget.spend(len(chunk))
+            try:
+                self._bound.spend(len(chunk))
+            except TooLarge as error:
+                raise _AnswerTooLarge(str(error)) from None
+            except TooSlow:
+                raise TimeoutError from None
             yield chunk
 
     async def aclose(self) -> None:
@@ -70,11 +63,11 @@ class _CappedStream(httpx2.AsyncByteStream):
 
 
 class _CappedTransport(httpx2.AsyncHTTPTransport):
-    """httpx2's transport, every response body read through the session's budget."""
+    """httpx2's transport, every response body read through the session's bound."""
 
-    def __init__(self, budget: _Budget) -> None:
+    def __init__(self, bound: Bound) -> None:
         super().__init__(trust_env=False)
-        self._budget = budget
+        self._bound = bound
         # The same pool httpx2 builds, with our network backend: every TCP connection goes to a checked address.
         self._pool = httpcore2.AsyncConnectionPool(
             ssl_context=self._pool._ssl_context, network_backend=GuardedBackend()
@@ -86,7 +79,7 @@ class _CappedTransport(httpx2.AsyncHTTPTransport):
         return httpx2.Response(
             status_code=response.status_code,
             headers=response.headers,
-            stream=_CappedStream(response.stream, self._budget),
+            stream=_CappedStream(response.stream, self._bound),
             extensions=response.extensions,
         )
 
@@ -140,19 +133,20 @@ class _Statuses:
 _WEB_PAGES = ("text/html", "application/xhtml+xml")
 
 
-def bounded_http_client(timeout: float, limit: int) -> tuple[httpx2.AsyncClient, "_Budget"]:
+def bounded_http_client(timeout: float, limit: int, what: str = "The server") -> tuple[httpx2.AsyncClient, Bound]:
     """An httpx2 client for other exchanges with a person's servers (OAuth discovery and tokens,
     connections/oauth/): every TCP connection to a checked address, no redirects followed, every answer read through
-    a budget of ``limit`` bytes (``budget.exceeded`` says when that cut an answer off)."""
-    budget = _Budget(limit)
+    a bound of ``limit`` bytes (ops/bounded.py; ``bound.exceeded`` says when that cut an answer off). The deadline is
+    the caller's (anyio.fail_after): the bound's own is a second later."""
+    bound = Bound(what, max_bytes=limit, seconds=timeout + 1)
     http = httpx2.AsyncClient(
-        timeout=httpx2.Timeout(timeout), transport=_CappedTransport(budget), trust_env=False, follow_redirects=False
+        timeout=httpx2.Timeout(timeout), transport=_CappedTransport(bound), trust_env=False, follow_redirects=False
     )
-    return http, budget
+    return http, bound
 
 
 def _http_client(
-    api_key: str, extra_headers: dict[str, str], timeout: float, statuses: _Statuses, budget: _Budget
+    api_key: str, extra_headers: dict[str, str], timeout: float, statuses: _Statuses, bound: Bound
 ) -> httpx2.AsyncClient:
     headers = dict(extra_headers)
     if api_key:
@@ -160,7 +154,7 @@ def _http_client(
     return httpx2.AsyncClient(
         headers=headers,
         timeout=httpx2.Timeout(timeout),
-        transport=_CappedTransport(budget),
+        transport=_CappedTransport(bound),
         trust_env=False,
         event_hooks={"response": [statuses]},
     )
@@ -174,13 +168,14 @@ def _run[T](
     extra_headers: dict[str, str] | None = None,
 ) -> T:
     statuses = _Statuses()
-    budget = _Budget(settings.MCP_MAX_ANSWER_BYTES)
+    # The deadline is anyio's (it cancels the reads); the bound counts the bytes.
+    bound = Bound("The MCP server", max_bytes=settings.MCP_MAX_ANSWER_BYTES, seconds=timeout + 1)
 
     async def session() -> T:
         with anyio.fail_after(timeout):
             async with (
-                _http_client(api_key, extra_headers or {}, timeout, statuses, budget) as http,
-                streamable_http_client(url, http_client=http, max_sse_event_size=budget.limit) as (read, write),
+                _http_client(api_key, extra_headers or {}, timeout, statuses, bound) as http,
+                streamable_http_client(url, http_client=http, max_sse_event_size=bound.max_bytes) as (read, write),
                 ClientSession(read, write, read_timeout_seconds=timeout) as mcp,
             ):
                 await mcp.initialize()
@@ -193,15 +188,9 @@ def _run[T](
     except McpError:
         raise
     except BaseException as error:  # anyio wraps what failed inside the session in exception groups
-        if budget.exceeded:
-            raise McpError(
-                f"The MCP server's answer is larger than {_megabytes(budget.limit)}, the most this server reads."
-            ) from None
+        if isinstance(bound.exceeded, TooLarge):
+            raise McpError(str(bound.exceeded)) from None
         raise _explained(error, statuses) from None
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / 1_000_000:.3g} MB"
 
 
 def _leaves(error: BaseException) -> list[BaseException]:

@@ -25,11 +25,13 @@ from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses, make_msgid
 from typing import Any
 
+from django.conf import settings
 from imapclient import IMAPClient, imap4, tls
 from imapclient import exceptions as imap_errors
 from imapclient.imapclient import DRAFTS
 
-from connections.network import ServiceError, Watchdog, connect, tls_context
+from connections.network import ServiceError, connect, tls_context
+from ops.bounded import Bound, BoundedFile, TooLarge
 
 READ_BYTES = 64 * 1024  # of the one text part mail_read fetches
 HTML_READ_BYTES = 256 * 1024  # HTML says the same in more bytes
@@ -70,64 +72,89 @@ _TOO_LARGE = "The IMAP server sent {size:,} bytes where at most {limit:,} may be
 
 class _BoundedLiterals(imaplib.IMAP4):
     """imaplib reads a literal ({n} bytes) whole, whatever n the server announces: a server that answers a partial
-    FETCH with 20 MB would be read into memory. Over MAX_LITERAL_BYTES the session ends instead."""
+    FETCH with 20 MB would be read into memory. Over MAX_LITERAL_BYTES the session ends instead. Every line and
+    literal read is counted against the session's bound: imaplib keeps each untagged line until the command ends,
+    so a server sending them without end would otherwise fill memory."""
+
+    _bound: Bound
 
     def read(self, size: int) -> bytes:
         if size > MAX_LITERAL_BYTES:
             raise self.abort(_TOO_LARGE.format(size=size, limit=MAX_LITERAL_BYTES))
-        return super().read(size)
+        data = super().read(size)
+        self._bound.spend(len(data))
+        return data
+
+    def readline(self) -> bytes:
+        line = super().readline()
+        self._bound.spend(len(line))
+        return line
 
 
 class _GuardedIMAP4(_BoundedLiterals, imap4.IMAP4WithTimeout):
-    def __init__(self, host: str, port: int, timeout: float | None, watchdog: Watchdog) -> None:
-        self._watchdog = watchdog  # before the base class connects and reads the greeting
+    def __init__(self, host: str, port: int, timeout: float | None, bound: Bound) -> None:
+        self._bound = bound  # before the base class connects and reads the greeting
         imap4.IMAP4WithTimeout.__init__(self, host, port, timeout)
 
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
-        return connect(self.host, self.port, timeout or self._timeout or 10, "IMAP", self._watchdog)
+        return connect(self.host, self.port, timeout or self._timeout or 10, "IMAP", self._bound)
 
 
 class _GuardedIMAP4TLS(_BoundedLiterals, tls.IMAP4_TLS):
-    def __init__(
-        self, host: str, port: int, context: ssl.SSLContext, timeout: float | None, watchdog: Watchdog
-    ) -> None:
-        self._watchdog = watchdog
+    def __init__(self, host: str, port: int, context: ssl.SSLContext, timeout: float | None, bound: Bound) -> None:
+        self._bound = bound
         tls.IMAP4_TLS.__init__(self, host, port, context, timeout)
 
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
-        sock = connect(self.host, self.port, timeout or self._timeout or 10, "IMAP", self._watchdog)
+        sock = connect(self.host, self.port, timeout or self._timeout or 10, "IMAP", self._bound)
         return tls.wrap_socket(sock, self.ssl_context, self.host)
 
 
 class _Client(IMAPClient):
-    """IMAPClient whose socket goes through connections.network (checked address, timeout, the watchdog)."""
+    """IMAPClient whose socket goes through connections.network (checked address, timeout, the session's bound)."""
 
-    def __init__(self, watchdog: Watchdog, *args: Any, **kwargs: Any) -> None:
-        self._watchdog = watchdog  # IMAPClient's constructor connects
+    def __init__(self, bound: Bound, *args: Any, **kwargs: Any) -> None:
+        self._bound = bound  # IMAPClient's constructor connects
         super().__init__(*args, **kwargs)
 
     def _create_IMAP4(self) -> imaplib.IMAP4:
         timeout = getattr(self._timeout, "connect", None)
         if self.ssl:
-            return _GuardedIMAP4TLS(self.host, self.port, self.ssl_context, timeout, self._watchdog)
-        return _GuardedIMAP4(self.host, self.port, timeout, self._watchdog)
+            return _GuardedIMAP4TLS(self.host, self.port, self.ssl_context, timeout, self._bound)
+        return _GuardedIMAP4(self.host, self.port, timeout, self._bound)
 
 
 class _GuardedSMTP(smtplib.SMTP):
-    def __init__(self, watchdog: Watchdog, *args: Any, **kwargs: Any) -> None:
-        self._watchdog = watchdog  # smtplib's constructor connects and reads the greeting
-        super().__init__(*args, **kwargs)
+    """smtplib keeps every line of a reply until its last: a server that continues one ("250-...") without end would
+    fill memory. Replies are read through the session's bound."""
+
+    def __init__(self, bound: Bound, *args: Any, **kwargs: Any) -> None:
+        self._bound = bound  # smtplib's constructor connects and reads the greeting
+        try:
+            super().__init__(*args, **kwargs)
+        except BaseException:
+            self.close()  # smtplib leaves the socket open when the greeting fails
+            raise
 
     def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
-        return connect(host, port, timeout, "SMTP", self._watchdog)
+        return connect(host, port, timeout, "SMTP", self._bound)
+
+    def getreply(self) -> tuple[int, bytes]:
+        if self.file is None and self.sock is not None:  # smtplib makes it here, and again after STARTTLS
+            self.file = BoundedFile(self.sock.makefile("rb"), self._bound)
+        return super().getreply()
 
 
 class _GuardedSMTPSSL(smtplib.SMTP_SSL, _GuardedSMTP):
     """SMTP_SSL wraps what _GuardedSMTP._get_socket opened (the MRO puts ours under SMTP_SSL's)."""
 
-    def __init__(self, watchdog: Watchdog, *args: Any, **kwargs: Any) -> None:
-        self._watchdog = watchdog
-        smtplib.SMTP_SSL.__init__(self, *args, **kwargs)
+    def __init__(self, bound: Bound, *args: Any, **kwargs: Any) -> None:
+        self._bound = bound
+        try:
+            smtplib.SMTP_SSL.__init__(self, *args, **kwargs)
+        except BaseException:
+            self.close()
+            raise
 
 
 def _short(text: object, limit: int = 200) -> str:
@@ -137,11 +164,16 @@ def _short(text: object, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _failure(error: BaseException, protocol: str, host: str, dog: Watchdog, *, oauth: bool = False) -> ServiceError:
+def _failure(
+    error: BaseException, protocol: str, host: str, bound: Bound, *, oauth: bool = False
+) -> ServiceError:
     """The sentence for what went wrong talking to the server (``oauth``: it was logged in to with a token)."""
     if isinstance(error, ServiceError):
         return error
-    if dog.fired or isinstance(error, (TimeoutError, socket.timeout)):
+    exceeded = bound.explain(error)
+    if isinstance(exceeded, TooLarge):
+        return ServiceError(str(exceeded))
+    if exceeded is not None or isinstance(error, (TimeoutError, socket.timeout)):
         return ServiceError(f"The {protocol} server {host} did not answer in time.")
     if isinstance(error, (imap_errors.LoginError, smtplib.SMTPAuthenticationError)) and oauth:
         return ServiceError(f"The {protocol} server refused the sign-in token.", authentication=True)
@@ -183,14 +215,24 @@ def _failure(error: BaseException, protocol: str, host: str, dog: Watchdog, *, o
     raise error
 
 
+def _bound(protocol: str, host: str, seconds: float) -> Bound:
+    """One session's bound: MAIL_CALENDAR_MAX_ANSWER_BYTES from the server in all, the socket shut at the deadline."""
+    return Bound(f"The {protocol} server {host}", max_bytes=settings.MAIL_CALENDAR_MAX_ANSWER_BYTES, seconds=seconds)
+
+
+def _over(bound: Bound) -> bool:
+    """Whether the session passed its bound: then it is cut, not logged out (which would read on)."""
+    return bound.exceeded is not None or bound.expired
+
+
 @contextmanager
 def imap_session(server: MailServer, seconds: float) -> Iterator[IMAPClient]:
     """A logged-in IMAP session that ends by the deadline (``seconds`` from now)."""
-    with Watchdog(seconds) as dog:
+    with _bound("IMAP", server.imap_host, seconds) as bound:
         client: IMAPClient | None = None
         try:
             client = _Client(
-                dog,
+                bound,
                 server.imap_host,
                 port=server.imap_port,
                 ssl=server.imap_security == "ssl",
@@ -205,23 +247,25 @@ def imap_session(server: MailServer, seconds: float) -> Iterator[IMAPClient]:
                 client.login(server.username, server.password)
             yield client
         except Exception as error:
-            raise _failure(error, "IMAP", server.imap_host, dog, oauth=bool(server.oauth_token)) from None
+            raise _failure(error, "IMAP", server.imap_host, bound, oauth=bool(server.oauth_token)) from None
         finally:
             if client is not None:
                 with suppress(Exception):  # the session is over either way
-                    client.shutdown() if dog.fired else client.logout()
+                    client.shutdown() if _over(bound) else client.logout()
 
 
 @contextmanager
 def smtp_session(server: MailServer, seconds: float) -> Iterator[smtplib.SMTP]:
-    with Watchdog(seconds) as dog:
+    with _bound("SMTP", server.smtp_host, seconds) as bound:
         smtp: smtplib.SMTP | None = None
         try:
             timeout = max(seconds, 0.1)
             if server.smtp_security == "ssl":
-                smtp = _GuardedSMTPSSL(dog, server.smtp_host, server.smtp_port, timeout=timeout, context=tls_context())
+                smtp = _GuardedSMTPSSL(
+                    bound, server.smtp_host, server.smtp_port, timeout=timeout, context=tls_context()
+                )
             else:
-                smtp = _GuardedSMTP(dog, server.smtp_host, server.smtp_port, timeout=timeout)
+                smtp = _GuardedSMTP(bound, server.smtp_host, server.smtp_port, timeout=timeout)
             smtp.ehlo()
             if server.smtp_security == "starttls":
                 smtp.starttls(context=tls_context())
@@ -232,11 +276,11 @@ def smtp_session(server: MailServer, seconds: float) -> Iterator[smtplib.SMTP]:
                 smtp.login(server.username, server.password)
             yield smtp
         except Exception as error:
-            raise _failure(error, "SMTP", server.smtp_host, dog, oauth=bool(server.oauth_token)) from None
+            raise _failure(error, "SMTP", server.smtp_host, bound, oauth=bool(server.oauth_token)) from None
         finally:
             if smtp is not None:
                 with suppress(Exception):
-                    smtp.close() if dog.fired else smtp.quit()
+                    smtp.close() if _over(bound) else smtp.quit()
 
 
 def _smtp_xoauth2(smtp: smtplib.SMTP, user: str, token: str) -> None:

@@ -8,20 +8,19 @@ name that resolves elsewhere a moment later (DNS rebinding) reaches nothing insi
 Unencrypted IMAP, SMTP and http:// CalDAV are refused unless MAIL_CALENDAR_ALLOW_PLAINTEXT is on: the person's
 app password would cross the network in clear.
 
-Every exchange has a deadline; ``Watchdog`` shuts the socket down when it passes, so a server that trickles bytes
-cannot hold a worker past it (a socket timeout alone bounds one read, not the exchange).
+Every exchange has a deadline and a byte budget (ops/bounded.py): the bound given to ``connect`` shuts the socket
+down when the deadline passes, so a server that trickles bytes cannot hold a worker past it (a socket timeout alone
+bounds one read, not the exchange).
 """
 
-import contextlib
 import socket
 import ssl
-import threading
 import time
-from types import TracebackType
 
 from django.conf import settings
 
 from connections.addresses import is_public, private_allowed
+from ops.bounded import Bound
 
 MAX_HOST_LENGTH = 253
 
@@ -70,9 +69,9 @@ def resolve(host: str, port: int, label: str) -> list[tuple[int, str]]:
     return found
 
 
-def connect(host: str, port: int, timeout: float, label: str, watchdog: "Watchdog | None" = None) -> socket.socket:
+def connect(host: str, port: int, timeout: float, label: str, bound: Bound | None = None) -> socket.socket:
     """A TCP socket to a checked address of the host, or ServiceError (unreachable, refused address, timeout);
-    watched by the watchdog from the start, when there is one."""
+    watched by the bound from the start (its deadline shuts it down), when there is one."""
     deadline = time.monotonic() + timeout
     last: OSError | None = None
     for family, ip in resolve(host, port, label)[:4]:
@@ -87,7 +86,7 @@ def connect(host: str, port: int, timeout: float, label: str, watchdog: "Watchdo
             sock.close()
             last = error
             continue
-        return watchdog.watch(sock) if watchdog is not None else sock
+        return bound.watch(sock) if bound is not None else sock
     if isinstance(last, TimeoutError) or last is None:
         raise ServiceError(f"The {label} server {host}:{port} did not answer in time.")
     raise ServiceError(f"Could not connect to the {label} server {host}:{port} (refused or unreachable).")
@@ -95,50 +94,3 @@ def connect(host: str, port: int, timeout: float, label: str, watchdog: "Watchdo
 
 def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
-
-
-class Watchdog:
-    """Shuts a connection down at a deadline, so every blocked read or write on it returns at once.
-
-    It holds a duplicate of each socket's descriptor, taken when the socket is opened: shutting that down ends the
-    TCP connection itself, whatever object reads from it by then (a TLS wrapper, the socket STARTTLS put in place),
-    and even while the server's greeting or the TLS handshake is still being waited for."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = max(seconds, 0.0)
-        self.fired = False
-        self._lock = threading.Lock()
-        self._duplicates: list[socket.socket] = []
-        self._timer = threading.Timer(self.seconds, self._fire)
-        self._timer.daemon = True
-
-    def watch(self, sock: socket.socket) -> socket.socket:
-        with self._lock:
-            self._duplicates.append(sock.dup())
-            if self.fired:  # opened after the deadline passed
-                self._shut(self._duplicates[-1])
-        return sock
-
-    @staticmethod
-    def _shut(duplicate: socket.socket) -> None:
-        with contextlib.suppress(OSError):  # already closed by the other side
-            duplicate.shutdown(socket.SHUT_RDWR)
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.fired = True
-            for duplicate in self._duplicates:
-                self._shut(duplicate)
-
-    def __enter__(self) -> "Watchdog":
-        self._timer.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self._timer.cancel()
-        with self._lock:
-            for duplicate in self._duplicates:
-                duplicate.close()
-            self._duplicates.clear()

@@ -19,7 +19,14 @@ def call(provider: str, url: str, body: dict[str, Any], headers: dict[str, str] 
     """POST ``body`` as JSON and return the decoded JSON answer of a 2xx; SendError otherwise (retryable when the
     provider did not answer, or answered 5xx, 408, 425 or 429)."""
     try:
-        response = post_json(url, json.dumps(body).encode(), headers or {}, settings.CHANNEL_TIMEOUT_SECONDS)
+        response = post_json(
+            url,
+            json.dumps(body).encode(),
+            headers or {},
+            settings.CHANNEL_TIMEOUT_SECONDS,
+            max_bytes=settings.CHANNEL_MAX_ANSWER_BYTES,
+            server=provider,
+        )
     except TransientFailure as error:
         raise SendError(f"{provider}: {error}", retryable=True) from None
     except DeliveryFailure as error:

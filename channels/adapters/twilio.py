@@ -39,6 +39,7 @@ from channels.adapters.base import (
     no_template,
     template_variable,
 )
+from ops.bounded import TooLarge, TooSlow, bound_session
 
 INBOUND_PATH = "/channels/twilio/inbound"
 STATUS_PATH = "/channels/twilio/status"
@@ -87,6 +88,9 @@ def _client() -> Client:
     assert http_client.session is not None
     for scheme in ("https://", "http://"):
         http_client.session.mount(scheme, pool)
+    # Every answer read through a bound (ops/bounded.py): CHANNEL_MAX_ANSWER_BYTES, and CHANNEL_TIMEOUT_SECONDS for
+    # the whole exchange rather than for each read.
+    bound_session(http_client.session, "Twilio", max_bytes=settings.CHANNEL_MAX_ANSWER_BYTES)
     # environment={}: TWILIO_EDGE / TWILIO_REGION in the process environment would move the host elsewhere.
     client = Client(settings.TWILIO_ACCOUNT_SID, settings.TWILIO_AUTH_TOKEN, http_client=http_client, environment={})
     client.api.base_url = settings.TWILIO_API_BASE_URL  # tests point it at a local server
@@ -156,7 +160,9 @@ class TwilioAdapter:
             raise SendError(
                 f"Twilio answered HTTP {error.status}: {error.code} {error.msg}"[:300], retryable=retryable
             ) from None
-        except requests.RequestException as error:
+        except TooLarge as error:
+            raise SendError(str(error), retryable=False) from None
+        except (requests.RequestException, TooSlow) as error:
             raise SendError(f"Twilio did not answer: {type(error).__name__}.", retryable=True) from None
         except TwilioException as error:
             raise SendError(f"Twilio: {type(error).__name__}.", retryable=True) from None

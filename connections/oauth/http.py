@@ -22,6 +22,7 @@ from django.conf import settings
 from connections.addresses import RefusedUrl, check_resolved, check_url
 from connections.client import bounded_http_client
 from connections.threads import in_own_thread
+from ops.bounded import TooLarge
 
 
 class OAuthHttpError(Exception):
@@ -85,7 +86,7 @@ def exchange(
     application/x-www-form-urlencoded body, ``body`` a JSON one."""
     checked = check_endpoint(url, label, secure=secure)
     timeout = float(settings.OAUTH_TIMEOUT_SECONDS)
-    http, budget = bounded_http_client(timeout, int(settings.OAUTH_MAX_ANSWER_BYTES))
+    http, bound = bounded_http_client(timeout, int(settings.OAUTH_MAX_ANSWER_BYTES), f"The {label}")
     sent = {"Accept": "application/json", **(headers or {})}
     if form is not None:
         sent["Content-Type"] = "application/x-www-form-urlencoded"
@@ -103,7 +104,8 @@ def exchange(
     except BaseException as error:
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             raise
-        raise OAuthHttpError(_explained(error, label, budget.exceeded, budget.limit)) from None
+        too_large = isinstance(bound.exceeded, TooLarge)
+        raise OAuthHttpError(_explained(error, label, too_large, bound.max_bytes)) from None
 
 
 def _explained(error: BaseException, label: str, too_large: bool, limit: int) -> str:

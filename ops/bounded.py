@@ -1,0 +1,349 @@
+"""Bounds on what we read from servers other people run: at most so many bytes, and nothing after a deadline,
+whatever the answer's framing (a Content-Length, chunks without end, no length at all, one byte a second).
+
+One ``Bound`` per exchange (or per session of several requests that share one budget): every byte the protocol
+client reads is counted by ``spend``; past the budget or the deadline the reading stops with ``TooLarge`` or
+``TooSlow``, and the caller closes the connection. A socket handed to ``watch`` is shut down when the deadline
+passes, so a read blocked on a server that trickles returns at once and no thread goes on reading after its caller
+gave up (a socket timeout bounds one read, not the exchange).
+
+The protocol clients reach it through small adapters here:
+
+- requests and niquests (CalDAV, Twilio): ``bound_session`` wraps a session's transport adapters so that every
+  answer's body is read through a bound before the library (or its redirect handling) sees it;
+- file objects (imaplib, smtplib): ``BoundedFile``;
+- httpx streams (MCP): ``chunks_async``;
+- http.client (the assistant runtime, the JSON providers): ``Bound.watch`` and ``Bound.spend`` directly.
+
+What each bound is set to, and why, is listed in docs/explanation/limits.md.
+"""
+
+import contextlib
+import contextvars
+import heapq
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from types import TracebackType
+from typing import Any
+
+log = logging.getLogger("ops.bounded")
+
+CHUNK_BYTES = 64 * 1024  # read at a time from a response body
+
+
+class Exceeded(Exception):
+    """The answer went past its bound; ``str()`` is a sentence for the person, ``read`` the bytes read by then."""
+
+    def __init__(self, bound: "Bound", message: str) -> None:
+        super().__init__(message)
+        self.bound = bound
+        self.read = bound.read
+
+
+class TooLarge(Exceeded):
+    """More bytes than the bound allows."""
+
+
+class TooSlow(Exceeded):
+    """The deadline passed before the answer was whole."""
+
+
+def size_text(size: int) -> str:
+    """A byte count as people read it: 1 MB, 10.5 MB, 64 kB."""
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:.3g} MB"
+    return f"{size / 1000:.3g} kB"
+
+
+_current: contextvars.ContextVar["Bound | None"] = contextvars.ContextVar("bound", default=None)
+
+
+def current() -> "Bound | None":
+    """The bound the running code entered with ``with bound:``, if any."""
+    return _current.get()
+
+
+class Bound:
+    """A byte budget and a deadline for reading one server's answers. ``what`` names the server in the refusal
+    ("The CalDAV server")."""
+
+    def __init__(self, what: str, *, max_bytes: int, seconds: float) -> None:
+        self.what = what
+        self.max_bytes = max_bytes
+        self.seconds = max(float(seconds), 0.0)
+        self.ends_at = time.monotonic() + self.seconds
+        self.read = 0
+        self.exceeded: Exceeded | None = None
+        self._watches: list[_Watch] = []
+        self._lock = threading.Lock()
+        self._token: contextvars.Token[Bound | None] | None = None
+
+    # Counting ----------------------------------------------------------------------------------------------------
+
+    def left(self) -> float:
+        """Seconds until the deadline; TooSlow when it has passed."""
+        left = self.ends_at - time.monotonic()
+        if left <= 0:
+            raise self._refuse(TooSlow)
+        return left
+
+    def spend(self, size: int) -> None:
+        """Count ``size`` bytes just read; TooLarge past the budget, TooSlow past the deadline."""
+        self.read += size
+        if self.read > self.max_bytes:
+            raise self._refuse(TooLarge)
+        if time.monotonic() >= self.ends_at:
+            raise self._refuse(TooSlow)
+
+    def announced(self, size: int) -> None:
+        """An answer says it will be ``size`` bytes long: TooLarge now, unread, when that cannot fit."""
+        if self.read + size > self.max_bytes:
+            raise self._refuse(TooLarge)
+
+    @property
+    def expired(self) -> bool:
+        """Whether the deadline has passed (a watched socket was, or is about to be, shut down)."""
+        return time.monotonic() >= self.ends_at or any(watch.fired for watch in self._watches)
+
+    def refusal(self, kind: type[Exceeded] | None = None) -> str:
+        """The sentence for the person: what was refused, and the bound it passed."""
+        if kind is None:
+            kind = type(self.exceeded) if self.exceeded is not None else TooSlow
+        if kind is TooLarge:
+            return f"{self.what}'s answer is larger than {size_text(self.max_bytes)}, the most this server reads."
+        return f"{self.what} did not answer in time."
+
+    def explain(self, error: BaseException) -> Exceeded | None:
+        """The bound an exception from the protocol client comes from: itself when it is one, TooSlow when the
+        deadline shut the socket under the client (which then reports a reset or a closed connection), else None."""
+        if isinstance(error, Exceeded):
+            return error
+        if self.exceeded is not None:
+            return self.exceeded
+        if self.expired:
+            return self._refuse(TooSlow)
+        return None
+
+    def _refuse(self, kind: type[Exceeded]) -> Exceeded:
+        if self.exceeded is None:
+            self.exceeded = kind(self, self.refusal(kind))
+            # The figures are in the message: the JSON log keeps the message, not extra fields.
+            log.warning(
+                "bounded.refused: %s, %s after reading %d bytes (at most %d, %.1f s)",
+                self.what,
+                kind.__name__,
+                self.read,
+                self.max_bytes,
+                self.seconds,
+            )
+        return self.exceeded
+
+    # Watching sockets --------------------------------------------------------------------------------------------
+
+    def watch(self, sock: socket.socket) -> socket.socket:
+        """Shut the socket's connection down at the deadline (at once if it has passed). Works for a TLS socket,
+        and goes on working when a library wraps or replaces the socket object (STARTTLS): it holds its own
+        descriptor of the connection, released when the bound's ``with`` block ends (or ``release``)."""
+        try:
+            duplicate = socket.socket(fileno=os.dup(sock.fileno()))
+        except OSError:
+            return sock  # already closed: nothing to watch
+        watch = _Watch(duplicate)
+        with self._lock:
+            self._watches.append(watch)
+        _deadlines.add(watch, self.ends_at)
+        return sock
+
+    def release(self) -> None:
+        """Stop watching this bound's sockets (the exchange is over)."""
+        with self._lock:
+            watches, self._watches = self._watches, []
+        for watch in watches:
+            watch.release()
+
+    def __enter__(self) -> "Bound":
+        self._token = _current.set(self)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
+            self._token = None
+        self.release()
+
+
+class _Watch:
+    __slots__ = ("done", "duplicate", "fired", "lock")
+
+    def __init__(self, duplicate: socket.socket) -> None:
+        self.duplicate = duplicate
+        self.done = False
+        self.fired = False
+        self.lock = threading.Lock()
+
+    def fire(self) -> None:
+        with self.lock:
+            if self.done:
+                return
+            self.fired = True
+            with contextlib.suppress(OSError):  # the other side closed it already
+                self.duplicate.shutdown(socket.SHUT_RDWR)
+
+    def release(self) -> None:
+        with self.lock:
+            if not self.done:
+                self.done = True
+                self.duplicate.close()
+
+
+class _Deadlines:
+    """One thread for the process that fires each watch at its deadline: a heap, no thread per exchange."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, _Watch]] = []
+        self._counter = 0
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def add(self, watch: _Watch, ends_at: float) -> None:
+        with self._changed:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="bounded-deadlines", daemon=True)
+                self._thread.start()
+            self._counter += 1
+            heapq.heappush(self._heap, (ends_at, self._counter, watch))
+            if self._heap[0][2] is watch:
+                self._changed.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    self._changed.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
+                _, _, watch = heapq.heappop(self._heap)
+            watch.fire()
+
+
+_deadlines = _Deadlines()
+
+
+# Adapters for the protocol clients ----------------------------------------------------------------------------------
+
+
+def chunks(source: Iterable[bytes], bound: Bound) -> Iterator[bytes]:
+    """The chunks of a body, each counted before it is passed on."""
+    for chunk in source:
+        bound.spend(len(chunk))
+        yield chunk
+
+
+async def chunks_async(source: AsyncIterable[bytes], bound: Bound) -> AsyncIterator[bytes]:
+    async for chunk in source:
+        bound.spend(len(chunk))
+        yield chunk
+
+
+class BoundedFile:
+    """A binary file object (what ``socket.makefile`` returns) whose reads are counted: for line-oriented clients
+    (imaplib, smtplib) that keep every line a server sends until its reply ends."""
+
+    def __init__(self, raw: Any, bound: Bound) -> None:
+        self._raw = raw
+        self._bound = bound
+
+    def readline(self, limit: int = -1) -> bytes:
+        line: bytes = self._raw.readline(limit)
+        self._bound.spend(len(line))
+        return line
+
+    def read(self, size: int = -1) -> bytes:
+        data: bytes = self._raw.read(size)
+        self._bound.spend(len(data))
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+def _seconds(timeout: Any, fallback: float) -> float:
+    """The whole exchange's time from a requests-style timeout: a number, a (connect, read) pair, or nothing."""
+    if isinstance(timeout, (int, float)):
+        return float(timeout)
+    if isinstance(timeout, tuple):
+        numbers = [float(part) for part in timeout if isinstance(part, (int, float))]
+        return max(numbers) if numbers else fallback
+    return fallback
+
+
+class _BoundedTransport:
+    """Stands in for a requests/niquests transport adapter: the answer's body is read here, through the bound of the
+    ``with`` block the caller entered (one budget for a session of requests) or a fresh one per request, before the
+    session (its hooks, its redirect handling, the caller) reads it."""
+
+    def __init__(self, inner: Any, what: str, max_bytes: int, seconds: float) -> None:
+        self._inner = inner
+        self._what = what
+        self._max_bytes = max_bytes
+        self._seconds = seconds
+
+    def send(self, request: Any, **kwargs: Any) -> Any:
+        bound = current()
+        own = bound is None
+        if bound is None:
+            bound = Bound(self._what, max_bytes=self._max_bytes, seconds=_seconds(kwargs.get("timeout"), self._seconds))
+        try:
+            kwargs["stream"] = True
+            kwargs["timeout"] = bound.left()  # each read at most what is left of the whole
+            response = self._inner.send(request, **kwargs)
+            _read_body(response, bound)
+            return response
+        finally:
+            if own:
+                bound.release()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _read_body(response: Any, bound: Bound) -> None:
+    """Read the body of a streamed requests/niquests response through the bound, into ``response._content``."""
+    connection = getattr(getattr(response, "raw", None), "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if isinstance(sock, socket.socket):
+        bound.watch(sock)
+    parts: list[bytes] = []
+    try:
+        length = str(response.headers.get("Content-Length", ""))
+        if length.isascii() and length.isdigit():
+            bound.announced(int(length))
+        for chunk in response.iter_content(CHUNK_BYTES):
+            bound.spend(len(chunk))
+            parts.append(chunk)
+    except BaseException as error:
+        response.close()  # closes the connection: the server's next write fails
+        exceeded = bound.explain(error)
+        if exceeded is not None:
+            raise exceeded from None
+        raise
+    response._content = b"".join(parts)
+    response._content_consumed = True
+
+
+def bound_session[S](session: S, what: str, *, max_bytes: int, seconds: float = 30.0) -> S:
+    """The session, every answer's body read through a bound: the one entered with ``with bound:`` around the call,
+    else one per request of ``max_bytes`` and the request's ``timeout`` taken as the whole exchange's deadline
+    (``seconds`` when it has none). Call after mounting any transport adapter of your own."""
+    adapters = session.adapters  # type: ignore[attr-defined]
+    for prefix, adapter in list(adapters.items()):
+        if not isinstance(adapter, _BoundedTransport):
+            adapters[prefix] = _BoundedTransport(adapter, what, max_bytes, seconds)
+    return session

@@ -1,0 +1,204 @@
+"""Every answer read from a server someone else runs is bounded in bytes and in time (ops/bounded.py), whatever its
+framing: one test per protocol against a server on 127.0.0.1 that streams without end, fast (chunked 64 KB pieces,
+no length) or a byte at a time. The call returns by its deadline with a clear refusal, the process's memory grows
+by less than 50 MB, and the connection is closed: the server's next write fails soon after the call returns (no
+thread goes on reading after its caller gave up)."""
+
+import json
+
+import pytest
+
+from tests.hostile_servers import endless_http, endless_imap, endless_smtp, peak_growth
+
+MB = 1_000_000
+GROWTH = 50 * MB
+
+
+@pytest.fixture(autouse=True)
+def _libraries_imported():
+    """The clients' libraries imported before memory is measured: their import is not what a test measures."""
+    import caldav.davclient  # noqa: F401
+    import icalendar  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
+    import niquests  # noqa: F401
+    import recurring_ical_events  # noqa: F401
+    import twilio.rest  # noqa: F401
+
+
+def _hung_up_soon(server, measured, within: float = 1.5) -> None:
+    assert server.hung_up.wait(within + 5), "the client kept the connection open"
+    assert server.hung_up_at - measured.ended_at < within, "the client kept reading after the call returned"
+
+
+@pytest.mark.django_db
+def test_a_calendar_server_streaming_without_end_is_refused_at_the_budget(client, v2, settings):
+    """The review's attack: 207, chunked, endless 64 KB chunks. Refused at MAIL_CALENDAR_MAX_ANSWER_BYTES."""
+    settings.MCP_CHECK_TIMEOUT_SECONDS = 10
+    with endless_http(status="207 Multi-Status", content_type="text/xml") as server:
+        body = {"serverUrl": server.url, "username": "a", "password": "b"}
+        measured = peak_growth(
+            lambda: client.post(
+                "/api/v1/connections/calendar",
+                data=json.dumps(body),
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {v2[1]}",
+            )
+        )
+        _hung_up_soon(server, measured)
+    response = measured.result
+    assert response.status_code == 422, response.content
+    assert response.json()["message"] == "The CalDAV server's answer is larger than 10 MB, the most this server reads."
+    assert measured.growth < GROWTH, measured.growth
+    assert measured.seconds < 10
+
+
+@pytest.mark.django_db
+def test_a_calendar_server_that_trickles_is_cut_at_the_deadline(client, v2, settings):
+    settings.MCP_CHECK_TIMEOUT_SECONDS = 2
+    with endless_http(status="207 Multi-Status", content_type="text/xml", drip=True) as server:
+        body = {"serverUrl": server.url, "username": "a", "password": "b"}
+        measured = peak_growth(
+            lambda: client.post(
+                "/api/v1/connections/calendar",
+                data=json.dumps(body),
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {v2[1]}",
+            )
+        )
+        _hung_up_soon(server, measured, within=0.5)
+    assert measured.result.status_code == 422
+    assert measured.result.json()["message"] == "The CalDAV server did not answer in time."
+    assert measured.seconds < 2 + 0.5
+
+
+def test_a_calendar_tool_call_against_an_endless_server_is_bounded(settings):
+    """At tool time (the review: 15 s and 1.2 GB): the same bound."""
+    from datetime import UTC, datetime, timedelta
+
+    from connections.calendars import CalendarServer, list_events
+    from connections.network import ServiceError
+
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    with endless_http(status="207 Multi-Status", content_type="text/xml") as server:
+        calendar = CalendarServer(url=server.url, username="a", password="b", calendar_url=server.url + "cal/")
+        measured = peak_growth(lambda: list_events(calendar, start, start + timedelta(days=7), seconds=5))
+        _hung_up_soon(server, measured)
+    assert isinstance(measured.error, ServiceError)
+    assert "larger than 10 MB" in str(measured.error)
+    assert measured.growth < GROWTH
+
+
+def _mail_server(imap_port: int = 1, smtp_port: int = 1):
+    from connections.mailboxes import MailServer
+
+    return MailServer(
+        address="a@example.test",
+        username="a",
+        password="b",
+        imap_host="127.0.0.1",
+        imap_port=imap_port,
+        imap_security="none",
+        smtp_host="127.0.0.1",
+        smtp_port=smtp_port,
+        smtp_security="none",
+    )
+
+
+def test_an_imap_server_whose_reply_never_ends_is_refused_at_the_budget(settings):
+    from connections.mailboxes import search
+    from connections.network import ServiceError
+
+    settings.MAIL_CALENDAR_MAX_ANSWER_BYTES = 2 * MB
+    with endless_imap() as server:
+        measured = peak_growth(lambda: search(_mail_server(imap_port=server.port), seconds=10))
+        _hung_up_soon(server, measured)
+    assert isinstance(measured.error, ServiceError)
+    assert str(measured.error) == "The IMAP server 127.0.0.1's answer is larger than 2 MB, the most this server reads."
+    assert measured.growth < GROWTH
+    assert measured.seconds < 10
+
+
+def test_an_smtp_greeting_that_never_ends_is_refused_at_the_budget(settings):
+    from connections.mailboxes import smtp_session
+    from connections.network import ServiceError
+
+    settings.MAIL_CALENDAR_MAX_ANSWER_BYTES = 2 * MB
+
+    def session() -> None:
+        with smtp_session(_mail_server(smtp_port=server.port), 10):
+            pass
+
+    with endless_smtp() as server:
+        measured = peak_growth(session)
+        _hung_up_soon(server, measured)
+    assert isinstance(measured.error, ServiceError)
+    assert str(measured.error) == "The SMTP server 127.0.0.1's answer is larger than 2 MB, the most this server reads."
+    assert measured.growth < GROWTH
+
+
+@pytest.mark.parametrize("drip", [False, True], ids=["flood", "drip"])
+def test_an_mcp_server_streaming_without_end_is_bounded(settings, drip):
+    from connections.client import McpError, list_tools
+
+    settings.MCP_MAX_ANSWER_BYTES = 4 * MB
+    with endless_http(drip=drip) as server:
+        measured = peak_growth(lambda: list_tools(server.url + "mcp", timeout=2))
+        _hung_up_soon(server, measured)
+    assert isinstance(measured.error, McpError)
+    expected = "did not answer in time" if drip else "larger than 4 MB"
+    assert expected in str(measured.error)
+    assert measured.growth < GROWTH
+    assert measured.seconds < 2 + 0.5
+
+
+@pytest.mark.parametrize("drip", [False, True], ids=["flood", "drip"])
+def test_the_assistant_runtime_streaming_without_end_is_bounded(settings, drip):
+    from assistant import http
+    from assistant.outcomes import PermanentFailure, TransientFailure
+
+    with endless_http(drip=drip) as server:
+        measured = peak_growth(
+            lambda: http.post_json(
+                server.url, b"{}", {}, 2, max_bytes=settings.ASSISTANT_MAX_ANSWER_BYTES, server="The assistant runtime"
+            )
+        )
+        _hung_up_soon(server, measured)
+    if drip:
+        assert isinstance(measured.error, TransientFailure) and "No response within 2 seconds" in str(measured.error)
+    else:
+        assert isinstance(measured.error, PermanentFailure)
+        assert str(measured.error) == "The assistant runtime's answer is larger than 1 MB, the most this server reads."
+    assert measured.growth < GROWTH
+    assert measured.seconds < 2 + 0.5
+
+
+@pytest.mark.parametrize("drip", [False, True], ids=["flood", "drip"])
+def test_a_twilio_api_streaming_without_end_is_bounded(providers, settings, drip):
+    from channels.adapters import adapter_for
+    from channels.adapters.base import SendError
+
+    with endless_http(status="201 Created", drip=drip) as server:
+        settings.TWILIO_API_BASE_URL = server.url.rstrip("/")
+        measured = peak_growth(lambda: adapter_for("sms").send_text("+14155550134", "hi", reference="out_1"))
+        _hung_up_soon(server, measured)
+    assert isinstance(measured.error, SendError)
+    if drip:
+        assert measured.error.retryable and "did not answer" in str(measured.error)
+    else:
+        assert not measured.error.retryable and "larger than 1 MB" in str(measured.error)
+    assert measured.growth < GROWTH
+    assert measured.seconds < settings.CHANNEL_TIMEOUT_SECONDS + 0.5
+
+
+def test_a_telegram_api_streaming_without_end_is_refused(providers, settings):
+    """Meta, Telegram and BlueBubbles go through the same client as the assistant runtime (assistant/http.py)."""
+    from channels.adapters import adapter_for
+    from channels.adapters.base import SendError
+
+    with endless_http() as server:
+        settings.TELEGRAM_API_BASE_URL = server.url.rstrip("/")
+        measured = peak_growth(lambda: adapter_for("telegram").send_text("42", "hi", reference="out_1"))
+        _hung_up_soon(server, measured)
+    assert isinstance(measured.error, SendError) and not measured.error.retryable
+    assert "larger than 1 MB" in str(measured.error)
+    assert measured.growth < GROWTH
