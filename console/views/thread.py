@@ -59,7 +59,6 @@ def _thread_context(request: HttpRequest, before: str = "") -> dict[str, object]
     return {
         "since": since,
         "thread_messages": page,
-        "total": None if anchor else conversation.messages.count(),  # shown on the latest page only
         "earlier_before": page[0].public_id if has_earlier else "",
         "reading_earlier": anchor is not None,
     }
