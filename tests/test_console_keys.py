@@ -208,3 +208,13 @@ def test_a_legacy_key_needs_a_name_too(signed_in):
     assert response.status_code == 200
     assert "name" in response.context["form"].errors
     assert not ApiKey.objects.exists()
+
+
+def test_a_keys_tool_list_names_each_tool_once_with_what_it_does(signed_in, user):
+    key, _ = make_key(user, "ci", Generation.V2)
+    page = signed_in.get(f"/keys/{key.pk}/").content.decode()
+    tools = page[page.index('id="tools"') :]
+
+    assert tools.count("<code>schedule_reminder</code>") == 1
+    assert tools.count("schedule_reminder</span>") == 0  # the name was its own label: shown twice, said nothing
+    assert "Remind the person of something at a time, once or repeating" in tools

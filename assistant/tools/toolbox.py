@@ -60,9 +60,16 @@ def _apply_policy(box: Toolbox, message: Message, offered: list[Tool]) -> list[T
     return offered
 
 
-def offered_tool_names(user: User) -> list[str]:
-    """The names of the tools the person's assistant offers now (for choosing a key's list of tools)."""
-    return [tool_name(tool.name) for tool in [*builtin.tools(), *mailcal.tools_of(user), *mcp.tools_of(user)]]
+def offered_tools(user: User) -> list[tuple[str, str]]:
+    """The tools the person's assistant offers now, as (name, what it does in its first sentence), for choosing a
+    key's list of tools."""
+    offered = [*builtin.tools(), *mailcal.tools_of(user), *mcp.tools_of(user)]
+    return [(tool_name(tool.name), _first_sentence(tool.description)) for tool in offered]
+
+
+def _first_sentence(description: str, limit: int = 120) -> str:
+    sentence = description.strip().split(". ", 1)[0].strip().rstrip(".")
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
 def toolbox_for_request(request: AssistantRequest, *, reads_thread: bool = False) -> Toolbox | None:

@@ -100,11 +100,13 @@ class ToolPolicyForm(forms.Form):
         help_text="Sending mail, creating or cancelling reminders and events, any MCP tool not marked read-only.",
     )
 
-    def __init__(self, *args: Any, tool_names: list[str], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, tools: list[tuple[str, str]], **kwargs: Any) -> None:
+        """`tools`: (name, what it does), shown as the name and its description (the name alone, twice, said
+        nothing of what a tool does)."""
         super().__init__(*args, **kwargs)
         field = self.fields["allowed_tools"]
         assert isinstance(field, forms.MultipleChoiceField)
-        field.choices = [(name, name) for name in tool_names]
+        field.choices = [(name, description or "(no description)") for name, description in tools]
 
 
 class ScopesForm(forms.Form):

@@ -11,7 +11,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts import audit
-from assistant.tools.toolbox import offered_tool_names
+from assistant.tools.toolbox import offered_tools
 from console import activity, examples, nonces
 from console.forms.keys import NewKeyForm, NewV2KeyForm, RenameForm, RollForm, ScopesForm, ToolPolicyForm
 from conversations.models import Delivery, Endpoint
@@ -147,7 +147,7 @@ def _tools_form(key: ApiKey, data: Any = None) -> ToolPolicyForm:
         "allowed_tools": key.allowed_tools,
         "tools_need_approval": key.tools_need_approval,
     }
-    return ToolPolicyForm(data, initial=initial, tool_names=offered_tool_names(key.owner))
+    return ToolPolicyForm(data, initial=initial, tools=offered_tools(key.owner))
 
 
 @login_required
