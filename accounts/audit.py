@@ -16,6 +16,11 @@ COMMAND = "a management command on the server"
 SYSTEM = "the service"  # a time that passed: an expiry
 
 
+def from_phone(channel: str) -> str:
+    """An answer given on a linked channel ("you, from Telegram")."""
+    return f"you, from {channel}"
+
+
 def by_key(name: str, hint: str) -> str:
     return f"API key “{name}” ({hint})"
 

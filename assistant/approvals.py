@@ -1,7 +1,8 @@
 """Approval: a side-effecting tool that the assistant wants for a message from an API key or a webhook trigger is
 not called. Its call is recorded in the delivery's ledger as ``awaiting_approval`` (assistant/tools/ledger.py), and
 the assistant asks the person in the thread (``announce``: one message per call, however often it is replayed);
-the person approves or denies in the console (ingestion/approvals.py records the decision).
+the person approves or denies in the console or from their phone (ingestion/approvals.py records the decision;
+channels/approvals.py reads a phone's answer).
 
 Approved, the decision is a message of the thread with a delivery of its own; when its attempt begins, whatever the
 backend, ``assistant.backends.approved`` runs the approved call as that delivery's first call, through the same
@@ -17,15 +18,17 @@ key's "don't ask" choice waives the origin, never the content. A request dies wi
 """
 
 import enum
-import json
+import secrets
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from accounts import audit
-from accounts.models import AuditKind
+from accounts.models import AuditKind, Profile
+from assistant import approval_text
 from assistant.models import Action, ActionState
 from conversations.models import Delivery, Message, Source
 from conversations.services import assistant_message
@@ -76,34 +79,62 @@ def expires_at() -> datetime:
 
 
 def describe(action: Action) -> str:
-    arguments = json.dumps(action.arguments, ensure_ascii=False, sort_keys=True)
-    if len(arguments) > 600:
-        arguments = arguments[:600] + "…"
-    return f"{action.label} with {arguments}"
+    """The call in a few words, one line, to go inside a sentence ("send an email to bob@example.com, subject
+    “Running late”"): for the audit log and the assistant's "I did not do it" messages."""
+    return approval_text.summary(action, zone_of(action))
+
+
+def zone_of(action: Action) -> ZoneInfo:
+    """The person's time zone (their profile's), in which the request says its times."""
+    name = (
+        Profile.objects.filter(user__conversation__deliveries__pk=action.delivery_id)
+        .values_list("time_zone", flat=True)
+        .first()
+    )
+    try:
+        return ZoneInfo(name or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
 
 
 def announce(action: Action) -> None:
-    """Ask the person in the thread, once per call (a replayed call finds its question already asked)."""
+    """Ask the person in the thread, once per call (a replayed call finds its question already asked), in words
+    (assistant/approval_text.py), with a short code they may answer with from a phone."""
     with transaction.atomic():
         locked = Action.objects.select_for_update().select_related("delivery").get(pk=action.pk)
         if locked.approval_message_id is not None or locked.state != ActionState.AWAITING_APPROVAL:
             return
-        text = (
-            f"{locked.requested_by or 'An automation'} asked for something that needs your approval: "
-            f"{describe(locked)}. I have not done it. Approve or deny it on this message in the console"
-            f"{_until(locked)}."
-        )
         assert locked.delivery.conversation_id is not None  # a delivery of a message is in its thread
+        locked.approval_code = _new_code(locked.delivery.conversation_id)
         message = assistant_message(
-            locked.delivery.conversation_id, text, source=Source.ASSISTANT, context={APPROVAL_CONTEXT: locked.pk}
+            locked.delivery.conversation_id,
+            approval_text.request_text(locked, zone_of(locked)),
+            source=Source.ASSISTANT,
+            context={APPROVAL_CONTEXT: locked.pk},
         )
-        Action.objects.filter(pk=locked.pk).update(approval_message=message)
+        Action.objects.filter(pk=locked.pk).update(approval_message=message, approval_code=locked.approval_code)
 
 
-def _until(action: Action) -> str:
-    if action.approval_expires_at is None:
-        return ""
-    return f" (until {action.approval_expires_at:%Y-%m-%d %H:%M} UTC)"
+# A code is not given again in the same thread within this many days: a reply or a button press on an old request
+# then cannot answer a newer one by chance.
+APPROVAL_CODE_DAYS = 30
+
+
+def _new_code(conversation_id: int) -> str:
+    """Four random digits that none of this thread's requests of the last APPROVAL_CODE_DAYS had."""
+    taken = set(
+        Action.objects.filter(
+            delivery__conversation_id=conversation_id,
+            started_at__gte=timezone.now() - timedelta(days=APPROVAL_CODE_DAYS),
+        )
+        .exclude(approval_code="")
+        .values_list("approval_code", flat=True)
+    )
+    for _ in range(100):
+        code = f"{1000 + secrets.randbelow(9000)}"
+        if code not in taken:
+            return code
+    return f"{1000 + secrets.randbelow(9000)}"  # 9,000 codes all taken within the month: a reused one then
 
 
 def told_to_the_model(action: Action) -> str:

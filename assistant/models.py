@@ -63,11 +63,18 @@ class Action(models.Model):
     # Its result carried words from outside the person (a mail, an MCP server's answer): the delivery's reply is
     # then not the person's own words for a later attempt that reads the thread (assistant/origins.py).
     read_outside = models.BooleanField(default=False)
+    # The short code the person may answer with from a phone ("YES 4821"): four digits, not reused among the same
+    # person's requests of the last APPROVAL_CODE_DAYS (assistant/approvals.py), empty for a call that never asked.
+    approval_code = models.CharField(max_length=8, blank=True)
 
     class Meta:
         ordering = ["started_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["delivery", "call_index"], name="assistant_action_one_per_call_index")
+        ]
+        indexes = [
+            # A phone's answer finds its request by code: only the calls that asked have one.
+            models.Index(fields=["approval_code"], name="assistant_action_code", condition=~models.Q(approval_code=""))
         ]
 
     def __str__(self) -> str:

@@ -16,7 +16,9 @@ address unlinked since it was remembered) goes the slow way: in a transaction, t
 asks for.
 
 An unknown sender gets no thread: at most one short answer per address per day saying how to link (LinkHint), sent
-after the commit. Telegram's ``/start <token>`` (the console's one-time deep link) links the chat."""
+after the commit. Telegram's ``/start <token>`` (the console's one-time deep link) links the chat. An answer to an
+approval request (a button's tap, or a reply such as "YES 4821") is decided by channels/approvals.py and is never a
+message of the thread."""
 
 import logging
 from contextlib import nullcontext
@@ -30,8 +32,8 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from channels import linking, senders
-from channels.adapters.base import Channel, Inbound
+from channels import approvals, linking, senders
+from channels.adapters.base import Channel, Inbound, Press
 from channels.adapters.payloads import storable
 from channels.models import InboundEvent, LinkedAddress, LinkHint
 from channels.notify import deliver_notice
@@ -49,7 +51,8 @@ HINT_INTERVAL = timedelta(days=1)
 class Received:
     """What became of one inbound message (for the log and the tests)."""
 
-    outcome: str  # recorded | duplicate | unknown_sender | linked | link_refused | ignored
+    # recorded, duplicate, unknown_sender, linked, link_refused, ignored, or "answer: <outcome>" (channels/approvals.py)
+    outcome: str
     message_id: str = ""
     notices: list[tuple[str, str, str]] = field(default_factory=list)  # (channel, address, text) sent after commit
 
@@ -57,10 +60,11 @@ class Received:
 def receive(channel: str, inbound: Inbound, request_id: str = "") -> Received:
     """Record one inbound message (see the module); notices to the sender go out after the commit."""
     try:
-        received = _from_known_sender(channel, inbound, request_id)
+        press = inbound.press or approvals.as_answer(inbound.text)
+        received = None if press is not None else _from_known_sender(channel, inbound, request_id)
         if received is None:
             with transaction.atomic():
-                received = _route(channel, inbound, request_id)
+                received = _route(channel, inbound, request_id) if press is None else _answer(channel, inbound, press)
                 for notice in received.notices:
                     transaction.on_commit(partial(deliver_notice.enqueue, *notice), robust=True)
     except IntegrityError:
@@ -162,6 +166,23 @@ def _route(channel: str, inbound: Inbound, request_id: str) -> Received:
     if channel == Channel.WHATSAPP:  # its window is open again: what was held for it goes out now
         release_held(sender.user.pk, channel, inbound.address)
     return Received("recorded", message.public_id)
+
+
+def _answer(channel: str, inbound: Inbound, press: Press) -> Received:
+    """An answer to an approval request (a button's tap or "YES 4821"): decided for the person linked to the
+    address, never a message of the thread (channels/approvals.py). From an address nobody linked, nothing runs."""
+    _note_event(channel, inbound)
+    person = approvals.linked_person(channel, inbound.address)
+    if person is None:
+        if press.query:
+            transaction.on_commit(partial(approvals.unlinked_tap, press), robust=True)
+            return Received("unknown_sender")
+        return _unknown_sender(channel, inbound.address)
+    LinkedAddress.objects.filter(channel=channel, address=inbound.address).update(last_inbound_at=timezone.now())
+    if channel == Channel.WHATSAPP:  # its window is open again: what was held for it goes out now
+        release_held(person.pk, channel, inbound.address)
+    answered = approvals.answer(channel, inbound.address, person, press)
+    return Received(f"answer: {answered.outcome}")
 
 
 def _context(channel: str, inbound: Inbound) -> dict[str, Any]:

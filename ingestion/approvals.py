@@ -33,7 +33,10 @@ def pending_of(user: User, action_id: int) -> Action | None:
     )
 
 
-def answer(user: User, action: Action, approve: bool) -> Answer:
+def answer(user: User, action: Action, approve: bool, *, by: str = audit.CONSOLE) -> Answer:
+    """The person's answer, from wherever it came (``by``: audit.CONSOLE, or audit.from_phone("Telegram")). The first
+    answer wins: the state changes by a conditional UPDATE, so of two answers racing (a tap on the phone and a click
+    in the console) exactly one finds the request still waiting; the other is told ALREADY."""
     now = timezone.now()
     with transaction.atomic():
         locked = Action.objects.select_for_update().get(pk=action.pk)
@@ -42,12 +45,17 @@ def answer(user: User, action: Action, approve: bool) -> Answer:
         if locked.approval_expires_at is not None and locked.approval_expires_at <= now:
             approvals.expire(locked, now)
             return Answer.TOO_LATE
-        locked.state, locked.decided_at = (ActionState.APPROVED if approve else ActionState.DENIED), now
-        locked.save(update_fields=["state", "decided_at"])
+        decided = ActionState.APPROVED if approve else ActionState.DENIED
+        won = Action.objects.filter(pk=locked.pk, state=ActionState.AWAITING_APPROVAL).update(
+            state=decided, decided_at=now
+        )
+        if not won:  # SQLite takes no row lock: another answer changed it between the read and here
+            return Answer.ALREADY
+        locked.state, locked.decided_at = decided, now
         what = f"{approvals.describe(locked)}, asked for by {locked.requested_by}"
         origin = action.delivery.message
         if approve:
-            audit.record(user, AuditKind.APPROVAL_GIVEN, what, by=audit.CONSOLE)
+            audit.record(user, AuditKind.APPROVAL_GIVEN, what, by=by)
             record_user_message(
                 user=user,
                 endpoint=Endpoint.APPROVAL,
@@ -58,7 +66,7 @@ def answer(user: User, action: Action, approve: bool) -> Answer:
                 notes_key_use=False,
             )
             return Answer.APPROVED
-        audit.record(user, AuditKind.APPROVAL_DENIED, what, by=audit.CONSOLE)
+        audit.record(user, AuditKind.APPROVAL_DENIED, what, by=by)
         assert action.delivery.conversation_id is not None
         assistant_message(
             action.delivery.conversation_id,

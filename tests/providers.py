@@ -322,6 +322,10 @@ class FakeWhatsAppCloud(FakeProvider):
             refusal, text = self._template_text(request.get("template"))
             if refusal is not None:
                 return 400, refusal
+        elif kind == "interactive":
+            refusal, text = _interactive_text(request.get("interactive"))
+            if refusal is not None:
+                return 400, refusal
         else:
             return 400, _graph_error(100, "(#100) Invalid parameter")
         wamid = f"wamid.HBgL{self.next_id():020d}"
@@ -396,6 +400,20 @@ class FakeWhatsAppCloud(FakeProvider):
             message.update(type="text", text={"body": text})
         return self.event({"contacts": [{"profile": {"name": "Test Person"}, "wa_id": digits}], "messages": [message]})
 
+    def button_reply(self, sender: str, button_id: str, title: str, *, to: str = "", wamid: str = "") -> Callback:
+        """A tap on a reply button of the interactive message ``to`` (its wamid), from ``sender`` (E.164), as Meta
+        posts it: a message of type ``interactive`` with ``button_reply`` and a ``context`` naming that message."""
+        digits = sender.removeprefix("+")
+        message: dict[str, Any] = {
+            "context": {"from": "15550783881", "id": to},
+            "from": digits,
+            "id": wamid or f"wamid.IN{self.next_id():020d}",
+            "timestamp": str(int(time.time())),
+            "type": "interactive",
+            "interactive": {"type": "button_reply", "button_reply": {"id": button_id, "title": title}},
+        }
+        return self.event({"contacts": [{"profile": {"name": "Test Person"}, "wa_id": digits}], "messages": [message]})
+
     def status(self, wamid: str, status: str, *, error_code: int = 0) -> Callback:
         sent = next((m for m in self.sent if m.provider_message_id == wamid), None)
         report: dict[str, Any] = {
@@ -411,6 +429,36 @@ class FakeWhatsAppCloud(FakeProvider):
     def verification(self, token: str = WHATSAPP_VERIFY_TOKEN, challenge: str = "1158201444") -> Callback:
         query = urlencode({"hub.mode": "subscribe", "hub.verify_token": token, "hub.challenge": challenge})
         return Callback(f"/channels/whatsapp/webhook?{query}", b"", "", method="GET")
+
+
+def _interactive_text(interactive: Any) -> tuple[dict[str, Any] | None, str]:
+    """(Meta's refusal, or None; the body's text) for an ``interactive`` message of type ``button``, checked as Meta
+    checks it: a body of 1 to 1,024 characters, 1 to 3 reply buttons with unique ids (at most 256 characters) and
+    unique titles (1 to 20 characters)."""
+    invalid = _graph_error(131009, "(#131009) Parameter value is not valid")
+    if not isinstance(interactive, dict) or interactive.get("type") != "button":
+        return invalid, ""
+    body = interactive.get("body")
+    text = body.get("text") if isinstance(body, dict) else None
+    action = interactive.get("action")
+    buttons = action.get("buttons") if isinstance(action, dict) else None
+    if not isinstance(text, str) or not 0 < len(text) <= 1024 or not isinstance(buttons, list):
+        return invalid, ""
+    replies = [b.get("reply") for b in buttons if isinstance(b, dict) and b.get("type") == "reply"]
+    ids = [r.get("id") for r in replies if isinstance(r, dict)]
+    titles = [r.get("title") for r in replies if isinstance(r, dict)]
+    if (
+        not 0 < len(buttons) <= 3
+        or len(ids) != len(buttons)
+        or len(set(ids)) != len(ids)
+        or len(set(titles)) != len(ids)
+    ):
+        return invalid, ""
+    if not all(isinstance(i, str) and 0 < len(i) <= 256 for i in ids):
+        return invalid, ""
+    if not all(isinstance(t, str) and 0 < len(t) <= 20 for t in titles):
+        return invalid, ""
+    return None, text
 
 
 def _graph_error(code: int, message: str) -> dict[str, Any]:
@@ -482,14 +530,18 @@ class FakeBlueBubbles(FakeProvider):
 
 
 class FakeTelegram(FakeProvider):
-    """Telegram's Bot API (``POST /bot<token>/<method>``, JSON): sendMessage and setWebhook; updates posted with
-    X-Telegram-Bot-Api-Secret-Token."""
+    """Telegram's Bot API (``POST /bot<token>/<method>``, JSON): sendMessage (with an optional inline keyboard),
+    answerCallbackQuery, editMessageText and setWebhook; updates posted with X-Telegram-Bot-Api-Secret-Token.
+    ``answered`` lists the callback queries answered, ``edited`` the messages edited (each as its request)."""
 
     name = "Telegram"
 
     def __init__(self) -> None:
         super().__init__()
         self.webhook: dict[str, Any] = {}
+        self.answered: list[dict[str, Any]] = []
+        self.edited: list[dict[str, Any]] = []
+        self.queries: set[str] = set()  # callback query ids sent out by ``press`` and not yet answered
 
     def handle_post(self, path: str, query: dict[str, str], headers: dict[str, str], body: bytes) -> tuple[int, Any]:
         prefix = f"/bot{TELEGRAM_BOT_TOKEN}/"
@@ -499,12 +551,18 @@ class FakeTelegram(FakeProvider):
         if method == "setWebhook":
             self.webhook = request
             return 200, {"ok": True, "result": True, "description": "Webhook was set"}
+        if method == "answerCallbackQuery":
+            return self._answer_query(request)
+        if method == "editMessageText":
+            return self._edit(request)
         if method != "sendMessage":
             return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
         if not str(request.get("text", "")).strip():
             return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message text is empty"}
         if len(request["text"]) > 4096:
             return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message is too long"}
+        if "reply_markup" in request and not _inline_keyboard_ok(request["reply_markup"]):
+            return 400, {"ok": False, "error_code": 400, "description": "Bad Request: can't parse inline keyboard"}
         message_id = self.next_id()
         with self.lock:
             self.sent.append(
@@ -520,6 +578,62 @@ class FakeTelegram(FakeProvider):
                 "text": request["text"],
             },
         }
+
+    def _answer_query(self, request: dict[str, Any]) -> tuple[int, Any]:
+        """Telegram refuses an unknown or already answered query ("query is too old ... or query ID is invalid")."""
+        query = str(request.get("callback_query_id", ""))
+        with self.lock:
+            if query not in self.queries:
+                return 400, {"ok": False, "error_code": 400, "description": "Bad Request: query ID is invalid"}
+            self.queries.discard(query)
+            self.answered.append(request)
+        return 200, {"ok": True, "result": True}
+
+    def _edit(self, request: dict[str, Any]) -> tuple[int, Any]:
+        key = f"{request.get('chat_id')}:{request.get('message_id')}"
+        with self.lock:
+            original = next((m for m in self.sent if m.provider_message_id == key), None)
+            if original is None:
+                return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message to edit not found"}
+            if not str(request.get("text", "")).strip():
+                return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message text is empty"}
+            self.edited.append(request)
+        return 200, {"ok": True, "result": {"message_id": request["message_id"], "text": request["text"]}}
+
+    def keyboard_of(self, message: Outgoing) -> list[dict[str, str]]:
+        """The buttons under a sent message, in one row (none for a message without a keyboard)."""
+        rows = message.fields.get("reply_markup", {}).get("inline_keyboard", [])
+        return [button for row in rows for button in row]
+
+    def press(
+        self, message: Outgoing, data: str, *, from_id: int | None = None, update_id: int = 0, query_id: str = ""
+    ) -> Callback:
+        """A tap on an inline button of ``message`` (one we sent) carrying ``data``, as Telegram posts it: a
+        ``callback_query`` update from the chat's person (``from_id`` to claim another)."""
+        chat_id, _, message_id = message.provider_message_id.rpartition(":")
+        query = query_id or str(self.next_id() * 1000003)
+        with self.lock:
+            self.queries.add(query)
+        chat = int(chat_id)
+        return self.update(
+            {
+                "update_id": update_id or self.next_id(),
+                "callback_query": {
+                    "id": query,
+                    "from": {"id": chat if from_id is None else from_id, "is_bot": False, "first_name": "Test"},
+                    "message": {
+                        "message_id": int(message_id),
+                        "from": {"id": 123456789, "is_bot": True, "first_name": "Assistant"},
+                        "chat": {"id": chat, "first_name": "Test", "type": "private"},
+                        "date": int(time.time()),
+                        "text": message.fields.get("text", ""),
+                        "reply_markup": message.fields.get("reply_markup", {}),
+                    },
+                    "chat_instance": "-5398120304421134118",
+                    "data": data,
+                },
+            }
+        )
 
     def update(self, update: dict[str, Any], *, secret: str = TELEGRAM_WEBHOOK_SECRET) -> Callback:
         headers = {"X-Telegram-Bot-Api-Secret-Token": secret} if secret else {}
@@ -539,6 +653,23 @@ class FakeTelegram(FakeProvider):
                 },
             }
         )
+
+
+def _inline_keyboard_ok(markup: Any) -> bool:
+    """An InlineKeyboardMarkup as Telegram accepts it: rows of buttons, each with a text and 1-64 bytes of
+    callback_data."""
+    rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+        return False
+    buttons = [button for row in rows for button in row]
+    return all(
+        isinstance(b, dict)
+        and isinstance(b.get("text"), str)
+        and b["text"]
+        and isinstance(b.get("callback_data"), str)
+        and 0 < len(b["callback_data"].encode()) <= 64
+        for b in buttons
+    )
 
 
 # --- All four, wired into the settings ---------------------------------------------------------------------------

@@ -56,7 +56,11 @@ def test_a_side_effecting_tool_for_a_keys_message_waits_and_the_person_is_asked(
     assert not Reminder.objects.exists()  # not run
     question = action.approval_message
     assert question.role == Role.ASSISTANT and question.context == {approvals.APPROVAL_CONTEXT: action.pk}
-    assert "API key “ci”" in question.text and "schedule_reminder" in question.text
+    assert question.text.startswith("API key “ci”")
+    assert "Remind you “renew the domain” on Mon, 5 Jan 2099, 15:00 UTC." in question.text  # words, not JSON
+    assert "{" not in question.text and "schedule_reminder" not in question.text
+    assert f"/conversation/approvals/{action.pk}/" in question.text
+    assert question.text.endswith(f"Reply YES {action.approval_code} to approve or NO {action.approval_code} to deny.")
 
 
 def test_a_replayed_call_waits_on_the_same_question(asked):
@@ -157,7 +161,7 @@ def test_the_backend_gets_the_result_of_the_approved_call(owner, asked, settings
     Delivery.objects.filter(message=approval).update(status=DeliveryStatus.PROCESSING, attempts=1)
 
     text = carry_out(build_request(approval, 1))
-    assert text.startswith("I approved schedule_reminder with")
+    assert text.startswith("I approved remind you “renew the domain” on Mon, 5 Jan 2099, 15:00 UTC")
     assert "Result:" in text and "renew the domain" in text
     assert carry_out(build_request(approval, 1)) == text  # the same attempt again: the ledger's result, no rerun
     assert Reminder.objects.count() == 1
@@ -170,7 +174,7 @@ def test_denied_it_is_not_done_and_the_assistant_says_so(client, owner, asked):
     assert Action.objects.get(pk=action.pk).state == ActionState.DENIED
     assert not Reminder.objects.exists()
     said = Message.objects.filter(role=Role.ASSISTANT).order_by("-pk").first()
-    assert said.text.startswith("You denied it, so I did not do it: schedule_reminder")
+    assert said.text.startswith("You denied it, so I did not do it: remind you “renew the domain”")
     assert AuditEvent.objects.filter(kind=AuditKind.APPROVAL_DENIED).count() == 1
     assert not Message.objects.filter(source=Source.APPROVAL).exists()
 

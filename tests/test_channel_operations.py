@@ -97,7 +97,7 @@ def test_settelegramwebhook_registers_our_url_and_secret(providers, settings):
     assert providers.telegram.webhook == {
         "url": "https://inbox.example.com/channels/telegram/webhook",
         "secret_token": p.TELEGRAM_WEBHOOK_SECRET,
-        "allowed_updates": ["message"],
+        "allowed_updates": ["message", "callback_query"],  # button taps answer approval requests
     }
     assert "Webhook was set" in out.getvalue()
     assert p.TELEGRAM_BOT_TOKEN not in out.getvalue()

@@ -248,7 +248,8 @@ def test_a_webhook_triggers_action_is_understood_like_a_message(user, django_cap
     asked = Action.objects.get()
     assert (asked.tool, asked.state) == ("schedule_reminder", ActionState.AWAITING_APPROVAL)
     assert not Reminder.objects.exists()
-    assert reply_text() == local.APPROVAL_NEEDED
+    assert reply_text().startswith("I need your approval before I remind you “Check the deploy” on ")
+    assert "just above" not in reply_text()
     with django_capture_on_commit_callbacks(execute=True):
         answer(user, asked, approve=True)
     assert Reminder.objects.get().text == "Check the deploy"
@@ -271,7 +272,9 @@ def test_a_keys_message_that_needs_approval_acts_once_the_person_approves(
         "Stretch",
     )
     assert not Reminder.objects.exists()
-    assert reply_text() == local.APPROVAL_NEEDED  # never "Okay! I'll remind you…" before it is done
+    # Never "Okay! I'll remind you…" before it is done; what waits, in its own words.
+    assert reply_text().startswith("I need your approval before I remind you “Stretch” on ")
+    assert reply_text().endswith("Nothing is done until you approve it.")
 
     send(key, {"message": "what reminders do I have"})  # reading needs no approval
     assert reply_text() == "You have no reminders scheduled."

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.utils import timezone
 
+from assistant.approval_text import in_words
 from assistant.conversation import AssistantRequest
 from assistant.local import replies
 from assistant.local.intents import ANSWER_HINT, Act, Ask, CancelNamed, Intent, Refuse, understand
@@ -20,7 +21,12 @@ from assistant.tools import Toolbox
 from assistant.tools.toolbox import toolbox_for_request
 from conversations.models import Role, Source
 
-APPROVAL_NEEDED = "That needs your approval first: approve or deny it on the message just above, and I'll go ahead."
+
+def approval_needed(what: str) -> str:
+    """The reply while a call waits for the person (the request itself went to the thread and their phone)."""
+    return f"I need your approval before I {what[:1].lower()}{what[1:]} Nothing is done until you approve it."
+
+
 QUOTE_LIMIT = 280
 MEMBERS_LISTED = 10
 
@@ -99,7 +105,7 @@ class _Turn:
         if not ok:
             return f"I couldn't do that: {result}"
         if self.waits(intent.tool):
-            return APPROVAL_NEEDED
+            return approval_needed(in_words(intent.tool, intent.arguments, self.zone))
         if intent.done and intent.tool != "calendar_list_events":
             return intent.done + self.zone_hint()
         if intent.tool == "list_reminders":
@@ -132,7 +138,7 @@ class _Turn:
         if not ok:
             return f"I couldn't cancel it: {result}"
         if self.waits("cancel_reminder"):
-            return APPROVAL_NEEDED
+            return approval_needed(f"Cancel your reminder “{matching[0].get('text', '')}”.")
         return f"Cancelled your reminder “{matching[0].get('text', '')}”."
 
 

@@ -8,11 +8,14 @@ E.164 (``+14155550134``) for SMS, WhatsApp and iMessage, the chat id (``"1234567
 ``whatsapp:`` prefix of Twilio, iMessage's ``chatGuid`` and the like stay inside the adapter that needs them.
 """
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from django.http import HttpRequest
+
+from assistant.approval_text import REPLY_LINE
 
 
 class Channel:
@@ -37,11 +40,25 @@ class Sent:
 
 
 @dataclass(frozen=True)
+class Press:
+    """A tap on an approval request's Approve or Deny button (channels/approvals.py). ``code``: the request's short
+    code the button carries; ``message``: the provider's id of the message the button was on, in the form the outbox
+    recorded it (Telegram "<chat id>:<message id>", a WhatsApp wamid), or "" when the provider does not say;
+    ``query``: Telegram's callback query id, which must be answered (else "")."""
+
+    approve: bool
+    code: str
+    message: str = ""
+    query: str = ""
+
+
+@dataclass(frozen=True)
 class Inbound:
     """One message the person sent. ``media``: one ``{"url": ..., "contentType": ...}`` per attachment (the URL is the
     provider's, or for providers that give an id instead, our note of it: ``{"id": ..., "contentType": ...}``); nothing
     is downloaded while the provider's request is open. ``received_at``: the provider's timestamp, when it gives one.
-    ``extra``: what else the provider said that is worth keeping in the message's context (profile name, ...)."""
+    ``extra``: what else the provider said that is worth keeping in the message's context (profile name, ...).
+    ``press``: set when the person tapped an approval request's button (then ``text`` is empty)."""
 
     provider_message_id: str
     address: str
@@ -49,6 +66,7 @@ class Inbound:
     media: list[dict[str, str]]
     received_at: datetime | None
     extra: dict[str, str] = field(default_factory=dict)
+    press: Press | None = None  # a button's answer to an approval request instead of words
 
 
 @dataclass(frozen=True)
@@ -130,3 +148,34 @@ def template_variable(text: str) -> str:
 def no_template(channel: str) -> SendError:
     """What ``send_template`` raises on a channel that has no templates (or none configured)."""
     return SendError(f"No approved template is configured for {channel}.", retryable=False)
+
+
+# --- Approval requests with buttons (Telegram, WhatsApp's Cloud API) ---------------------------------------------
+# An approval request ends with its reply line ("Reply YES 4821 to approve or NO 4821 to deny.", maybe followed by a
+# part's number): where the channel has buttons, the line gives way to Approve / Deny buttons that carry the code.
+# Whatever a button says, channels/approvals.py accepts it only from the address linked to the request's owner.
+_BUTTON = re.compile(r"^(approve|deny):(\d{4})$")
+_PART_NUMBER = re.compile(r" \(\d+/\d+\)$")
+
+
+def approval_buttons(text: str) -> tuple[str, str] | None:
+    """(the text without its reply line, the request's code) for an approval request; None for any other text."""
+    body, _, last = text.rpartition("\n")
+    number = _PART_NUMBER.search(last)
+    found = REPLY_LINE.match(last[: number.start()] if number else last)
+    if found is None or not body.strip():
+        return None
+    return body.rstrip() + (number.group(0) if number else ""), found.group("code")
+
+
+def button_data(approve: bool, code: str) -> str:
+    """What a button carries back (Telegram's callback_data, a WhatsApp reply button's id)."""
+    return f"{'approve' if approve else 'deny'}:{code}"
+
+
+def pressed(data: str, message: str = "", query: str = "") -> Press | None:
+    """The Press a button's data stands for, or None for data no button of ours carries."""
+    found = _BUTTON.match(data)
+    if found is None:
+        return None
+    return Press(found.group(1) == "approve", found.group(2), message, query)

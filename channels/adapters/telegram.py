@@ -4,7 +4,10 @@ settelegramwebhook``). Telegram reports no delivery statuses.
 
 The bot token is part of every API URL's path, so no such URL reaches an error text or a log
 (channels/adapters/http.py). Files come as ``file_id``s: their download URL also holds the token, so only the id is
-kept (``getFile`` resolves it) and nothing is fetched inside Telegram's request. Only private chats are read."""
+kept (``getFile`` resolves it) and nothing is fetched inside Telegram's request. Only private chats are read.
+
+An approval request is sent with inline Approve / Deny buttons; a tap comes back as a ``callback_query`` update
+(channels/approvals.py answers it with ``answerCallbackQuery`` and edits the request's message to say the outcome)."""
 
 import hmac
 from datetime import UTC, datetime
@@ -22,7 +25,10 @@ from channels.adapters.base import (
     Sent,
     StatusUpdate,
     VerificationFailed,
+    approval_buttons,
+    button_data,
     no_template,
+    pressed,
 )
 from channels.adapters.payloads import items, json_body, mapping, text
 
@@ -50,8 +56,13 @@ class TelegramAdapter:
     max_text_length = MAX_TEXT_LENGTH
 
     def send_text(self, address: str, text: str, *, reference: str) -> Sent:
-        chat_id: int | str = int(address) if address.isascii() and address.lstrip("-").isdigit() else address
-        answer = http.call("Telegram", _method_url("sendMessage"), {"chat_id": chat_id, "text": text})
+        """An approval request goes with Approve / Deny buttons under it instead of its reply line."""
+        body: dict[str, Any] = {"chat_id": _chat_id(address), "text": text}
+        request = approval_buttons(text)
+        if request is not None:
+            body["text"], code = request
+            body["reply_markup"] = {"inline_keyboard": [_buttons(code)]}
+        answer = http.call("Telegram", _method_url("sendMessage"), body)
         result = answer.get("result") if isinstance(answer, dict) else None
         if not isinstance(result, dict) or "message_id" not in result:
             raise SendError("Telegram answered without a message id.", retryable=False)
@@ -64,9 +75,28 @@ class TelegramAdapter:
     def send_template(self, address: str, text: str, *, reference: str) -> Sent:
         raise no_template(self.channel)
 
+    def answer_press(self, query: str, text: str) -> None:
+        """Answer a button's callback query (``answerCallbackQuery``): the app stops its spinner and shows ``text``
+        for a moment. Raises SendError."""
+        http.call("Telegram", _method_url("answerCallbackQuery"), {"callback_query_id": query, "text": text[:200]})
+
+    def show_outcome(self, message: str, text: str) -> None:
+        """Rewrite the request's message ("<chat id>:<message id>") to ``text``, its buttons gone
+        (``editMessageText`` without a keyboard). Raises SendError."""
+        chat, _, message_id = message.rpartition(":")
+        if not (chat and message_id.isascii() and message_id.isdigit()):
+            raise SendError("Not a Telegram message reference.", retryable=False)
+        body = {"chat_id": _chat_id(chat), "message_id": int(message_id), "text": text[:MAX_TEXT_LENGTH]}
+        http.call("Telegram", _method_url("editMessageText"), body)
+
     def set_webhook(self, url: str) -> str:
-        """Point the bot's updates at ``url`` with our secret token; Telegram's description of what it did."""
-        body = {"url": url, "secret_token": settings.TELEGRAM_WEBHOOK_SECRET, "allowed_updates": ["message"]}
+        """Point the bot's updates at ``url`` with our secret token; Telegram's description of what it did. Button
+        taps (``callback_query``) are asked for beside messages: they answer approval requests."""
+        body = {
+            "url": url,
+            "secret_token": settings.TELEGRAM_WEBHOOK_SECRET,
+            "allowed_updates": ["message", "callback_query"],
+        }
         answer = http.call("Telegram", _method_url("setWebhook"), body)
         return str(answer.get("description", "")) if isinstance(answer, dict) else ""
 
@@ -79,6 +109,9 @@ class TelegramAdapter:
 
     def parse_inbound(self, request: HttpRequest) -> list[Inbound]:
         update = _update(request)
+        if "callback_query" in update:
+            press = _press(update)
+            return [press] if press is not None else []
         message = update.get("message")
         if not isinstance(message, dict):
             return []  # edits, channel posts, member changes: not a new message from the person
@@ -109,6 +142,35 @@ class TelegramAdapter:
 
     def parse_statuses(self, request: HttpRequest) -> list[StatusUpdate]:
         return []
+
+
+def _chat_id(address: str) -> int | str:
+    return int(address) if address.isascii() and address.lstrip("-").isdigit() else address
+
+
+def _buttons(code: str) -> list[dict[str, str]]:
+    return [
+        {"text": "✅ Approve", "callback_data": button_data(True, code)},
+        {"text": "✖️ Deny", "callback_data": button_data(False, code)},
+    ]
+
+
+def _press(update: dict[str, Any]) -> Inbound | None:
+    """A tap on one of our buttons, in a private chat by the chat's own person: the chat id is the address. Any other
+    callback query (another bot's data, a group, an inline message without a chat) is not ours to read."""
+    query = mapping(update.get("callback_query"))
+    message = mapping(query.get("message"))
+    chat = mapping(message.get("chat"))
+    sender = mapping(query.get("from"))
+    chat_id, message_id = chat.get("id"), message.get("message_id")
+    if not (isinstance(chat_id, int) and isinstance(message_id, int) and isinstance(query.get("id"), str)):
+        return None
+    if chat.get("type") != "private" or sender.get("id") != chat_id:
+        return None
+    press = pressed(text(query.get("data")), f"{chat_id}:{message_id}", query["id"])
+    if press is None:
+        return None
+    return Inbound(str(update["update_id"]), str(chat_id), "", [], None, press=press)
 
 
 def _update(request: HttpRequest) -> dict[str, Any]:

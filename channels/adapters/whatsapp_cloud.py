@@ -10,7 +10,11 @@ none): ``reference`` is unused.
 
 Outside WhatsApp's 24-hour window only a template Meta approved may go out: with WHATSAPP_CLOUD_TEMPLATE_NAME set,
 a ``type: "template"`` message of that name and WHATSAPP_CLOUD_TEMPLATE_LANGUAGE, the text as its body's parameter
-(``send_template``)."""
+(``send_template``).
+
+An approval request is sent as an interactive message with two reply buttons (Approve / Deny); a tap comes back as
+a message of type ``interactive`` whose ``button_reply`` carries the button's id and whose ``context`` names the
+request's message (channels/approvals.py)."""
 
 import hashlib
 import hmac
@@ -28,13 +32,17 @@ from channels.adapters.base import (
     Sent,
     StatusUpdate,
     VerificationFailed,
+    approval_buttons,
+    button_data,
     no_template,
+    pressed,
     template_variable,
 )
 from channels.adapters.payloads import items, json_body, mapping
 
 WEBHOOK_PATH = "/channels/whatsapp/webhook"
 MAX_TEXT_LENGTH = 4096  # a text message's body
+INTERACTIVE_BODY_LENGTH = 1024  # an interactive message's body
 _MEDIA_TYPES = ("image", "audio", "video", "document", "sticker")
 _STATUSES = {"sent": "sent", "delivered": "delivered", "read": "read", "failed": "failed"}
 
@@ -68,6 +76,18 @@ class WhatsAppCloudAdapter:
     max_text_length = MAX_TEXT_LENGTH
 
     def send_text(self, address: str, text: str, *, reference: str) -> Sent:
+        """An approval request goes as an interactive message with Approve / Deny reply buttons instead of its reply
+        line, when its text fits an interactive body; else as text, the reply line kept."""
+        request = approval_buttons(text)
+        if request is not None and len(request[0]) <= INTERACTIVE_BODY_LENGTH:
+            body, code = request
+            buttons = [
+                {"type": "reply", "reply": {"id": button_data(approve, code), "title": title}}
+                for approve, title in ((True, "Approve"), (False, "Deny"))
+            ]
+            return self._send(
+                address, "interactive", {"type": "button", "body": {"text": body}, "action": {"buttons": buttons}}
+            )
         return self._send(address, "text", {"preview_url": False, "body": text})
 
     def can_send_template(self) -> bool:
@@ -184,6 +204,9 @@ def _inbound(message: Any, names: dict[str, str]) -> Inbound | None:
         body = str(part.get("text", ""))
     elif kind == "interactive":
         reply = mapping(part.get("button_reply") or part.get("list_reply"))
+        press = pressed(str(reply.get("id", "")), str(mapping(message.get("context")).get("id", "")))
+        if press is not None:  # Approve / Deny on an approval request (channels/approvals.py)
+            return Inbound(str(message["id"]), "+" + str(message["from"]), "", [], None, press=press)
         body = str(reply.get("title", ""))
     else:
         return None  # reactions, locations, contacts, system messages: not a message for the thread

@@ -7,6 +7,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from assistant import approval_text
+from assistant import approvals as requests
 from ingestion import approvals
 
 SAID = {
@@ -33,4 +35,5 @@ def approval(request: HttpRequest, pk: int) -> HttpResponse:
             request, SAID[answer]
         )
         return redirect("conversations:thread")
-    return render(request, "approvals/detail.html", {"action": action})
+    what = approval_text.what_happens(action, requests.zone_of(action)).split("\n")
+    return render(request, "approvals/detail.html", {"action": action, "what": what[0], "arguments": what[1:]})

@@ -1,0 +1,175 @@
+"""Answering an approval request from the phone (docs/howto/approve-from-phone.md): a tap on the request's Approve or
+Deny button (Telegram's inline keyboard, WhatsApp's reply buttons), or a reply with its code ("YES 4821", "no 4821",
+any case) on any channel.
+
+An answer counts only from an address linked to the person whose request it is, and only for a request of theirs:
+the code is looked up among that person's requests (and a button's, through the message it was on), so a code or a
+press from anyone else's chat or number finds nothing. It is decided once (ingestion/approvals.py: the first answer
+wins, from the phone or the console; the later ones are told it was already decided), before it expires. Such a reply
+is never a message of the thread: nothing of it reaches the assistant.
+
+Each answer is acknowledged at once, in one line: on Telegram by answering the button's callback query and
+rewriting the request's message to say the outcome (its buttons gone); elsewhere by a short text after the commit.
+A denial is not acknowledged by text on the phone: the assistant's "You denied it" message goes there already."""
+
+import logging
+import re
+from dataclasses import dataclass, field
+from functools import partial
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.urls import reverse
+
+from accounts import audit
+from assistant import approvals as requests
+from assistant.models import Action, ActionState
+from channels.adapters import adapter_for, telegram
+from channels.adapters.base import Channel, Press, SendError, approval_buttons
+from channels.models import LinkedAddress, OutboundMessage
+from channels.notify import deliver_notice
+from ingestion import approvals
+
+logger = logging.getLogger(__name__)
+
+# "YES 4821", "no 4821.", " Yes  4821 ": a whole message that is only an answer and a four-digit code.
+REPLY = re.compile(r"^\s*(?P<word>yes|no)\s+(?P<code>\d{4})\s*[.!]?\s*$", re.IGNORECASE)
+
+CHANNEL_NAMES = {
+    Channel.SMS: "SMS",
+    Channel.WHATSAPP: "WhatsApp",
+    Channel.IMESSAGE: "iMessage",
+    Channel.TELEGRAM: "Telegram",
+}
+# How the request's message on Telegram ends once answered there.
+OUTCOME_MARKS = {"approved": "✅ Approved on Telegram.", "denied": "✖️ Denied on Telegram."}
+
+
+def as_answer(text: str) -> Press | None:
+    """The Press a reply in words stands for ("YES 4821"), or None for any other message."""
+    found = REPLY.match(text) if len(text) <= 40 else None
+    if found is None:
+        return None
+    return Press(found.group("word").lower() == "yes", found.group("code"))
+
+
+@dataclass
+class Answered:
+    """What became of a phone's answer: ``outcome`` for the log and the tests ("approved", "denied", "already",
+    "too late", "unknown code"); ``said``: the one line the person is told."""
+
+    outcome: str
+    said: str
+    request: Action | None = None
+    notices: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def answer(channel: str, address: str, user: User, press: Press) -> Answered:
+    """Decide the person's request the press or reply names (call inside a transaction; what the person is told goes
+    out after its commit)."""
+    request = _request_of(channel, user, press)
+    if request is None:
+        answered = Answered("unknown code", f"No request of yours is waiting for the code {press.code}. {_see()}")
+    else:
+        given = approvals.answer(
+            user, request, approve=press.approve, by=audit.from_phone(CHANNEL_NAMES.get(channel, channel))
+        )
+        answered = Answered(_OUTCOMES[given], _said(given, request), request)
+    if press.query:  # Telegram: the tap is answered, and the request's message says the outcome
+        transaction.on_commit(partial(_answer_tap, press, answered), robust=True)
+    elif answered.outcome != "denied":  # a denial is told by the assistant's own message, sent to the phone
+        transaction.on_commit(partial(deliver_notice.enqueue, channel, address, answered.said), robust=True)
+    logger.info("approval answered on %s: %s", channel, answered.outcome)
+    return answered
+
+
+_OUTCOMES = {
+    approvals.Answer.APPROVED: "approved",
+    approvals.Answer.DENIED: "denied",
+    approvals.Answer.ALREADY: "already",
+    approvals.Answer.TOO_LATE: "too late",
+}
+
+
+def _request_of(channel: str, user: User, press: Press) -> Action | None:
+    """The person's request the answer names. A button names the message it was on: that message's request, if it
+    is this person's and carries the button's code. Otherwise (a reply in words, or a message the outbox no longer
+    knows) the person's latest request with that code (codes are not reused within a month, assistant/approvals.py).
+    """
+    found = None
+    if press.message:
+        context = (
+            OutboundMessage.objects.filter(channel=channel, provider_message_id=press.message, person=user)
+            .values_list("message__context", flat=True)
+            .first()
+        )
+        if isinstance(context, dict) and isinstance(context.get(requests.APPROVAL_CONTEXT), int):
+            found = context[requests.APPROVAL_CONTEXT]
+    candidates = Action.objects.filter(
+        delivery__conversation__user=user, approval_code=press.code, approval_message__isnull=False
+    )
+    if found is not None:
+        candidates = candidates.filter(pk=found)
+    action_id = candidates.order_by("-pk").values_list("pk", flat=True).first()
+    return approvals.pending_of(user, action_id) if action_id is not None else None
+
+
+def _said(given: approvals.Answer, request: Action) -> str:
+    what = requests.describe(request)
+    if given is approvals.Answer.APPROVED:
+        return f"Approved: {what}. I'm doing it now."
+    if given is approvals.Answer.DENIED:
+        return f"Denied: {what}. Nothing was done."
+    if given is approvals.Answer.TOO_LATE:
+        return f"Too late: that request had expired, so nothing was done ({what})."
+    state = Action.objects.filter(pk=request.pk).values_list("state", flat=True).first()
+    earlier = _EARLIER.get(str(state), "answered")
+    return f"Already decided: that request was {earlier} before (nothing more was done)."
+
+
+_EARLIER: dict[str, str] = {
+    ActionState.APPROVED: "approved",
+    ActionState.DENIED: "denied",
+    ActionState.EXPIRED: "left to expire",
+}
+
+
+def _see() -> str:
+    return f"Your requests are in the console: {settings.PUBLIC_BASE_URL}{reverse('conversations:thread')}"
+
+
+def _answer_tap(press: Press, answered: Answered) -> None:
+    """After the commit, in the webhook's own request (Telegram shows a spinner on the button until the query is
+    answered): answer the query, then rewrite the request's message to say the outcome."""
+    adapter = adapter_for(Channel.TELEGRAM)
+    if not isinstance(adapter, telegram.TelegramAdapter):
+        return
+    try:
+        adapter.answer_press(press.query, answered.said)
+    except SendError as error:
+        logger.warning("telegram callback query not answered: %s", error.reason)
+    mark = OUTCOME_MARKS.get(answered.outcome)
+    question = answered.request.approval_message if answered.request is not None else None
+    if mark is None or question is None or not press.message:
+        return
+    request = approval_buttons(question.text)
+    try:
+        adapter.show_outcome(press.message, f"{request[0] if request else question.text}\n\n{mark}")
+    except SendError as error:
+        logger.warning("telegram approval request not edited: %s", error.reason)
+
+
+def unlinked_tap(press: Press) -> None:
+    """A tap from a chat no person linked: its spinner stops, and it is told why nothing happened."""
+    adapter = adapter_for(Channel.TELEGRAM)
+    if isinstance(adapter, telegram.TelegramAdapter) and press.query:
+        try:
+            adapter.answer_press(press.query, "This Telegram account is not linked to an assistant.")
+        except SendError as error:
+            logger.warning("telegram callback query not answered: %s", error.reason)
+
+
+def linked_person(channel: str, address: str) -> User | None:
+    link = LinkedAddress.objects.filter(channel=channel, address=address).select_related("user").first()
+    return link.user if link is not None and link.user.is_active else None
