@@ -12,15 +12,15 @@ from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from babel.dates import format_skeleton
 from django.conf import settings
 from django.urls import reverse
+from django.utils import timezone
 
+from accounts import words
 from assistant.models import Action
 from connections.models import Tool
 from reminders.models import Reminder
 
-LOCALE = "en_GB"  # "Fri 4 Dec, 13:00": the day before the month, a 24-hour clock
 VALUE_CHARACTERS = 80  # one argument's value on a phone; the console shows it whole
 ARGUMENT_LINES = 8
 REPLY_LINE = re.compile(r"^Reply YES (?P<code>\d{4}) to approve or NO (?P=code) to deny\.$")
@@ -79,15 +79,17 @@ def in_words(tool: str, arguments: Any, zone: ZoneInfo, *, connection: str = "",
 
 def _built_in(tool: str, given: dict[str, Any], zone: ZoneInfo) -> str:
     if tool == "schedule_reminder":
-        when = _local_moment(given.get("when"), zone)
-        repeat = ", repeating" if given.get("rrule") else ""
-        return f"Remind you “{_short(_text(given.get('text')))}” on {when}{repeat}."
+        what, when = _short(_text(given.get("text"))), _local_moment(given.get("when"), zone)
+        repeat = _repeating(given.get("rrule"), given.get("when"), zone)
+        if repeat:
+            return f"Remind you “{what}” {repeat.removeprefix(', ')}, starting {when}."
+        return f"Remind you “{what}” on {when}."
     if tool == "cancel_reminder":
         return f"Cancel your reminder {_reminder(given.get('id'))}."
     if tool == "calendar_create_event":
         span = _span(given.get("start"), given.get("end"), zone)
         where = f", at {_short(_text(given.get('location')), 60)}" if _text(given.get("location")) else ""
-        repeat = ", repeating" if given.get("rrule") else ""
+        repeat = _repeating(given.get("rrule"), given.get("start"), zone)
         return f"Add “{_short(_text(given.get('summary')))}” to your calendar, {span}{where}{repeat}."
     if tool == "calendar_delete_event":
         return "Delete an event from your calendar."
@@ -98,12 +100,10 @@ def _built_in(tool: str, given: dict[str, Any], zone: ZoneInfo) -> str:
 
 
 def moment(value: datetime, zone: ZoneInfo) -> str:
-    """A day and time such as "Fri 4 Dec, 13:00" in the person's zone (with the year when it is not this year's,
-    and "UTC" when that is their zone)."""
-    local = value.astimezone(zone)
-    day = format_skeleton("yMMMEd" if local.year != datetime.now(zone).year else "MMMEd", local, locale=LOCALE)
-    clock = format_skeleton("Hm", local, locale=LOCALE)
-    return f"{day}, {clock}" + (" UTC" if zone.key == "UTC" else "")
+    """A day and time such as "Fri 4 Dec, 13:00" in the person's zone (accounts/words.py), with "UTC" when that is
+    their zone (a person who never set theirs should know which clock it is)."""
+    said = words.moment(value, zone, now=timezone.now())
+    return said + (" UTC" if zone.key == "UTC" else "")
 
 
 def _local_moment(value: Any, zone: ZoneInfo) -> str:
@@ -112,27 +112,23 @@ def _local_moment(value: Any, zone: ZoneInfo) -> str:
         return f"“{_short(_text(value), 40)}”"
     if isinstance(parsed, datetime):
         return moment(parsed, zone)
-    return _day(parsed, zone)
+    return words.day(parsed, now=timezone.now().astimezone(zone))
+
+
+def _repeating(rule: Any, start: Any, zone: ZoneInfo) -> str:
+    """ ", every Monday at 09:00" for a rule, never the rule itself ("on a repeating schedule" when it cannot be
+    said)."""
+    if not isinstance(rule, str) or not rule.strip():
+        return ""
+    first = _parsed(start, zone)
+    return ", " + words.repetition(rule, words.local(first) if isinstance(first, datetime) else None)
 
 
 def _span(start: Any, end: Any, zone: ZoneInfo) -> str:
-    """One day and its two times (an en dash between them), or two moments when the event spans days."""
     first, last = _parsed(start, zone), _parsed(end, zone)
-    if isinstance(first, datetime) and isinstance(last, datetime):
-        if first.date() == last.date():
-            clock = f"{format_skeleton('Hm', first, locale=LOCALE)}–{format_skeleton('Hm', last, locale=LOCALE)}"
-            return f"{_day(first.date(), zone)} {clock}"
-        return f"{moment(first, zone)} – {moment(last, zone)}"
-    if isinstance(first, date) and not isinstance(first, datetime):
-        if isinstance(last, date) and not isinstance(last, datetime) and last > first:
-            return f"{_day(first, zone)} – {_day(last, zone)}, all day"
-        return f"{_day(first, zone)}, all day"
-    return _local_moment(start, zone)
-
-
-def _day(value: date, zone: ZoneInfo) -> str:
-    skeleton = "yMMMEd" if value.year != datetime.now(zone).year else "MMMEd"
-    return format_skeleton(skeleton, value, locale=LOCALE)
+    if first is None or last is None or isinstance(first, datetime) != isinstance(last, datetime):
+        return _local_moment(start, zone)
+    return words.span(first, last, zone) + ("" if isinstance(first, datetime) else ", all day")
 
 
 def _parsed(value: Any, zone: ZoneInfo) -> datetime | date | None:
