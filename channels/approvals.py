@@ -75,7 +75,7 @@ def answer(channel: str, address: str, user: User, press: Press) -> Answered:
         given = approvals.answer(
             user, request, approve=press.approve, by=audit.from_phone(CHANNEL_NAMES.get(channel, channel))
         )
-        answered = Answered(_OUTCOMES[given], _said(given, request), request)
+        answered = Answered(_OUTCOMES.get(given, given.value), _said(given, request), request)
     if press.query:  # Telegram: the tap is answered, and the request's message says the outcome
         transaction.on_commit(partial(_answer_tap, press, answered), robust=True)
     elif answered.outcome != "denied":  # a denial is told by the assistant's own message, sent to the phone
