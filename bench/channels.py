@@ -5,9 +5,9 @@ same run. Everything on 127.0.0.1, every phase bounded.
     .venv/bin/python -m bench.channels --sends 3000 --provider-ms 200 --e2e-rate 100 --e2e-seconds 5 --seconds 5
 
 1. Throughput: ``--sends`` texts (one per person, so the per-person order never limits it) are in the outbox
-   before one `manage.py sendchannels` process starts, with a Twilio on 127.0.0.1 (a process of its own, through
-   the official library's HTTP client) answering after ``--provider-ms``. Sends/s from the provider's first to its
-   last request; the worker's CPU over the same span, per send.
+   before one `manage.py worker --only channels` process starts, with a Twilio on 127.0.0.1 (a process of its own,
+   through the official library's HTTP client) answering after ``--provider-ms``. Sends/s from the provider's first
+   to its last request; the worker's CPU over the same span, per send.
 2. End to end: with the worker idle, a writer process records ``--e2e-rate`` assistant replies a second for
    ``--e2e-seconds`` (each through conversations.outbound, as every writer does); each text carries the time its
    reply was written, and the provider notes when its request came: p50/p99 of the difference.
@@ -395,7 +395,8 @@ def main() -> None:
             with psycopg.connect(database_url, autocommit=True) as connection:
                 connection.execute("ANALYZE")
             result: dict[str, Any] = {"provider_ms": args.provider_ms, "concurrency": args.concurrency}
-            worker = subprocess.Popen([sys.executable, "manage.py", "sendchannels"], cwd=ROOT, env=env)
+            command = ["manage.py", "worker", "--only", "channels", "--no-reload"]
+            worker = subprocess.Popen([sys.executable, *command], cwd=ROOT, env=env)
             try:
                 result["outbound"] = throughput(worker, log, args.sends)
                 print("outbound:", json.dumps(result["outbound"]), flush=True)

@@ -1,4 +1,9 @@
+from typing import TYPE_CHECKING
+
 from django.apps import AppConfig
+
+if TYPE_CHECKING:
+    from delivery.work import Runner
 
 
 class ChannelsConfig(AppConfig):
@@ -10,7 +15,18 @@ class ChannelsConfig(AppConfig):
         from channels.adapters import configured
         from channels.outbound.enqueue import enqueue
         from conversations import outbound
+        from delivery import work
 
         # Messages written for the person (replies, reminders, follow-ups) are put in the outbox in their own
         # transaction (conversations/outbound.py), when a channel is configured at all.
         outbound.listen(enqueue, active=lambda: bool(configured()))
+        # The worker (delivery/work.py) runs the outbox's sender beside the delivery engine.
+        work.register("channels", _sender)
+
+
+def _sender(concurrency: int | None) -> "Runner | None":
+    """The outbox's sender, when a channel is configured (otherwise nothing is ever put in the outbox)."""
+    from channels.adapters import configured
+    from channels.outbound.sender import Sender
+
+    return Sender(concurrency=concurrency) if configured() else None

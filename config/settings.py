@@ -428,8 +428,8 @@ ASSISTANT_SYSTEM_PROMPT = env_str(
 )
 
 # --- The outbox to the people's channels (channels/outbound/; README, "Channels") -------------------------------
-# The `channels` worker (`manage.py sendchannels`): sends in flight per process (threads waiting on a provider) and
-# the rows claimed by one statement. The process holds two database connections whatever these are.
+# The channel sender (`manage.py worker`, its `channels` kind): sends in flight per process (threads waiting on a
+# provider) and the rows claimed by one statement. The process holds two database connections whatever these are.
 CHANNEL_CONCURRENCY = env_int("CHANNEL_CONCURRENCY", 64)
 CHANNEL_CLAIM_BATCH = env_int("CHANNEL_CLAIM_BATCH", 64)
 # A send's lease, renewed every third of it while its worker lives; a dead worker's sends are taken over when it

@@ -1,7 +1,7 @@
-"""The channel worker as the Procfile runs it (`manage.py sendchannels`), over PostgreSQL, sending through the
-official twilio library to a Twilio on 127.0.0.1: killed with SIGKILL while sends are in flight, nothing is lost,
-and a text goes out twice only when its request had reached the provider and the worker died before it could
-record the answer (README, "When a text may arrive twice")."""
+"""The channel sender as an operator runs it alone (`manage.py worker --only channels`), over PostgreSQL, sending
+through the official twilio library to a Twilio on 127.0.0.1: killed with SIGKILL while sends are in flight,
+nothing is lost, and a text goes out twice only when its request had reached the provider and the worker died
+before it could record the answer (README, "When a text may arrive twice")."""
 
 import signal
 from collections import Counter
@@ -14,7 +14,7 @@ from tests.live_stack import private_database, require_postgres_and_redis, run_p
 from tests.providers import TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_SMS_FROM, FakeTwilio
 from tests.servers import serving
 
-SEND = ["manage.py", "sendchannels"]
+SEND = ["manage.py", "worker", "--only", "channels", "--no-reload"]
 
 SEED = """
 import json
@@ -64,7 +64,7 @@ def all_sent(database_url: str, timeout: float, what: str) -> list[tuple[str, st
 
 
 def worker_env(database_url: str, twilio: FakeTwilio, **settings: str) -> dict[str, str]:
-    """A `sendchannels` process's settings: its database, the fake Twilio for SMS, and ``settings``."""
+    """A `worker --only channels` process's settings: its database, the fake Twilio for SMS, and ``settings``."""
     return {
         "DATABASE_URL": database_url,
         "TWILIO_ACCOUNT_SID": TWILIO_ACCOUNT_SID,

@@ -132,11 +132,11 @@ def test_the_worker_still_runs_ordinary_tasks(database_tasks):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_with_deliveries_off_it_runs_only_the_tasks(client, v2, database_tasks):
+def test_only_tasks_runs_only_the_tasks(client, v2, database_tasks):
     post(client, CURRENT, v2[1], {"message": "hi"})
     result = remember.enqueue("stretch")
 
-    call_command("db_worker", batch=True, deliveries=False, startup_delay=False, reload=False, interval=0, verbosity=0)
+    call_command("worker", batch=True, only="tasks", startup_delay=False, reload=False, interval=0, verbosity=0)
 
     assert DBTaskResult.objects.get(pk=result.id).status == "SUCCESSFUL"
     assert Delivery.objects.get().status == DeliveryStatus.QUEUED

@@ -1,4 +1,5 @@
-"""The channel worker (``manage.py sendchannels``): many sends in flight in one process, two database connections.
+"""The channel sender (the ``channels`` kind of ``manage.py worker``, delivery/work.py): many sends in flight in one
+process, two database connections.
 
 - One claimer (a database connection) claims ready outbox rows in batches, a little ahead of the free send threads
   (so that a thread that finishes a send starts the next at once, never waiting for a claim), decides each without
@@ -147,6 +148,7 @@ class Sender:
         self._outcomes: queues.SimpleQueue[Outcome | None] = queues.SimpleQueue()
         self._stopping = threading.Event()
         self._hurry = threading.Event()
+        self._stop_begun = threading.Event()
         self._recorder = threading.Thread(target=self._record_loop, name="channel-recorder", daemon=True)
 
     def start(self) -> None:
@@ -157,10 +159,15 @@ class Sender:
     def in_flight(self) -> int:
         return self.claimer.in_flight()
 
+    def begin_stop(self) -> None:
+        """Claim nothing more and start no send claimed ahead; the leases of what is in flight are still renewed."""
+        self._stopping.set()
+        self.claimer.begin_stop()
+
     def stop(self, grace: float | None = None) -> None:
         grace = settings.CHANNEL_GRACE_SECONDS if grace is None else grace
-        self._stopping.set()
-        self.claimer.begin_stop()  # claims nothing more; the leases of what is in flight are still renewed
+        self._stop_begun.set()
+        self.begin_stop()
         ends_at = time.monotonic() + grace
         while self.in_flight() and time.monotonic() < ends_at and not self._hurry.is_set():
             time.sleep(0.05)
@@ -175,6 +182,12 @@ class Sender:
     def hurry(self) -> None:
         """End the grace period now (a second SIGTERM): what is still in flight is put back."""
         self._hurry.set()
+
+    def stop_now(self) -> None:
+        """Put back what is in flight at once: ends a stop under way, or stops with no grace period."""
+        self.hurry()
+        if not self._stop_begun.is_set():
+            self.stop()
 
     def drain(self) -> int:
         """Without threads of its own: send everything claimable now, batch after batch; how many rows ran."""

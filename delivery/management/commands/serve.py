@@ -2,10 +2,11 @@
 production path (the database queue, reminders firing at their time) without a second terminal.
 
 ``manage.py serve [addr:port]`` is ``runserver`` (with WhiteNoise's static files, its autoreload) plus, in the process
-that serves, the delivery engine (delivery/engine.py) and django-tasks-db's task loop on threads of their own, when
-TASK_BACKEND is the database (the default), and the periodic housekeeping (delivery/housekeeping.py). Under DEBUG
-without PUBLIC_BASE_URL it also tells tools to post their follow-ups to the address it listens on (ops/public_url.py).
-Not for production: the Procfile runs gunicorn and ``manage.py db_worker`` as separate processes."""
+that serves, the same work as ``manage.py worker`` (delivery/work.py) on threads of their own: the delivery engine and
+django-tasks-db's task loop when TASK_BACKEND is the database (the default), the channel sender when a channel is
+configured (so a linked phone or Telegram chat gets its texts), and the periodic housekeeping. Under DEBUG without
+PUBLIC_BASE_URL it also tells tools to post their follow-ups to the address it listens on (ops/public_url.py).
+Not for production: the Procfile runs gunicorn and ``manage.py worker`` as separate processes."""
 
 import logging
 import threading
@@ -14,8 +15,9 @@ from typing import Any
 from django.core.management import get_commands, load_command_class
 from django_tasks_db.management.commands.db_worker import Worker
 
-from delivery.engine import Engine
+from delivery import work
 from delivery.housekeeping import Housekeeper
+from delivery.management.commands.worker import Runners
 from delivery.tasks import deliver_message, queued_in_database
 from ops import public_url
 
@@ -26,18 +28,19 @@ RunServer: Any = type(load_command_class(get_commands()["runserver"], "runserver
 
 
 class Command(RunServer):
-    help = "Development server with the delivery engine and the task loop in the same process (make run)."
+    help = "Development server with the worker (deliveries, channel sends, tasks, housekeeping) inside (make run)."
 
     def inner_run(self, *args: Any, **options: Any) -> None:
         # Runs once in the process that serves (under autoreload, the child): start the worker's threads here.
         host = f"[{self.addr}]" if self._raw_ipv6 else self.addr
         public_url.remember(f"{self.protocol}://{host}:{self.port}")
-        engine = tasks = None
-        housekeeper = Housekeeper()  # approvals expire, prunes (delivery/housekeeping.py), as db_worker does
+        tasks = None
+        housekeeper = Housekeeper()  # approvals expire, prunes (delivery/housekeeping.py), as the worker does
         housekeeper.start()
+        built = [work.runner(kind) for kind in ("deliveries", "channels")]
+        runners = Runners([runner for runner in built if runner is not None])
+        runners.start()
         if queued_in_database():
-            engine = Engine()
-            engine.start()
             tasks = Worker(
                 queue_names=["default"],
                 interval=1,
@@ -49,12 +52,13 @@ class Command(RunServer):
                 excluded_queue_names=[],
             )
             threading.Thread(target=tasks.run, name="task-loop", daemon=True).start()
-            self.stdout.write("Delivery engine and task loop running in this process.")
+        running = [kind for kind, runner in zip(("deliveries", "channels"), built, strict=True) if runner is not None]
+        running += ["tasks"] if tasks is not None else []
+        self.stdout.write(f"Worker running in this process: {', '.join([*running, 'housekeeping'])}.")
         try:
             super().inner_run(*args, **options)
         finally:
             housekeeper.stop(timeout=2)
             if tasks is not None:
                 tasks.running = False
-            if engine is not None:
-                engine.stop(grace=2)
+            runners.stop(grace=2)
