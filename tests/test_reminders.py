@@ -37,14 +37,14 @@ def local(days: int, hour: int, minute: int = 0) -> str:
 def run_worker(max_tasks: int) -> None:
     """The Procfile's worker, bounded, running the tasks (reminders) only: no message waits for delivery here."""
     call_command(
-        "db_worker",
+        "worker",
         batch=True,
         max_tasks=max_tasks,
         startup_delay=False,
         reload=False,
         interval=0,
         verbosity=0,
-        deliveries=False,
+        only="tasks",
     )
 
 
