@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 import time
-from argparse import ArgumentParser
+from argparse import ArgumentParser, ArgumentTypeError
 from types import FrameType
 from typing import Any, ClassVar
 
@@ -105,6 +105,14 @@ class _TaskLoop(db_worker.Worker):
         super().shutdown(signum, frame)
 
 
+def _database_backend(name: str) -> bool:
+    try:
+        db_worker.valid_backend_name(name)
+    except ArgumentTypeError:
+        return False
+    return True
+
+
 class Command(db_worker.Command):
     help = (
         "Run the background worker: deliveries to the assistant, channel sends, tasks (reminders) and housekeeping; "
@@ -113,6 +121,11 @@ class Command(db_worker.Command):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         super().add_arguments(parser)
+        # django-tasks-db refuses, while parsing, a task backend outside the database; here that only means there is
+        # no task loop to run (the other kinds still run: channel sends under TASK_BACKEND=immediate, say).
+        for action in parser._actions:
+            if action.dest == "backend_name":
+                action.type = str
         parser.add_argument(
             "--only",
             default="",
@@ -146,24 +159,22 @@ class Command(db_worker.Command):
     def _work(self, kinds: list[str], concurrency: dict[str, int | None], **options: Any) -> None:
         built = [work.runner(kind, concurrency[kind]) for kind in ("deliveries", "channels") if kind in kinds]
         runners = Runners([runner for runner in built if runner is not None])
-        tasks = "tasks" in kinds
-        if not runners.all:
-            if tasks:
-                super().handle(**options)
-            else:
-                self._wait_for_signal(runners)
-            return
-        options["reload"] = False  # a reloader's outer process would run the queues a second time
+        tasks = "tasks" in kinds and _database_backend(options["backend_name"])
         if options["batch"]:
             self.configure_logging(options["verbosity"])
             runners.drain()
             if tasks:
+                options["reload"] = False
                 super().handle(**options)
                 runners.drain()
+            return
+        if not runners.all and tasks:
+            super().handle(**options)  # the task loop alone, as django-tasks-db runs it (with its autoreload)
             return
         if not tasks:
             self._wait_for_signal(runners)
             return
+        options["reload"] = False  # a reloader's outer process would run the queues a second time
         original = db_worker.Worker
         _TaskLoop.runners = runners
         _TaskLoop.early_signals = []
