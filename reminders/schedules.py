@@ -3,23 +3,20 @@
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import islice
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from dateutil import rrule as dateutil_rrule
+from icalendar import vRecur
 
 from reminders.models import Reminder
 
-_TOO_FREQUENT = {dateutil_rrule.SECONDLY, dateutil_rrule.MINUTELY}
+_TOO_FREQUENT = {"SECONDLY", "MINUTELY"}
 MIN_INTERVAL = timedelta(hours=1)
 _CHECKED_OCCURRENCES = 12  # the real gaps measured over the first ones, a backstop to the reasoning in parse_rule
 # Parts that can select no date for thousands of years (dateutil then searches up to the year 9999: seconds to
 # minutes of a worker's CPU per occurrence) and that reminders do not need. The others are checked below.
-_UNSUPPORTED_PARTS = {
-    "_byyearday": "BYYEARDAY",
-    "_byweekno": "BYWEEKNO",
-    "_bysetpos": "BYSETPOS",
-    "_byeaster": "BYEASTER",
-}
+_UNSUPPORTED_PARTS = ("BYYEARDAY", "BYWEEKNO", "BYSETPOS", "BYEASTER")
 _LONGEST_MONTH = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30, 12: 31}
 
 
@@ -58,22 +55,38 @@ def parse_rule(text: str, starts_local: datetime) -> dateutil_rrule.rrule:
         raise ReminderRefused(f"'{text[:80]}' is not an RFC 5545 RRULE such as FREQ=WEEKLY;BYDAY=MO.") from None
     if not isinstance(rule, dateutil_rrule.rrule):
         raise ReminderRefused("Send a single RRULE, not a set of rules.")
-    if rule._freq in _TOO_FREQUENT:
+    parts = _parts(text)
+    if _first(parts, "FREQ") in _TOO_FREQUENT:
         raise ReminderRefused("Reminders repeat at most hourly; use FREQ=HOURLY or a longer period.")
-    for attribute, part in _UNSUPPORTED_PARTS.items():
-        if getattr(rule, attribute, None):
+    for part in _UNSUPPORTED_PARTS:
+        if parts.get(part):
             raise ReminderRefused(f"{part} is not supported in reminders; use BYMONTH, BYMONTHDAY, BYDAY and BYHOUR.")
     # Two minutes (or seconds) in one rule put two occurrences in the same hour, whatever FREQ says; with one of
     # each, occurrences fall in different hours at the same minute, so at least an hour apart.
-    if len(rule._byminute or ()) > 1 or len(rule._bysecond or ()) > 1:
+    if len(parts.get("BYMINUTE", ())) > 1 or len(parts.get("BYSECOND", ())) > 1:
         raise _too_frequent()
-    if not _falls_on_a_date(rule):
+    if not _falls_on_a_date(parts, starts_local):
         raise ReminderRefused(
             "The RRULE never falls on a date: none of its BYMONTHDAY days exists in its months (30 February, "
             "31 April...)."
         )
     _check_gaps(rule)
     return rule
+
+
+def _parts(text: str) -> dict[str, list[Any]]:
+    """The rule's parts by name, read with icalendar's public vRecur (dateutil keeps its own only in private
+    attributes): {"FREQ": ["WEEKLY"], "BYDAY": ["MO"]}."""
+    try:
+        found = vRecur.from_ical(text)
+    except (ValueError, TypeError, KeyError):
+        raise ReminderRefused(f"'{text[:80]}' is not an RFC 5545 RRULE such as FREQ=WEEKLY;BYDAY=MO.") from None
+    return {str(name).upper(): list(values) for name, values in found.items()}
+
+
+def _first(parts: dict[str, list[Any]], name: str) -> str:
+    values = parts.get(name) or [""]
+    return str(values[0]).upper()
 
 
 def _too_frequent() -> ReminderRefused:
@@ -83,13 +96,19 @@ def _too_frequent() -> ReminderRefused:
     )
 
 
-def _falls_on_a_date(rule: dateutil_rrule.rrule) -> bool:
-    """Whether some month of the rule has one of its days of the month (any year; 29 February counts)."""
-    days = [*(rule._bymonthday or ()), *(rule._bynmonthday or ())]
+def _falls_on_a_date(parts: dict[str, list[Any]], starts_local: datetime) -> bool:
+    """Whether some month of the rule has one of its days of the month (any year; 29 February counts). A monthly or
+    yearly rule that names no day takes the start's day, and a yearly one the start's month too (RFC 5545 3.3.10)."""
+    days = [int(day) for day in parts.get("BYMONTHDAY", ())]
+    months = [int(month) for month in parts.get("BYMONTH", ())]
+    frequency = _first(parts, "FREQ")
+    if not days and frequency in ("MONTHLY", "YEARLY") and not parts.get("BYDAY"):
+        days = [starts_local.day]
+        if frequency == "YEARLY" and not months:
+            months = [starts_local.month]
     if not days:
         return True
-    months = rule._bymonth or tuple(_LONGEST_MONTH)
-    return any(abs(day) <= _LONGEST_MONTH[month] for month in months for day in days)
+    return any(abs(day) <= _LONGEST_MONTH.get(month, 0) for month in months or _LONGEST_MONTH for day in days)
 
 
 def _check_gaps(rule: dateutil_rrule.rrule) -> None:

@@ -174,6 +174,10 @@ def test_a_cancelled_reminder_does_not_fire(person):
         ("2099-01-01T10:00", "FREQ=YEARLY;BYYEARDAY=366;BYMONTH=1", "BYYEARDAY"),
         ("2099-01-01T10:00", "FREQ=YEARLY;BYWEEKNO=53;BYMONTH=1", "BYWEEKNO"),
         ("2099-01-01T10:00", "FREQ=MONTHLY;BYDAY=MO;BYSETPOS=7", "BYSETPOS"),
+        ("2099-01-01T10:00", "FREQ=YEARLY;BYEASTER=0", "BYEASTER"),
+        # a monthly or yearly rule that names no day falls on the start's day (RFC 5545): 31 January, in February
+        ("2099-01-31T10:00", "FREQ=YEARLY;BYMONTH=2", "never falls on a date"),
+        ("2099-01-30T10:00", "FREQ=MONTHLY;BYMONTH=2", "never falls on a date"),
     ],
 )
 def test_bad_times_and_rules_are_refused_with_the_reason(person, when, rrule, fragment):
