@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 from babel import Locale
 from babel.dates import format_interval, format_skeleton, format_time
 from django.conf import settings
+from django.utils import timezone
 from icalendar import vRecur
 
 UNSAID = "on a repeating schedule"
@@ -66,10 +67,10 @@ def clock(moment: datetime | time, zone: ZoneInfo | str | None = None) -> str:
 
 
 def day(moment: datetime | date, zone: ZoneInfo | str | None = None, *, now: datetime | date | None = None) -> str:
-    """Mon 30 Nov; Mon 30 Nov 2027 when it is not in the year of ``now`` (the person's present, if given)."""
+    """Mon 30 Nov; Mon, 30 Nov 2027 when it is not in the year of ``now`` (the present unless given)."""
     if isinstance(moment, datetime):
         moment = local(moment, zone).date()
-    this_year = (now.year if now is not None else moment.year) == moment.year
+    this_year = (now or timezone.now()).year == moment.year
     return _plain(format_skeleton("MMMEd" if this_year else "yMMMEd", moment, locale=locale()))
 
 
@@ -77,7 +78,7 @@ def moment(when: datetime, zone: ZoneInfo | str | None = None, *, now: datetime 
     """Mon 30 Nov, 09:00: the day and the time, joined the locale's way."""
     at = local(when, zone)
     joined = locale().datetime_formats["medium"]
-    return str(joined).format(clock(at), day(at, now=local(now, zone) if now else None))
+    return str(joined).format(clock(at), day(at, now=local(now or timezone.now(), zone)))
 
 
 def spoken(when: datetime, zone: ZoneInfo | str | None = None, *, now: datetime) -> str:
@@ -88,19 +89,22 @@ def spoken(when: datetime, zone: ZoneInfo | str | None = None, *, now: datetime)
     return f"{said} at {clock(at)}"
 
 
-def span(start: datetime | date, end: datetime | date, zone: ZoneInfo | str | None = None) -> str:
+def span(
+    start: datetime | date, end: datetime | date, zone: ZoneInfo | str | None = None, *, now: datetime | None = None
+) -> str:
     """An event's time: "Fri 4 Dec, 13:00-14:00", "Fri 4 Dec, 22:00 - Sat 5 Dec, 01:00", or for whole days
     (dates, the end exclusive as in iCalendar) "Fri 4 Dec" and "Fri 4 Dec - Sun 6 Dec" (with en dashes)."""
     if not isinstance(start, datetime) or not isinstance(end, datetime):
         first, last = _as_date(start), _as_date(end)
         if (last - first).days <= 1:
-            return day(first)
-        return _plain(format_interval(first, date.fromordinal(last.toordinal() - 1), "MMMEd", locale=locale()))
+            return day(first, now=now)
+        skeleton = "MMMEd" if first.year == (now or timezone.now()).year else "yMMMEd"
+        return _plain(format_interval(first, date.fromordinal(last.toordinal() - 1), skeleton, locale=locale()))
     begins, ends = local(start, zone), local(end, zone)
     if begins.date() != ends.date():
-        return f"{moment(begins)} – {moment(ends)}"
+        return f"{moment(begins, now=now)} – {moment(ends, now=now)}"
     hours = _plain(format_interval(begins.time(), ends.time(), "Hm", locale=locale()))
-    return str(locale().datetime_formats["medium"]).format(hours, day(begins))
+    return str(locale().datetime_formats["medium"]).format(hours, day(begins, now=now))
 
 
 def _as_date(value: datetime | date) -> date:
@@ -110,10 +114,11 @@ def _as_date(value: datetime | date) -> date:
 # --- a repetition -------------------------------------------------------------------------------------------------
 
 
-def repetition(rule: str, start: datetime | None = None) -> str:
+def repetition(rule: str, start: datetime | None = None, *, timed: bool = True, now: datetime | None = None) -> str:
     """An RFC 5545 RRULE ("FREQ=WEEKLY;BYDAY=MO", with or without "RRULE:") in words: "every Monday at 09:00".
     ``start`` (naive local) is the first occurrence, which supplies what the rule leaves out (the day of a weekly
-    rule, the time of a daily one), as RFC 5545 says it does. A rule that cannot be read is said as UNSAID."""
+    rule, the time of a daily one), as RFC 5545 says it does; ``timed=False`` leaves the time out (an all-day
+    event). A rule that cannot be read is said as UNSAID."""
     try:
         parts = _parts(rule)
     except ValueError:
@@ -121,7 +126,7 @@ def repetition(rule: str, start: datetime | None = None) -> str:
     if str(_first(parts, "FREQ")).upper() not in _UNITS or set(parts) - _SAID_PARTS:
         return UNSAID
     try:
-        said = _period(parts, start) + _time_of_day(parts, start) + _end(parts)
+        said = _period(parts, start) + (_time_of_day(parts, start) if timed else "") + _end(parts, now)
     except (ValueError, KeyError, TypeError):
         return UNSAID
     return said
@@ -264,12 +269,12 @@ def _time_of_day(parts: dict[str, list[Any]], start: datetime | None) -> str:
     return " at " + _listed([clock(time(hour, minute)) for hour in sorted(hours) for minute in sorted(minutes or [0])])
 
 
-def _end(parts: dict[str, list[Any]]) -> str:
+def _end(parts: dict[str, list[Any]], now: datetime | None) -> str:
     count, until = _first(parts, "COUNT"), _first(parts, "UNTIL")
     if count is not None:
         return ", once" if int(count) == 1 else f", {int(count)} times"
     if isinstance(until, (datetime, date)):
-        return f", until {day(until)}"
+        return f", until {day(until, now=now)}"
     return ""
 
 
@@ -284,12 +289,17 @@ def _listed(items: Sequence[str]) -> str:
 
 
 def schedule(
-    next_at: datetime | None, rule: str = "", start: datetime | None = None, *, zone: ZoneInfo | str | None = None
+    next_at: datetime | None,
+    rule: str = "",
+    start: datetime | None = None,
+    *,
+    zone: ZoneInfo | str | None = None,
+    now: datetime | None = None,
 ) -> str:
     """What a reminder's schedule says: "Mon 30 Nov, 09:00" for a one-off; "every Monday at 09:00 (next: Mon 30
     Nov, 09:00)" for a repeating one. ``next_at``: its next time (aware, or naive local); ``start``: its first
     (naive local)."""
     if not rule:
-        return moment(next_at, zone) if next_at is not None else "done"
-    said = repetition(rule, start or (local(next_at, zone) if next_at is not None else None))
-    return f"{said} (next: {moment(next_at, zone)})" if next_at is not None else said
+        return moment(next_at, zone, now=now) if next_at is not None else "done"
+    said = repetition(rule, start or (local(next_at, zone) if next_at is not None else None), now=now)
+    return f"{said} (next: {moment(next_at, zone, now=now)})" if next_at is not None else said

@@ -3,10 +3,13 @@ in the person's time zone and delivered back into their thread by a task that ru
 
 import secrets
 import string
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from accounts import words
 
 _ALPHABET = string.digits + string.ascii_letters
 
@@ -49,3 +52,28 @@ class Reminder(models.Model):
     @property
     def recurring(self) -> bool:
         return bool(self.rrule)
+
+    @property
+    def repeats(self) -> str:
+        """How it repeats, in words ("every Monday at 09:00"); empty for a one-off."""
+        if not self.rrule:
+            return ""
+        return words.repetition(self.rrule, _local_start(self.starts_local))
+
+    @property
+    def schedule_said(self) -> str:
+        """When it fires, in words and in its time zone: "Mon 30 Nov, 09:00", or "every Monday at 09:00 (next: Mon 30
+        Nov, 09:00)"; its first time, or how it repeats, once it is done or cancelled."""
+        start = _local_start(self.starts_local)
+        if self.next_due_at is not None:
+            return words.schedule(self.next_due_at, self.rrule, start, zone=self.time_zone)
+        if self.rrule:
+            return self.repeats
+        return words.moment(start) if start is not None else ""
+
+
+def _local_start(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None

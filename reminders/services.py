@@ -68,7 +68,8 @@ def cancel_reminder(owner: User, public_id: str) -> Reminder:
         if reminder is None:
             raise ReminderRefused(f"No reminder {str(public_id)[:24]!r}; list_reminders gives the ids.")
         if reminder.status != ReminderStatus.SCHEDULED:
-            raise ReminderRefused(f"Reminder {reminder.public_id} is already {reminder.status}.")
+            state = reminder.get_status_display().lower()
+            raise ReminderRefused(f"The reminder “{reminder.text[:80]}” is already {state}.")
         reminder.status = ReminderStatus.CANCELLED
         reminder.cancelled_at = timezone.now()
         reminder.next_due_at = None

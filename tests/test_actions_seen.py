@@ -34,7 +34,7 @@ def test_the_thread_shows_the_actions_under_the_reply_collapsed(client, user, ac
     assert '<details class="disclosure actions-taken">' in page  # collapsed until opened
     assert "What the assistant did (1 action)" in page
     assert "schedule_reminder" in page
-    assert "Call Sam" in page and "Scheduled reminder rem_" in page
+    assert "Call Sam" in page and "Scheduled the reminder “Call Sam”: " in page
 
 
 def test_the_receipt_carries_the_actions_for_a_key_that_may_read_replies(client, acted):
@@ -44,7 +44,7 @@ def test_the_receipt_carries_the_actions_for_a_key_that_may_read_replies(client,
     [action] = receipt["actions"]
     assert action["tool"] == "schedule_reminder"
     assert action["arguments"] == {"text": "Call Sam", "when": "2099-01-05T15:00"}
-    assert action["result"].startswith("Scheduled reminder rem_")
+    assert action["result"].startswith("Scheduled the reminder “Call Sam”: ")
     assert action["isError"] is False and action["startedAt"] and action["finishedAt"]
 
 
@@ -116,7 +116,8 @@ def test_the_reminders_page_lists_and_cancels(client, user):
     client.force_login(user)
 
     page = client.get("/reminders/").content.decode()
-    assert "Water the plants" in page and "FREQ=WEEKLY;BYDAY=MO" in page and "Europe/Paris" in page
+    assert "Water the plants" in page and "every Monday at 09:00" in page and "Europe/Paris" in page
+    assert "FREQ=" not in page
 
     assert client.post(f"/reminders/{reminder.public_id}/cancel/").status_code == 302
     assert Reminder.objects.get().status == ReminderStatus.CANCELLED

@@ -65,7 +65,8 @@ def test_the_model_schedules_a_reminder_and_its_text_is_the_reply(send, llm, v2)
     second = llm.received[1].json()
     assert second["messages"][-2]["tool_calls"][0]["id"] == "call_1"
     assert tool_messages(llm.received[1])[0]["tool_call_id"] == "call_1"
-    assert reminder.public_id in tool_messages(llm.received[1])[0]["content"]
+    # What the model reads is what it may say to the person: the time in words, no id, no RRULE.
+    assert tool_messages(llm.received[1])[0]["content"] == "Scheduled the reminder “stretch”: Mon, 5 Jan 2099, 15:00."
     assert delivery().reply.text == "Done: I will remind you to stretch at 3pm."
     action = Action.objects.get()
     assert (action.tool, action.arguments["text"], action.is_error) == ("schedule_reminder", "stretch", False)

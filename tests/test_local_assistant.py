@@ -67,7 +67,7 @@ def test_the_receipt_shows_what_it_did_like_the_model_backed_assistant(client, s
     [action] = receipt["actions"]
     assert action["tool"] == "schedule_reminder" and action["isError"] is False
     assert action["arguments"]["text"] == "Call Sam" and action["arguments"]["when"].endswith("T12:00")
-    assert receipt["reply"]["text"].endswith("tomorrow at noon.")
+    assert receipt["reply"]["text"].endswith("tomorrow at 12:00.")
 
     client.force_login(person)
     page = client.get("/conversation/").content.decode()
@@ -86,7 +86,7 @@ def test_a_fixed_now_and_the_persons_zone_decide_the_instant(v2):
 
     reminder = Reminder.objects.get()
     assert reminder.next_due_at == datetime(2099, 1, 5, 20, 0, tzinfo=ZoneInfo("UTC"))
-    assert reply.text == "Okay! I'll remind you to stretch today at 3pm."
+    assert reply.text == "Okay! I'll remind you to stretch today at 15:00."
 
 
 def test_an_unclear_time_is_asked_about_and_the_answer_completes_it(send, person, v2):
@@ -98,7 +98,7 @@ def test_an_unclear_time_is_asked_about_and_the_answer_completes_it(send, person
 
     reminder = Reminder.objects.get()
     assert (reminder.text, reminder.next_due_at.astimezone(PARIS).hour) == ("Stretch", 15)
-    assert "remind you to stretch" in reply_text() and "at 3pm" in reply_text()
+    assert "remind you to stretch" in reply_text() and "at 15:00" in reply_text()
 
 
 def test_it_lists_reminders_and_cancels_one_by_its_words(send, person, v2):
@@ -108,8 +108,9 @@ def test_it_lists_reminders_and_cancels_one_by_its_words(send, person, v2):
     send(v2[1], {"message": "What reminders do I have?"})
     listed = reply_text()
     assert listed.startswith("You have 2 reminders:")
-    assert "- Stretch: on Monday, January 5, 2099 at 3pm" in listed
-    assert "- Water the plants: on Tuesday, January 6, 2099 at 6pm (repeating)" in listed
+    assert "- Stretch: on Mon, 5 Jan 2099 at 15:00" in listed
+    assert "- Water the plants: every day at 18:00 (next: Tue, 6 Jan 2099 at 18:00)" in listed
+    assert "rem_" not in listed and "FREQ" not in listed
 
     send(v2[1], {"message": "Cancel the stretch reminder"})
 
@@ -253,7 +254,8 @@ def test_a_webhook_triggers_action_is_understood_like_a_message(user, django_cap
     with django_capture_on_commit_callbacks(execute=True):
         answer(user, asked, approve=True)
     assert Reminder.objects.get().text == "Check the deploy"
-    assert reply_text().startswith("Done. Scheduled reminder rem_")
+    assert reply_text().startswith("Done. Scheduled the reminder “Check the deploy”: ")
+    assert "rem_" not in reply_text()
 
 
 def test_a_keys_message_that_needs_approval_acts_once_the_person_approves(
@@ -284,9 +286,8 @@ def test_a_keys_message_that_needs_approval_acts_once_the_person_approves(
 
     reminder = Reminder.objects.get()
     assert reminder.text == "Stretch"
-    assert reply_text() == f"Done. Scheduled reminder {reminder.public_id}: “Stretch” at " + (
-        reminder.next_due_at.astimezone(PARIS).isoformat(timespec="minutes") + " (Europe/Paris)."
-    )
+    due = reminder.next_due_at.astimezone(PARIS)
+    assert reply_text() == f"Done. Scheduled the reminder “Stretch”: {due:%a} {due.day} {due:%b, %H:%M}."
 
 
 def test_an_attempt_that_replays_a_lost_one_does_not_schedule_twice(

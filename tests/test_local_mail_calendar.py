@@ -35,7 +35,7 @@ def test_it_adds_an_event_and_lists_the_days_calendar(send, person, v2, radicale
 
     send(v2[1], {"message": "add lunch with Sam tomorrow at 1pm"})
 
-    assert reply_text() == "Added “Lunch with Sam” to your calendar tomorrow at 1pm."
+    assert reply_text() == "Added “Lunch with Sam” to your calendar tomorrow at 13:00."
     [event] = stored_events(radicale_server)
     assert str(event["SUMMARY"]) == "Lunch with Sam"
     start = event["DTSTART"].dt
@@ -43,7 +43,7 @@ def test_it_adds_an_event_and_lists_the_days_calendar(send, person, v2, radicale
 
     send(v2[1], {"message": "What's on my calendar tomorrow?"})
 
-    assert reply_text() == "On your calendar tomorrow:\n- 1pm Lunch with Sam"
+    assert reply_text() == "On your calendar tomorrow:\n- 13:00 Lunch with Sam"
     assert tools_called() == ["calendar_create_event", "calendar_list_events"]
     send(v2[1], {"message": "what's on my calendar today"})
     assert reply_text() == "Nothing on your calendar today."

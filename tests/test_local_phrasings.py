@@ -85,7 +85,7 @@ PHRASINGS = [
     ("remind me to drink water every 2 hours", remind("Drink water", "2026-11-25T11:00", "FREQ=HOURLY;INTERVAL=2")),
     ("remind me to stretch daily at noon", remind("Stretch", "2026-11-25T12:00", "FREQ=DAILY")),
     # asked back
-    ("remind me to stretch next Friday", ask("What time on Friday should I remind you to stretch?")),
+    ("remind me to stretch next Friday", ask("What time on Fri 27 Nov should I remind you to stretch?")),
     ("remind me to stretch at 3", ask("Did you mean 3am or 3pm?")),
     ("remind me to go to the gym at 6", ask("Did you mean 6am or 6pm?")),
     ("remind me to stretch", ask("When should I remind you to stretch?")),
@@ -97,9 +97,9 @@ PHRASINGS = [
         ask("On which day, and at what time, should I remind you to renew your passport?"),
     ),
     ("remind me to leave at 25:00", ask("I could not read the time")),
-    ("add lunch with Sam on Friday", ask("What time on Friday should I put “Lunch with Sam” in your calendar?")),
+    ("add lunch with Sam on Friday", ask("What time on Fri 27 Nov should I put “Lunch with Sam” in your calendar?")),
     # refused
-    ("remind me to stretch today at 9am", refuse("That time has passed: it is 10am today where you are.")),
+    ("remind me to stretch today at 9am", refuse("That time has passed: it is 10:00 today where you are.")),
     ("hey can you remind me to stretch every 5 minutes", refuse("Reminders repeat at most every hour.")),
     ("remind me to stretch at 9 except Friday", refuse("“Except” goes with a repetition")),
     ("send an email to Bob", refuse("I can't write or send mail")),
@@ -147,7 +147,7 @@ PHRASINGS = [
         "Put dentist on my calendar tomorrow at 9:30",
         Act("calendar_create_event", {"summary": "Dentist", "start": "2026-11-26T09:30", "end": "2026-11-26T10:30"}),
     ),
-    ("book the retro for Friday", ask("What time on Friday should I put “Retro” in your calendar?")),
+    ("book the retro for Friday", ask("What time on Fri 27 Nov should I put “Retro” in your calendar?")),
     ("show me the events of the deploy", None),  # not the calendar: no "my", no day
     ("show my unread mail", Act("mail_search", {"unseen": True})),
     ("any new emails?", Act("mail_search", {"unseen": True})),
@@ -226,13 +226,13 @@ def test_an_answer_to_the_question_completes_the_earlier_request(earlier, answer
 def test_it_confirms_in_words_with_the_day_and_the_hour():
     assert (
         understand("Remind me to stretch at 3pm", NOW, BUILT_IN).done
-        == "Okay! I'll remind you to stretch today at 3pm."
+        == "Okay! I'll remind you to stretch today at 15:00."
     )
     assert understand("remind me to call my mom tomorrow at noon", NOW, BUILT_IN).done == (
-        "Okay! I'll remind you to call your mom tomorrow at noon."
+        "Okay! I'll remind you to call your mom tomorrow at 12:00."
     )
     assert understand("remind me to stand up every weekday at 9", NOW, BUILT_IN).done == (
-        "Okay! I'll remind you to stand up every weekday at 9am, starting tomorrow."
+        "Okay! I'll remind you to stand up every weekday at 09:00, starting tomorrow."
     )
 
 
@@ -240,7 +240,7 @@ def test_now_and_the_zone_decide_the_day():
     late = datetime(2026, 11, 25, 16, 0)
     assert understand("Remind me to stretch at 3pm", late, BUILT_IN).arguments["when"] == "2026-11-26T15:00"
     assert understand("remind me to stretch today at 3pm", late, BUILT_IN) == Refuse(
-        "That time has passed: it is 4pm today where you are."
+        "That time has passed: it is 16:00 today where you are."
     )
 
 

@@ -43,7 +43,7 @@ MONDAY_9 = datetime(2026, 11, 30, 9, 0)  # local, naive: a Monday
     ],
 )
 def test_a_rule_is_said_in_words(rule: str, said: str) -> None:
-    assert words.repetition(rule, MONDAY_9) == said
+    assert words.repetition(rule, MONDAY_9, now=MONDAY_9) == said
 
 
 @pytest.mark.parametrize(
@@ -61,10 +61,10 @@ def test_no_text_makes_the_wording_fail_or_echo_a_rule(rule: str) -> None:
 
 
 def test_a_moment_is_a_day_and_a_time_in_the_persons_zone() -> None:
-    assert words.moment(MONDAY_9) == "Mon 30 Nov, 09:00"
+    assert words.moment(MONDAY_9, now=MONDAY_9) == "Mon 30 Nov, 09:00"
     aware = datetime(2026, 11, 30, 9, 0, tzinfo=ZoneInfo("UTC"))
-    assert words.moment(aware, "Europe/Paris") == "Mon 30 Nov, 10:00"
-    assert words.moment(aware, ZoneInfo("America/New_York")) == "Mon 30 Nov, 04:00"
+    assert words.moment(aware, "Europe/Paris", now=aware) == "Mon 30 Nov, 10:00"
+    assert words.moment(aware, ZoneInfo("America/New_York"), now=aware) == "Mon 30 Nov, 04:00"
 
 
 def test_another_years_moment_says_its_year() -> None:
@@ -79,20 +79,30 @@ def test_a_sentence_says_today_and_tomorrow() -> None:
 
 
 def test_an_events_span() -> None:
-    assert words.span(datetime(2026, 12, 4, 13), datetime(2026, 12, 4, 14)) == "Fri 4 Dec, 13:00–14:00"
-    assert words.span(datetime(2026, 12, 4, 22), datetime(2026, 12, 5, 1)) == "Fri 4 Dec, 22:00 – Sat 5 Dec, 01:00"
-    assert words.span(date(2026, 12, 4), date(2026, 12, 5)) == "Fri 4 Dec"  # an all-day event: the end is exclusive
-    assert words.span(date(2026, 12, 4), date(2026, 12, 7)) == "Fri 4 Dec – Sun 6 Dec"
+    assert words.span(datetime(2026, 12, 4, 13), datetime(2026, 12, 4, 14), now=MONDAY_9) == "Fri 4 Dec, 13:00–14:00"
+    assert (
+        words.span(datetime(2026, 12, 4, 22), datetime(2026, 12, 5, 1), now=MONDAY_9)
+        == "Fri 4 Dec, 22:00 – Sat 5 Dec, 01:00"
+    )
+    assert (
+        words.span(date(2026, 12, 4), date(2026, 12, 5), now=MONDAY_9) == "Fri 4 Dec"
+    )  # an all-day event: the end is exclusive
+    assert words.span(date(2026, 12, 4), date(2026, 12, 7), now=MONDAY_9) == "Fri 4 Dec – Sun 6 Dec"
 
 
 def test_a_schedule_says_its_repetition_and_its_next_time() -> None:
     due = datetime(2026, 11, 30, 8, 0, tzinfo=ZoneInfo("UTC"))
-    assert words.schedule(due, zone="Europe/Paris") == "Mon 30 Nov, 09:00"
-    said = words.schedule(due, "FREQ=WEEKLY;BYDAY=MO", zone="Europe/Paris")
+    assert words.schedule(due, zone="Europe/Paris", now=due) == "Mon 30 Nov, 09:00"
+    said = words.schedule(due, "FREQ=WEEKLY;BYDAY=MO", zone="Europe/Paris", now=due)
     assert said == "every Monday at 09:00 (next: Mon 30 Nov, 09:00)"
 
 
 def test_the_locale_setting_changes_the_formats(settings) -> None:
     settings.PERSON_LOCALE = "en_US"
-    assert words.moment(MONDAY_9) == "Mon, Nov 30, 9:00 AM"
+    assert words.moment(MONDAY_9, now=MONDAY_9) == "Mon, Nov 30, 9:00 AM"
     assert words.repetition("FREQ=WEEKLY;BYDAY=MO", MONDAY_9) == "every Monday at 9:00 AM"
+
+
+def test_another_years_span_says_its_year() -> None:
+    assert words.span(date(2027, 1, 4), date(2027, 1, 6), now=MONDAY_9) == "Mon, 4 Jan – Tue, 5 Jan 2027"
+    assert words.span(datetime(2027, 1, 4, 9), datetime(2027, 1, 4, 10), now=MONDAY_9) == "Mon, 4 Jan 2027, 09:00–10:00"

@@ -42,12 +42,15 @@ def reminders(result: str, now: datetime) -> str:
 
 
 def reminder_line(item: dict[str, Any], now: datetime) -> str:
-    text, repeats = str(item.get("text", "")), " (repeating)" if item.get("rrule") else ""
+    """ "Stretch: tomorrow at 15:00", "Stand up: every weekday at 09:00 (next: tomorrow at 09:00)"."""
+    text, repeats = str(item.get("text", "")), str(item.get("repeats") or "")
     try:
         when = datetime.fromisoformat(str(item.get("next"))).replace(tzinfo=None)
     except ValueError:
-        return f"{text}{repeats}"
-    return f"{text}: {times.spoken(when, now)}{repeats}"
+        return f"{text}: {repeats}" if repeats else text
+    if repeats:
+        return f"{text}: {repeats} (next: {times.spoken(when, now).removeprefix('on ')})"
+    return f"{text}: {times.spoken(when, now)}"
 
 
 def webhooks(result: str) -> str:

@@ -15,6 +15,8 @@ from typing import Any
 
 from dateutil import rrule
 
+from accounts import words
+
 # dateparser keeps state between calls in places (its issues #441, #813), and the delivery engine runs many
 # attempts at once: one parse at a time, a few milliseconds each.
 _PARSING = threading.Lock()
@@ -60,30 +62,18 @@ When = Once | Repeating
 
 
 def clock(moment: datetime) -> str:
-    """3pm, 3:30pm, noon, midnight."""
-    if (moment.hour, moment.minute) == (12, 0):
-        return "noon"
-    if (moment.hour, moment.minute) == (0, 0):
-        return "midnight"
-    hour = moment.hour % 12 or 12
-    minutes = f":{moment.minute:02d}" if moment.minute else ""
-    return f"{hour}{minutes}{'am' if moment.hour < 12 else 'pm'}"
+    """09:00, in the person's locale (accounts/words.py)."""
+    return words.clock(moment)
 
 
 def day(moment: datetime, now: datetime) -> str:
-    """today, tomorrow, on Friday (within the week), on Thursday, December 3 (later)."""
-    days = (moment.date() - now.date()).days
-    if days == 0:
-        return "today"
-    if days == 1:
-        return "tomorrow"
-    if 1 < days < 7:
-        return f"on {moment:%A}"
-    return f"on {moment:%A, %B} {moment.day}" + (f", {moment.year}" if moment.year != now.year else "")
+    """today, tomorrow, on Mon 30 Nov."""
+    return words.spoken(moment, now=now).rsplit(" at ", 1)[0]
 
 
 def spoken(moment: datetime, now: datetime) -> str:
-    return f"{day(moment, now)} at {clock(moment)}"
+    """today at 15:00, tomorrow at 09:00, on Mon 30 Nov at 09:00."""
+    return words.spoken(moment, now=now)
 
 
 # --- reading ----------------------------------------------------------------------------------------------------
@@ -361,16 +351,4 @@ def _repeating(pattern: _Pattern, start: datetime, extra: dict[str, Any], now: d
         raise Impossible("That repetition never happens.")
     rule = rrule.rrule(pattern.frequency, dtstart=first, interval=pattern.interval, **kwargs)
     text = str(rule).split("RRULE:", 1)[1]  # dateutil writes "DTSTART:…\nRRULE:…"; the start goes separately
-    label = pattern.label
-    if "bymonthday" in extra:
-        label = f"every month on the {_ordinal(extra['bymonthday'])}"
-    if pattern.frequency == rrule.YEARLY:
-        label = f"every year on {first:%B} {first.day}"
-    if pattern.frequency != rrule.HOURLY:
-        label = f"{label} at {clock(first)}"
-    return Repeating(first=first, rule=text, label=label)
-
-
-def _ordinal(number: int) -> str:
-    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
-    return f"{number}{suffix}"
+    return Repeating(first=first, rule=text, label=words.repetition(text, first))

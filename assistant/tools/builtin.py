@@ -19,7 +19,8 @@ def _describe(reminder: Reminder) -> dict[str, Any]:
         "id": reminder.public_id,
         "text": reminder.text,
         "next": local.isoformat(timespec="minutes") if local else None,
-        "rrule": reminder.rrule or None,
+        # In words, not the RRULE: what the model reads here is what it says to the person.
+        "repeats": reminder.repeats or None,
         "timeZone": reminder.time_zone,
     }
 
@@ -31,10 +32,8 @@ def schedule_reminder(arguments: dict[str, Any], call: Call) -> str:
         )
     except reminders.ReminderRefused as refused:
         raise ToolError(str(refused)) from None
-    described = _describe(reminder)
-    repeat = f", repeating {reminder.rrule}" if reminder.rrule else ""
-    when = f"{described['next']} ({reminder.time_zone})"
-    return f"Scheduled reminder {reminder.public_id}: “{reminder.text}” at {when}{repeat}."
+    # A sentence the person may read as it is (the built-in assistant says it after an approval): no id, no RRULE.
+    return f"Scheduled the reminder “{reminder.text}”: {reminder.schedule_said}."
 
 
 def list_reminders(arguments: dict[str, Any], call: Call) -> str:
@@ -47,7 +46,8 @@ def cancel_reminder(arguments: dict[str, Any], call: Call) -> str:
         reminder = reminders.cancel_reminder(call.user, str(arguments.get("id", "")))
     except reminders.ReminderRefused as refused:
         raise ToolError(str(refused)) from None
-    return f"Cancelled reminder {reminder.public_id}: “{reminder.text}”."
+    repeated = f" ({reminder.repeats})" if reminder.repeats else ""
+    return f"Cancelled the reminder “{reminder.text}”{repeated}."
 
 
 def list_webhook_triggers(arguments: dict[str, Any], call: Call) -> str:

@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.conf import settings
 from django.contrib.auth.models import User
 
+from accounts import words
 from accounts.services import profile_of
 from assistant.models import ToolKind
 from assistant.tools import Call, Tool, ToolError
@@ -67,6 +68,18 @@ def _shown(value: datetime | date | None, zone: ZoneInfo) -> str | None:
         local = value.astimezone(zone) if value.tzinfo is not None else value
         return local.strftime("%Y-%m-%dT%H:%M")
     return value.isoformat()
+
+
+def _said(start: datetime | date, end: datetime | date, rule: str, zone: ZoneInfo) -> str:
+    """The event's time as the person reads it: its span, and for a repeating one how it repeats, then its first
+    span ("every Friday at 13:00, first Fri 4 Dec, 13:00 to 14:00" with a dash)."""
+    span = words.span(start, end, zone)
+    if not rule:
+        return span
+    if isinstance(start, datetime):
+        first = words.local(start, zone)
+        return f"{words.repetition(rule, first)}, first {span}"
+    return f"{words.repetition(rule, datetime.combine(start, time(0)), timed=False)}, first {span}"
 
 
 def _optional_text(arguments: dict[str, Any], name: str, limit: int) -> str:
@@ -150,7 +163,7 @@ class _Calendar:
             raise ToolError("rrule must be an RFC 5545 RRULE string such as FREQ=WEEKLY;BYDAY=FR.")
         try:
             rule = calendars.check_rrule(rule, start) if rule.strip() else ""
-            uid = calendars.create_event(
+            calendars.create_event(
                 self.server(),
                 summary=summary,
                 start=start,
@@ -162,10 +175,10 @@ class _Calendar:
             )
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
-        repeat = f", repeating {rule}" if rule else ""
+        # A sentence the person may read as it is (the built-in assistant says it after an approval): the times in
+        # their words and zone, never the event's UID or the RRULE (calendar_list_events gives the ids).
         where = f" at {location}" if location else ""
-        when = f"{_shown(start, self.zone)} to {_shown(end, self.zone)} ({self.zone.key})"
-        return f"Created the event “{summary}”{where}, {when}{repeat}; its id is {uid}."
+        return f"Created the event “{summary}”{where}: {_said(start, end, rule, self.zone)}."
 
     def delete_event(self, arguments: dict[str, Any], call: Call) -> str:
         uid = arguments.get("id")
@@ -175,7 +188,7 @@ class _Calendar:
             summary = calendars.delete_event(self.server(), uid.strip(), _seconds(call))
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
-        return f"Deleted the event “{summary}” ({uid.strip()}), every occurrence of it."
+        return f"Deleted the event “{summary}”, every occurrence of it."
 
 
 class _Mailbox:

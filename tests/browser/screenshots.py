@@ -3,12 +3,13 @@
 Not part of `make test` (the file name does not start with test_); run it after changing how a page looks.
 """
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 from django.utils import timezone
 
+from accounts import words
 from accounts.services import sign_up as create_account
 from conversations.models import Delivery, Endpoint, Message, Role, Source
 from conversations.services import conversation_of
@@ -219,7 +220,10 @@ def _shoot_what_the_assistant_does(page, user) -> None:
         tool="schedule_reminder",
         round=2,
         arguments={"text": "Check the db-01 backup ticket", "when": f"{tomorrow}T09:00"},
-        result=f"Scheduled reminder rem_4kQ2: “Check the db-01 backup ticket” at {tomorrow}T09:00 (UTC).",
+        result=(
+            "Scheduled the reminder “Check the db-01 backup ticket”: "
+            f"{words.moment(datetime.fromisoformat(f'{tomorrow}T09:00'))}."
+        ),
         started_at=started + timedelta(seconds=2),
         finished_at=started + timedelta(seconds=2, milliseconds=35),
     )
