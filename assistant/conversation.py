@@ -5,7 +5,10 @@ from typing import Any
 
 from django.conf import settings
 
-from conversations.models import Message
+from conversations.models import Message, Source
+
+# What the person wrote on a linked phone or chat (channels/inbound.py records these).
+CHANNEL_SOURCES = frozenset({Source.SMS, Source.WHATSAPP, Source.IMESSAGE, Source.TELEGRAM})
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,11 @@ class AssistantRequest:
     thread: list[ThreadEntry]  # oldest first, ending with this message
     attempt: int
 
+    def __post_init__(self) -> None:
+        # Whichever way the request is built (the claim's one statement on PostgreSQL, or the ORM), the backends
+        # see only what they may be offered.
+        object.__setattr__(self, "context", offered_context(self.source, self.text, self.context))
+
 
 def recent_thread(message: Message) -> list[ThreadEntry]:
     """The last ASSISTANT_THREAD_MESSAGES messages of the conversation up to and including this one."""
@@ -70,3 +78,28 @@ def build_request(message: Message, attempt: int) -> AssistantRequest:
         thread=recent_thread(message),
         attempt=attempt,
     )
+
+
+def offered_context(source: str, text: str, context: Any) -> Any:
+    """What an assistant is offered beside the text. A message the person wrote on a linked channel is their words
+    only: what our inbound code attached (the channel, their address, the provider's message id, when the provider
+    says it was sent, the provider's media ids and links) stays on the message for staff and for receipts, and is
+    never offered to the assistant, which would read it back to the person as if they had sent it. Their
+    attachments are named by kind alone. Any other message offers what its sender sent (an API caller's JSON)."""
+    if source not in CHANNEL_SOURCES:
+        return context
+    offered: dict[str, Any] = {"message": text}
+    media = context.get("media") if isinstance(context, dict) else None
+    if isinstance(media, list) and media:
+        offered["attachments"] = [_kind_of(item) for item in media]
+    return offered
+
+
+def _kind_of(item: Any) -> str:
+    """ "image/jpeg", or "a photo" when the provider says only that; never its id or its link."""
+    if isinstance(item, str):
+        return item[:100]  # already named
+    if not isinstance(item, dict):
+        return "a file"
+    kind = str(item.get("contentType") or item.get("kind") or "a file")
+    return kind[:100]

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from assistant.approval_text import in_words
-from assistant.conversation import AssistantRequest
+from assistant.conversation import CHANNEL_SOURCES, AssistantRequest
 from assistant.local import replies
 from assistant.local.intents import ANSWER_HINT, Act, Ask, CancelNamed, Intent, Refuse, understand
 from assistant.outcomes import Reply
@@ -167,12 +167,20 @@ def _receipt(request: AssistantRequest) -> str:
     parts = [_arrival(request)]
     if request.text:
         parts.append(f"You wrote: “{_shorten(request.text, QUOTE_LIMIT)}”.")
-    summary = _context_summary(request.context)
+    summary = _attachments(request) if request.source in CHANNEL_SOURCES else _context_summary(request.context)
     if summary:
         parts.append(summary)
     # Automations send these, often: one line on what it can do, not the whole list ("Sorry, I didn't understand").
     parts.append("I found no request in it that I can act on (I understand requests such as “remind me to …”).")
     return " ".join(parts)
+
+
+def _attachments(request: AssistantRequest) -> str:
+    """What the person sent besides words, by kind (the only thing of the kind assistant/conversation.py offers)."""
+    kinds = request.context.get("attachments") if isinstance(request.context, dict) else None
+    if not isinstance(kinds, list) or not kinds:
+        return ""
+    return f"It came with {_count(len(kinds), 'attachment')} ({', '.join(str(kind) for kind in kinds[:5])})."
 
 
 def _arrival(request: AssistantRequest) -> str:
@@ -182,7 +190,7 @@ def _arrival(request: AssistantRequest) -> str:
         return "Received through one of your webhook triggers."
     if request.source == Source.TOOL_FOLLOW_UP:
         return "Received a follow-up from a tool."
-    if request.source in (Source.SMS, Source.WHATSAPP, Source.IMESSAGE, Source.TELEGRAM):
+    if request.source in CHANNEL_SOURCES:
         return f"Received by {Source(request.source).label}."
     return "Received from the app."
 
