@@ -1,13 +1,13 @@
 """A key's requests per day, and the geometry of the small bar chart the key's page draws as inline SVG."""
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, time, timedelta
 
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from conversations.models import Delivery
+from conversations.models import Delivery, Endpoint
 from keys.models import ApiKey
 
 DAYS = 14
@@ -74,12 +74,29 @@ class Chart:
     day_label_y: int = HEIGHT - 8
 
 
+# What a key sent (its messages through the API). An approval the owner gives for one of them is recorded as a
+# delivery carrying the key too (its origin decides the approval rule), but it is the owner's answer, not a request.
+KEY_REQUESTS = (Endpoint.CURRENT, Endpoint.LEGACY)
+
+
+def requests_of(key: ApiKey) -> QuerySet[Delivery]:
+    return Delivery.objects.filter(api_key=key, endpoint__in=KEY_REQUESTS)
+
+
+def _start_of(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
 def requests_per_day(key: ApiKey, days: int = DAYS, today: date | None = None) -> list[Day]:
     """Every day of the window, oldest first, including the days without requests (in the site's time zone)."""
     today = today or timezone.localdate()
     first = today - timedelta(days=days - 1)
+    # A range on created_at itself, so the (api_key, created_at) index bounds the read to the window: a filter on
+    # its date (created_at__date) read every delivery the key ever made.
+    start, end = _start_of(first), _start_of(today + timedelta(days=1))
     rows = (
-        Delivery.objects.filter(api_key=key, created_at__date__gte=first, created_at__date__lte=today)
+        requests_of(key)
+        .filter(created_at__gte=start, created_at__lt=end)
         .annotate(day=TruncDate("created_at"))
         .values("day")
         .annotate(requests=Count("id"))

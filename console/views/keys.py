@@ -14,7 +14,7 @@ from accounts import audit
 from assistant.tools.toolbox import offered_tools
 from console import activity, examples, nonces
 from console.forms.keys import NewKeyForm, NewV2KeyForm, RenameForm, RollForm, ScopesForm, ToolPolicyForm
-from conversations.models import Delivery, Endpoint
+from conversations.models import Endpoint
 from ingestion.hotpath.recording import record_user_message
 from keys import services
 from keys.models import ApiKey, Generation
@@ -123,7 +123,7 @@ def new_key(request: HttpRequest) -> HttpResponse:
 @require_GET
 def key_detail(request: HttpRequest, pk: int) -> HttpResponse:
     key = _owned_key(request, pk)
-    deliveries = Delivery.objects.filter(api_key=key).select_related("message").order_by("-created_at", "-id")
+    deliveries = activity.requests_of(key).select_related("message").order_by("-created_at", "-id")
     series = activity.requests_per_day(key)
     context = {
         "key": key,
