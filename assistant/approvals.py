@@ -23,15 +23,19 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
 from accounts import audit
 from accounts.models import AuditKind, Profile
-from assistant import approval_text
+from assistant import approval_text, askers
 from assistant.models import Action, ActionState
+from connections.models import Connection
 from conversations.models import Delivery, Message, Source
 from conversations.services import assistant_message
+from keys.models import ApiKey
+from triggers.models import WebhookTrigger
 
 APPROVAL_CONTEXT = "approval"  # the asking message's context: {"approval": <action id>}
 APPROVED_CONTEXT = "approvedAction"  # the decision's message: {"approvedAction": <action id>}
@@ -165,12 +169,66 @@ def approved_action(message_id: str) -> Action | None:
 
 def expire_overdue(now: datetime | None = None) -> int:
     """Answer for the person who did not: every call still awaiting approval past its time is expired, and the
-    assistant says so in the thread. Returns how many."""
+    assistant says so in the thread; and every request whose asker went without telling (a key that expired) is
+    withdrawn. Returns how many."""
     now = now or timezone.now()
     expired = 0
     for action in Action.objects.filter(state=ActionState.AWAITING_APPROVAL, approval_expires_at__lte=now):
         expired += expire(action, now)
+    for action in askers.orphaned(now):
+        expired += withdraw(action, askers.gone(action, now) or "what asked for it is gone", now)
     return expired
+
+
+def withdraw_pending(
+    *,
+    why: str,
+    key: ApiKey | None = None,
+    trigger: WebhookTrigger | None = None,
+    connection: Connection | None = None,
+    user: User | None = None,
+) -> int:
+    """A request dies with its asker: every request still waiting that this key, trigger, connection or account
+    asked for is expired now (in the caller's transaction), said in the thread and in the audit log. Returns how
+    many. Called when a key is revoked or rolled, a trigger or a connection removed, an account deactivated
+    (ops/signals.py); a key's expiry is found by the sweep (``expire_overdue``), and an answer checks again."""
+    withdrawn = 0
+    for action in askers.pending(key=key, trigger=trigger, connection=connection, user=user):
+        withdrawn += withdraw(action, why)
+    return withdrawn
+
+
+def was_withdrawn(action: Action) -> bool:
+    """Whether an expired request was withdrawn (its asker went) rather than left unanswered: the thread says so."""
+    conversation = Delivery.objects.filter(pk=action.delivery_id).values_list("conversation_id", flat=True)
+    thread = Message.objects.filter(conversation_id__in=conversation, created_at__gte=action.started_at)
+    return thread.filter(context__approvalWithdrawn=action.pk).exists()  # the thread's index, not every message
+
+
+def withdraw(action: Action, why: str, now: datetime | None = None) -> bool:
+    """Expire one waiting request because what asked for it is gone (``why``, in the person's words)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        changed = Action.objects.filter(pk=action.pk, state=ActionState.AWAITING_APPROVAL).update(
+            state=ActionState.EXPIRED, decided_at=now
+        )
+        if not changed:
+            return False
+        delivery = Delivery.objects.select_related("conversation").get(pk=action.delivery_id)
+        assert delivery.conversation is not None and delivery.conversation_id is not None
+        assistant_message(
+            delivery.conversation_id,
+            f"I did not do it, and it can no longer be approved: {describe(action)}. The reason: {why}.",
+            source=Source.ASSISTANT,
+            context={"approvalWithdrawn": action.pk},
+        )
+        audit.record(
+            delivery.conversation.user_id,
+            AuditKind.APPROVAL_EXPIRED,
+            f"{describe(action)}, asked for by {action.requested_by}: withdrawn, {why}",
+            by=audit.SYSTEM,
+        )
+    return True
 
 
 def expire(action: Action, now: datetime | None = None) -> bool:

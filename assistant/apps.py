@@ -6,4 +6,4 @@ class AssistantConfig(AppConfig):
     verbose_name = "Assistant"
 
     def ready(self) -> None:
-        from assistant import checks  # noqa: F401  (registers the system checks)
+        from assistant import checks, signals  # noqa: F401  (registers the system checks and the receivers)

@@ -16,6 +16,7 @@ from connections import client, crypto
 from connections.addresses import RefusedUrl, check_resolved, check_url
 from connections.checks import check_slot
 from connections.models import Connection, Tool
+from ops.signals import asker_gone
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +160,8 @@ def _store_tools(connection: Connection, tools: list[client.ToolInfo]) -> None:
 
 def remove_connection(connection: Connection, *, by: str = audit.COMMAND) -> None:
     with transaction.atomic():
+        # Before the delete, which unlinks its calls: the requests it led to die with it (assistant/approvals.py).
+        asker_gone.send(Connection, connection=connection, why=f"the connection “{connection.name}” was removed")
         connection.delete()
         summary = f"MCP server “{connection.name}” at {connection.server_url}"
         audit.record(connection.owner_id, AuditKind.CONNECTION_REMOVED, summary, by=by)

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from accounts import audit
 from accounts.models import AuditKind
-from assistant import approvals
+from assistant import approvals, askers
 from assistant.models import Action, ActionState
 from conversations.models import Endpoint, Source
 from conversations.services import assistant_message
@@ -22,6 +22,21 @@ class Answer(enum.Enum):
     DENIED = "denied"
     TOO_LATE = "too late"  # it expired before the answer
     ALREADY = "already answered"
+    WITHDRAWN = "withdrawn"  # what asked for it is gone: a key revoked, expired or rolled, a trigger or a connection
+    # removed, the account deactivated (assistant/askers.py)
+
+
+# What the person is told of their answer, one sentence each (the console; a phone's reply may use the same words).
+SAID = {
+    Answer.APPROVED: "Approved: the assistant carries it out now and tells you the result in the thread.",
+    Answer.DENIED: "Denied: it was not done.",
+    Answer.TOO_LATE: "Too late: the request had expired, so it was not done.",
+    Answer.ALREADY: "This request was answered already.",
+    Answer.WITHDRAWN: (
+        "Too late: what asked for it (a key, a webhook trigger or a connection) is gone, so it can no longer be "
+        "approved. Nothing was done; the thread says why."
+    ),
+}
 
 
 def pending_of(user: User, action_id: int) -> Action | None:
@@ -36,15 +51,22 @@ def pending_of(user: User, action_id: int) -> Action | None:
 def answer(user: User, action: Action, approve: bool, *, by: str = audit.CONSOLE) -> Answer:
     """The person's answer, from wherever it came (``by``: audit.CONSOLE, or audit.from_phone("Telegram")). The first
     answer wins: the state changes by a conditional UPDATE, so of two answers racing (a tap on the phone and a click
-    in the console) exactly one finds the request still waiting; the other is told ALREADY."""
+    in the console) exactly one finds the request still waiting; the other is told ALREADY. Past its time it is
+    TOO_LATE, and once what asked for it is gone, WITHDRAWN (a request dies with its asker, assistant/approvals.py)."""
     now = timezone.now()
     with transaction.atomic():
         locked = Action.objects.select_for_update().get(pk=action.pk)
+        if locked.state == ActionState.EXPIRED:  # by its time, or withdrawn when its asker went
+            return Answer.WITHDRAWN if approvals.was_withdrawn(locked) else Answer.TOO_LATE
         if locked.state != ActionState.AWAITING_APPROVAL:
             return Answer.ALREADY
         if locked.approval_expires_at is not None and locked.approval_expires_at <= now:
             approvals.expire(locked, now)
             return Answer.TOO_LATE
+        why = askers.gone(askers.with_origin().get(pk=locked.pk), now)
+        if why is not None:
+            approvals.withdraw(locked, why, now)
+            return Answer.WITHDRAWN
         decided = ActionState.APPROVED if approve else ActionState.DENIED
         won = Action.objects.filter(pk=locked.pk, state=ActionState.AWAITING_APPROVAL).update(
             state=decided, decided_at=now

@@ -193,7 +193,7 @@ def test_unanswered_it_expires_after_the_setting_and_the_assistant_says_so(clien
         assert approvals.expire_overdue() == 1
         client.force_login(owner)
         late = client.post(f"/conversation/approvals/{action.pk}/", {"decision": "approve"}, follow=True)
-    assert "answered already" in late.content.decode()
+    assert "Too late: the request had expired" in late.content.decode()
     assert Action.objects.get(pk=action.pk).state == ActionState.EXPIRED
     assert not Reminder.objects.exists()
     assert Message.objects.filter(text__startswith="Nobody answered in time").count() == 1

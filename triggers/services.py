@@ -18,6 +18,7 @@ from accounts.models import AuditKind
 from accounts.services import lock_account
 from keys import tokens
 from keys.models import ApiKey
+from ops.signals import asker_gone
 from triggers.models import ACTION_MAX_LENGTH, CONDITION_MAX_LENGTH, ReceivedDelivery, WebhookTrigger
 from triggers.summaries import summarise
 
@@ -123,6 +124,8 @@ def revoke_trigger(trigger: WebhookTrigger, *, by: str = audit.COMMAND) -> bool:
         if updated:
             summary = f"“{_short(trigger.condition)}” ({trigger.hint})"
             audit.record(trigger.owner_id, AuditKind.WEBHOOK_REMOVED, summary, by=by)
+            why = f"the webhook trigger “{_short(trigger.condition)}” that asked for it was removed"
+            asker_gone.send(WebhookTrigger, trigger=trigger, why=why)  # its requests die with it, in this transaction
     if updated:
         trigger.revoked_at = now
     else:

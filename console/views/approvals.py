@@ -11,13 +11,6 @@ from assistant import approval_text
 from assistant import approvals as requests
 from ingestion import approvals
 
-SAID = {
-    approvals.Answer.APPROVED: "Approved: the assistant carries it out now and tells you the result in the thread.",
-    approvals.Answer.DENIED: "Denied: it was not done.",
-    approvals.Answer.TOO_LATE: "Too late: the request had expired, so it was not done.",
-    approvals.Answer.ALREADY: "This request was answered already.",
-}
-
 
 @login_required
 @require_http_methods(["GET", "POST"])
@@ -32,7 +25,7 @@ def approval(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect("approvals:detail", pk=pk)
         answer = approvals.answer(request.user, action, approve=decision == "approve")  # type: ignore[arg-type]
         (messages.success if answer in (approvals.Answer.APPROVED, approvals.Answer.DENIED) else messages.info)(
-            request, SAID[answer]
+            request, approvals.SAID[answer]
         )
         return redirect("conversations:thread")
     what = approval_text.what_happens(action, requests.zone_of(action)).split("\n")
