@@ -73,6 +73,35 @@ class OAuthGrant(models.Model):
         return self.status == GrantStatus.SIGN_IN_AGAIN
 
 
+class OAuthSignIn(models.Model):
+    """A sign-in under way: made when the person is sent to the authorization server, used once when they come back
+    (connections/oauth/mcp.py). Only the digest of its ``state`` is stored; the state itself is in the redirect and
+    its digest in the person's session, so a callback counts only in the browser session that started it."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oauth_sign_ins")
+    state_digest = models.CharField(max_length=64, unique=True)
+    kind = models.CharField(max_length=20, choices=GrantKind.choices)
+    # What the sign-in is for: a new MCP connection (name and URL), or an existing one signing in again.
+    connection = models.ForeignKey("Connection", null=True, blank=True, on_delete=models.CASCADE)
+    name = models.CharField(max_length=100, blank=True)
+    server_url = models.CharField(max_length=2000, blank=True)
+    redirect_uri = models.CharField(max_length=2000)
+    code_verifier_encrypted = models.TextField(editable=False)  # PKCE (RFC 7636)
+    issuer = models.CharField(max_length=2000, blank=True)
+    issuer_in_response = models.BooleanField(default=False, help_text="RFC 9207: the callback must carry iss.")
+    token_endpoint = models.CharField(max_length=2000)
+    revocation_endpoint = models.CharField(max_length=2000, blank=True)
+    client_id = models.CharField(max_length=2000)
+    client_secret_encrypted = models.TextField(blank=True, editable=False)
+    token_auth_method = models.CharField(max_length=40, default="none")
+    resource = models.CharField(max_length=2000, blank=True)
+    scope = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    def __str__(self) -> str:
+        return f"sign-in to {self.server_url or self.issuer}"
+
+
 class Connection(models.Model):
     public_id = models.CharField(max_length=32, unique=True, default=new_connection_id, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_connections")

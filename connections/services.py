@@ -2,6 +2,7 @@
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -15,7 +16,9 @@ from accounts.services import lock_account
 from connections import client, crypto
 from connections.addresses import RefusedUrl, check_resolved, check_url
 from connections.checks import check_slot
-from connections.models import Connection, Tool
+from connections.models import Connection, GrantKind, OAuthGrant, OAuthSignIn, Tool
+from connections.oauth import mcp as oauth_mcp
+from connections.oauth import tokens
 from ops.signals import asker_gone
 
 logger = logging.getLogger(__name__)
@@ -26,11 +29,13 @@ MAX_CONNECTIONS = 20  # per person
 
 
 class ConnectionRefused(Exception):
-    """The connection cannot be added or synced; the text says what failed. ``oauth`` when the server wants a key."""
+    """The connection cannot be added or synced; the text says what failed. ``authentication`` when the server
+    wants a key or a sign-in; ``oauth`` when it publishes how to sign in with OAuth (the console then starts one)."""
 
-    def __init__(self, message: str, *, authentication: bool = False) -> None:
+    def __init__(self, message: str, *, authentication: bool = False, oauth: bool = False) -> None:
         super().__init__(message)
-        self.authentication = authentication
+        self.authentication = authentication or oauth
+        self.oauth = oauth
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,17 +67,24 @@ def validate(name: object, server_url: object, api_key: object) -> NewConnection
     return NewConnection(name=" ".join(name.split()), server_url=url, api_key=key)
 
 
-def _read_server(owner_id: int, url: str, api_key: str) -> client.ServerInfo:
+def _read_server(owner_id: int, url: str, api_key: str, *, signed_in: bool = False) -> client.ServerInfo:
     """initialize + tools/list while the person waits: in one of the bounded check slots (connections/checks.py,
-    ChecksBusy when none is free) and within MCP_CHECK_TIMEOUT_SECONDS."""
+    ChecksBusy when none is free) and within MCP_CHECK_TIMEOUT_SECONDS. A server that refuses us without a key and
+    publishes OAuth metadata is refused with ``oauth`` set."""
     try:
         with check_slot(owner_id):
             info = client.list_tools(url, api_key, timeout=settings.MCP_CHECK_TIMEOUT_SECONDS)
+            return info
     except client.AuthenticationRequired as refused:
+        if not api_key and not signed_in and oauth_mcp.offers_oauth(url):
+            raise ConnectionRefused(
+                "This MCP server signs in with OAuth: connect it from the web console (Connections), where you "
+                "sign in at the server.",
+                oauth=True,
+            ) from None
         raise ConnectionRefused(str(refused), authentication=True) from None
     except client.McpError as failed:
         raise ConnectionRefused(str(failed)) from None
-    return info
 
 
 def check_room(owner: User) -> None:
@@ -114,10 +126,16 @@ def add_connection(
 def sync_tools(connection: Connection) -> Connection:
     """Read the server's tools again and replace the stored ones. A failure is kept as the connection's last error
     (and raised); the tools of the last good sync stay."""
+
+    def read(credential: str) -> client.ServerInfo:
+        return _read_server(connection.owner_id, connection.server_url, credential, signed_in=signed_in)
+
+    signed_in = connection.oauth_grant_id is not None
     try:
-        info = _read_server(connection.owner_id, connection.server_url, crypto.decrypt(connection.api_key_encrypted))
-    except crypto.UnreadableSecret as unreadable:
-        raise ConnectionRefused(str(unreadable)) from None
+        info = using_credential(connection, read)
+    except (crypto.UnreadableSecret, tokens.SignInAgain, tokens.TokenUnavailable) as unusable:
+        Connection.objects.filter(pk=connection.pk).update(last_error=str(unusable))
+        raise ConnectionRefused(str(unusable), authentication=isinstance(unusable, tokens.SignInAgain)) from None
     except ConnectionRefused as refused:
         Connection.objects.filter(pk=connection.pk).update(last_error=str(refused))
         raise
@@ -159,10 +177,16 @@ def _store_tools(connection: Connection, tools: list[client.ToolInfo]) -> None:
 
 
 def remove_connection(connection: Connection, *, by: str = audit.COMMAND) -> None:
+    """Remove the connection; its OAuth tokens are revoked first where the server offers revocation (RFC 7009)."""
+    grant = connection.oauth_grant
+    if grant is not None:
+        tokens.revoke(grant)
     with transaction.atomic():
         # Before the delete, which unlinks its calls: the requests it led to die with it (assistant/approvals.py).
         asker_gone.send(Connection, connection=connection, why=f"the connection “{connection.name}” was removed")
         connection.delete()
+        if grant is not None:
+            grant.delete()
         summary = f"MCP server “{connection.name}” at {connection.server_url}"
         audit.record(connection.owner_id, AuditKind.CONNECTION_REMOVED, summary, by=by)
     logger.info("mcp connection %s removed", connection.public_id)
@@ -170,3 +194,159 @@ def remove_connection(connection: Connection, *, by: str = audit.COMMAND) -> Non
 
 def api_key_of(connection: Connection) -> str:
     return crypto.decrypt(connection.api_key_encrypted)
+
+
+def credential_of(connection: Connection) -> str:
+    """What the server takes as its Bearer token: a fresh OAuth access token (refreshed when it expires soon;
+    SignInAgain or TokenUnavailable when there is none), or the stored API key (empty when there is none)."""
+    if connection.oauth_grant_id is not None:
+        return tokens.access_token(connection.oauth_grant_id)
+    return api_key_of(connection)
+
+
+def using_credential[T](connection: Connection, work: Callable[[str], T]) -> T:
+    """``work(credential)``; when the server refuses an OAuth access token (401), once more with a refreshed one."""
+    credential = credential_of(connection)
+    try:
+        return work(credential)
+    except (client.AuthenticationRequired, ConnectionRefused) as refused:
+        if connection.oauth_grant_id is None or not getattr(refused, "authentication", True):
+            raise
+    return work(tokens.access_token(connection.oauth_grant_id, rejected=credential))
+
+
+# --- OAuth sign-ins ------------------------------------------------------------------------------------------------
+
+
+def start_sign_in(
+    owner: User,
+    name: object,
+    server_url: object,
+    redirect_uri: str,
+    client_id: str = "",
+    client_secret: str = "",
+) -> oauth_mcp.Started:
+    """Begin the OAuth sign-in for a new connection (connections/oauth/mcp.py); ConnectionRefused when it cannot."""
+    check_room(owner)
+    new = validate(name, server_url, None)
+    try:
+        with check_slot(owner.pk):
+            return oauth_mcp.begin(
+                owner.pk,
+                redirect_uri=redirect_uri,
+                server_url=new.server_url,
+                name=new.name,
+                client_id=client_id,
+                client_secret=client_secret,
+            )
+    except oauth_mcp.ClientCredentialsNeeded as needed:
+        raise ClientCredentialsNeeded(str(needed)) from None
+    except oauth_mcp.SignInRefused as refused:
+        raise ConnectionRefused(str(refused)) from None
+
+
+class ClientCredentialsNeeded(ConnectionRefused):
+    """The server offers no client registration: the person must paste a client id and secret."""
+
+
+def start_sign_in_again(connection: Connection, redirect_uri: str) -> oauth_mcp.Started:
+    """A new sign-in for an existing OAuth connection, with the client it was registered with."""
+    grant = connection.oauth_grant
+    if grant is None:
+        raise ConnectionRefused("This connection does not sign in with OAuth.")
+    try:
+        with check_slot(connection.owner_id):
+            return oauth_mcp.begin(
+                connection.owner_id,
+                redirect_uri=redirect_uri,
+                server_url=connection.server_url,
+                connection=connection,
+                client=tokens.client_of(grant),
+            )
+    except (oauth_mcp.SignInRefused, crypto.UnreadableSecret) as refused:
+        raise ConnectionRefused(str(refused)) from None
+
+
+def finish_sign_in(
+    owner: User, state: object, params: dict[str, str], session_digests: list[str], *, by: str
+) -> Connection:
+    """The end of a sign-in: take it once, exchange the code, read the server's tools with the new token, then
+    store the connection (or the new tokens of one signing in again). Nothing is stored when any step fails, and
+    tokens obtained before a later step failed are revoked."""
+    try:
+        sign_in = oauth_mcp.take(owner.pk, state, session_digests)
+        issued = oauth_mcp.finish(sign_in, params)
+    except (oauth_mcp.SignInRefused, crypto.UnreadableSecret) as refused:
+        raise ConnectionRefused(str(refused)) from None
+    try:
+        info = _read_server(owner.pk, sign_in.server_url, issued.access_token, signed_in=True)
+        return _store_signed_in(owner, sign_in, issued, info, by=by)
+    except BaseException:
+        _revoke_unstored(sign_in, issued)
+        raise
+
+
+def _revoke_unstored(sign_in: OAuthSignIn, issued: tokens.Tokens) -> None:
+    unsaved = OAuthGrant(
+        revocation_endpoint=sign_in.revocation_endpoint,
+        client_id=sign_in.client_id,
+        client_secret_encrypted=sign_in.client_secret_encrypted,
+        token_auth_method=sign_in.token_auth_method,
+        access_token_encrypted=crypto.encrypt(issued.access_token),
+        refresh_token_encrypted=crypto.encrypt(issued.refresh_token),
+    )
+    tokens.revoke(unsaved)
+
+
+def _store_signed_in(
+    owner: User, sign_in: OAuthSignIn, issued: tokens.Tokens, info: client.ServerInfo, *, by: str
+) -> Connection:
+    with transaction.atomic():
+        lock_account(owner)
+        existing = sign_in.connection
+        if existing is not None:
+            existing = Connection.objects.select_related("oauth_grant").get(pk=existing.pk)
+            if existing.oauth_grant is not None:
+                tokens.replace_tokens(existing.oauth_grant, issued)
+            else:
+                existing.oauth_grant = _new_grant(owner, sign_in, issued)
+            existing.last_error = ""
+            existing.last_synced_at = timezone.now()
+            existing.save(update_fields=["oauth_grant", "last_error", "last_synced_at"])
+            existing.tools.all().delete()
+            _store_tools(existing, info.tools)
+            audit.record(owner, AuditKind.CONNECTION_ADDED, f"Signed in again to MCP server “{existing.name}”", by=by)
+            return existing
+        check_room(owner)
+        connection = Connection.objects.create(
+            owner=owner,
+            name=sign_in.name,
+            server_url=sign_in.server_url,
+            oauth_grant=_new_grant(owner, sign_in, issued),
+            server_name=_storable(info.name)[:200],
+            server_version=_storable(info.version)[:100],
+            last_synced_at=timezone.now(),
+        )
+        _store_tools(connection, info.tools)
+        summary = (
+            f"MCP server “{connection.name}” at {connection.server_url}, signed in with OAuth ({len(info.tools)} tools)"
+        )
+        audit.record(owner, AuditKind.CONNECTION_ADDED, summary, by=by)
+    logger.info("mcp connection %s added with oauth for user %s", connection.public_id, owner.pk)
+    return connection
+
+
+def _new_grant(owner: User, sign_in: OAuthSignIn, issued: tokens.Tokens) -> OAuthGrant:
+    return tokens.store_grant(
+        owner.pk,
+        GrantKind.MCP,
+        client=tokens.Client(
+            sign_in.client_id, crypto.decrypt(sign_in.client_secret_encrypted), sign_in.token_auth_method
+        ),
+        token_endpoint=sign_in.token_endpoint,
+        tokens=issued,
+        issuer=sign_in.issuer,
+        revocation_endpoint=sign_in.revocation_endpoint,
+        resource=sign_in.resource,
+        scope=sign_in.scope,
+    )

@@ -27,6 +27,7 @@ from ingestion.exceptions import ApiError, InvalidBody, NotFound
 from ingestion.negotiation import JsonOnly
 from keys.models import ApiKey, Generation
 from keys.scopes import Scope
+from ops.errors import error_body
 
 
 class McpKeyAuthentication(ApiKeyAuthentication):
@@ -43,6 +44,22 @@ class McpServerUnusable(ApiError):
 
 class McpAuthenticationRequired(ApiError):
     default_code = "mcp_authentication_required"
+
+
+class McpOAuthRequired(ApiError):
+    """The server signs in with OAuth. The body also carries ``"error": "OAUTH_REQUIRED"``, Poke's own answer, on
+    which the official CLI tells the person to add the server from the web app."""
+
+    default_code = "mcp_oauth_required"
+    default_detail = (
+        "This MCP server signs in with OAuth. Add it from the web console (Connections), where you sign in at the "
+        "server; the CLI cannot do that sign-in."
+    )
+
+
+def _oauth_required() -> Response:
+    body = error_body(McpOAuthRequired.default_code, str(McpOAuthRequired.default_detail))
+    return Response({**body, "error": "OAUTH_REQUIRED"}, status=McpOAuthRequired.status_code)
 
 
 class TooManyConnectionChecks(ApiError):
@@ -94,7 +111,7 @@ def _refused(refused: services.ConnectionRefused, *, checked_form: bool) -> ApiE
     if refused.authentication:
         return McpAuthenticationRequired(
             f"{refused} Add the connection again with the server's key (`poke mcp add <url> --name <name> "
-            "--api-key <key>`); OAuth sign-in to MCP servers is not supported by this server."
+            "--api-key <key>`)."
         )
     return McpServerUnusable(f"Could not add the MCP server: {refused}")
 
@@ -146,6 +163,8 @@ class AddConnectionView(_McpView):
                 key.owner, new.name, new.server_url, new.api_key or None, by=audit.by_key(key.name, key.hint)
             )
         except services.ConnectionRefused as refused:
+            if refused.oauth:
+                return _oauth_required()
             raise _refused(refused, checked_form=True) from None
         except ChecksBusy as busy:
             raise _busy(busy) from None
@@ -189,6 +208,8 @@ class SyncToolsView(_McpView):
         try:
             services.sync_tools(connection)
         except services.ConnectionRefused as refused:
+            if refused.oauth:
+                return _oauth_required()
             if refused.authentication:
                 raise McpAuthenticationRequired(f"Could not read the tools: {refused}") from None
             raise McpServerUnusable(f"Could not read the tools: {refused}") from None

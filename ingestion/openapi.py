@@ -474,7 +474,8 @@ mcp_add_endpoint = extend_schema(
     summary="Connect an MCP server and list its tools (`poke mcp add`)",
     description=(
         "Connects to the server over Streamable HTTP (initialize, tools/list) before anything is stored. 422 when "
-        "the server cannot be used (mcp_server_unusable, mcp_authentication_required); 429 "
+        "the server cannot be used (mcp_server_unusable, mcp_authentication_required), or mcp_oauth_required "
+        '(with `"error": "OAUTH_REQUIRED"`) when it signs in with OAuth: add it from the console; 429 '
         "too_many_connection_checks or 503 connection_checks_busy while other checks run; 400 invalid_body for a "
         "bad name or serverUrl (http(s), public addresses only in production)."
     ),

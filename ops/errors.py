@@ -206,6 +206,12 @@ _LIST = (
     ),
     ErrorCode("mcp_authentication_required", 422, "an MCP server answered 401 or 403: add it with its API key"),
     ErrorCode(
+        "mcp_oauth_required",
+        422,
+        'an MCP server signs in with OAuth: add it from the console (the body also carries `"error": '
+        '"OAUTH_REQUIRED"`, which the poke CLI reads)',
+    ),
+    ErrorCode(
         "mail_calendar_unusable",
         422,
         "a calendar or mail server could not be used (unreachable, no answer in time, no TLS, a private address, "

@@ -84,7 +84,10 @@ class _Record:
 
 
 @contextmanager
-def running_oauth_mcp_server(*, registration: bool = True, scopes: list[str] | None = None) -> Iterator[OAuthMcpServer]:
+def running_oauth_mcp_server(
+    *, registration: bool = True, scopes: list[str] | None = None, redirect_uri: str | None = None
+) -> Iterator[OAuthMcpServer]:
+    """``redirect_uri``: the one the pre-registered client (``registration=False``) was made with."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
@@ -100,7 +103,7 @@ def running_oauth_mcp_server(*, registration: bool = True, scopes: list[str] | N
             client_id=CLIENT_ID,
             client_secret=CLIENT_SECRET,
             token_endpoint_auth_method="client_secret_post",
-            redirect_uris=None,
+            redirect_uris=[redirect_uri] if redirect_uri else None,
             grant_types=["authorization_code", "refresh_token"],
             scope=" ".join(scopes) if scopes else None,
         )

@@ -9,6 +9,7 @@ import pytest
 from connections.models import Connection
 from tests.conftest import post
 from tests.mcp_server import SERVER_KEY, running_mcp_server
+from tests.oauth_mcp_server import running_oauth_mcp_server
 
 pytestmark = pytest.mark.django_db
 
@@ -64,8 +65,19 @@ def test_a_server_that_wants_a_key_is_a_422_that_says_so(client, v2, keyed_mcp_s
     assert response.status_code == 422
     assert response.json()["code"] == "mcp_authentication_required"
     assert "--api-key" in response.json()["message"]
-    assert "error" not in response.json()  # not OAUTH_REQUIRED: the CLI would send the person to a web flow we lack
+    assert "error" not in response.json()  # not OAUTH_REQUIRED: the server publishes no OAuth metadata, a key it is
     assert not Connection.objects.exists()
+
+
+def test_a_server_that_signs_in_with_oauth_is_oauth_required_as_poke_answers(client, v2):
+    with running_oauth_mcp_server() as server:
+        response = post(client, ADD, v2[1], {"name": "Notes", "serverUrl": server.url})
+
+    assert response.status_code == 422
+    assert response.json()["error"] == "OAUTH_REQUIRED"  # what the official CLI reads
+    assert response.json()["code"] == "mcp_oauth_required"
+    assert "web console" in response.json()["message"]
+    assert not Connection.objects.exists() and not server.posted("/register")  # no sign-in started
 
 
 def test_an_unreachable_server_is_a_422_and_nothing_is_stored(client, v2):

@@ -14,6 +14,7 @@ from connections.models import Connection
 from keys.scopes import CLI, CONSOLE_DEFAULT
 from tests.factories import make_key
 from tests.mcp_server import SERVER_KEY, running_mcp_server
+from tests.oauth_mcp_server import running_oauth_mcp_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,6 +51,16 @@ def test_mcp_add_connects_to_a_fastmcp_server_and_reports_its_tools(poke_cli, lo
     stored = Connection.objects.get()
     assert stored.owner == logged_in.owner
     assert SERVER_KEY not in stored.api_key_encrypted
+
+
+def test_mcp_add_of_a_server_behind_oauth_prints_the_web_app_message(poke_cli, logged_in):
+    with running_oauth_mcp_server() as server:
+        done = poke_cli.run("mcp", "add", server.url, "--name", "Notes")
+
+    assert done.returncode == 1
+    assert "This MCP server requires OAuth authentication." in done.stderr
+    assert "Add it from the web app instead." in done.stderr
+    assert not Connection.objects.exists()
 
 
 def test_mcp_add_without_the_servers_key_prints_what_to_do(poke_cli, logged_in):

@@ -1,5 +1,6 @@
-"""The tools of the person's active MCP connections, called over Streamable HTTP with the connection's key, and
-with X-Poke-Callback-Url / X-Poke-Callback-Token so a long-running tool can post follow-ups (poke.mcp). A call runs
+"""The tools of the person's active MCP connections, called over Streamable HTTP with the connection's key or OAuth
+access token (connections/oauth/), and with X-Poke-Callback-Url / X-Poke-Callback-Token so a long-running tool can
+post follow-ups (poke.mcp). A call runs
 on the attempt's own thread (it waits on the server for up to MCP_TIMEOUT_SECONDS); its database writes go to the
 database threads (ops/database_work.py)."""
 
@@ -12,8 +13,9 @@ from django.contrib.auth.models import User
 
 from assistant.models import Action, FollowUpToken, ToolKind
 from assistant.tools import Call, Tool, ToolError, tool_name
-from connections import client, crypto
+from connections import client, crypto, services
 from connections.models import Connection
+from connections.oauth.tokens import SignInAgain, TokenUnavailable
 from ops import public_url
 from ops.database_work import database
 
@@ -45,11 +47,20 @@ def _runner(connection: Connection, name: str) -> Any:
             "X-Poke-Callback-Url": public_url.base_url() + CALLBACK_PATH,
             "X-Poke-Callback-Token": database(new_token_for, call.action),
         }
+
+        def call_with(credential: str) -> client.ToolResult:
+            return client.call_tool(connection.server_url, credential, name, arguments, headers, seconds)
+
         try:
-            result = client.call_tool(
-                connection.server_url, crypto.decrypt(connection.api_key_encrypted), name, arguments, headers, seconds
-            )
-        except (client.McpError, crypto.UnreadableSecret) as failed:
+            # The server's key, or its OAuth access token: refreshed when it expires soon, and once after a 401.
+            result = services.using_credential(connection, call_with)
+        except SignInAgain as expired:
+            database(_note_error, connection.pk, f"Sign in again: {expired}"[:1000])
+            raise ToolError(
+                f"{connection.name} needs you to sign in again: its sign-in expired or was revoked. Open "
+                "Connections in the console and choose “Sign in again”, then ask again."
+            ) from None
+        except (client.McpError, crypto.UnreadableSecret, TokenUnavailable) as failed:
             database(_note_error, connection.pk, f"Calling {name}: {failed}"[:1000])
             raise ToolError(str(failed)) from None
         if result.is_error:

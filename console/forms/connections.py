@@ -17,3 +17,20 @@ class ConnectionForm(forms.Form):
         help_text="Sent to the server as a Bearer token; stored encrypted and never shown again.",
         widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
     )
+    oauth_client_id = forms.CharField(
+        label="OAuth client ID (optional)",
+        required=False,
+        max_length=2000,
+        strip=True,
+        help_text="Only for a server that signs in with OAuth but does not register apps itself: the client its "
+        "developer console gave you.",
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
+    oauth_client_secret = forms.CharField(
+        label="OAuth client secret (optional)",
+        required=False,
+        max_length=2000,
+        strip=True,
+        help_text="That client's secret, if it has one; stored encrypted and never shown again.",
+        widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
+    )

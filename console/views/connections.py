@@ -1,10 +1,17 @@
 """Connections: the person's MCP servers, their tools and last sync; add (connects first), sync, remove. The same page
-shows the calendar and the mailbox (console/views/mailcal.py)."""
+shows the calendar and the mailbox (console/views/mailcal.py).
+
+A server that signs in with OAuth (docs/howto/mcp-connections.md): adding it sends the browser to the server's
+sign-in page; ``oauth_callback`` is where it comes back. Each sign-in's state digest is kept in the session, so a
+callback counts only in the browser session that started it (and, connections/oauth/mcp.py, only once)."""
+
+from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -14,6 +21,25 @@ from connections.checks import ChecksBusy
 from connections.models import Connection, is_connection_id
 from console.forms.connections import ConnectionForm
 from console.views.mailcal import page_context
+from ops import public_url
+
+SESSION_KEY = "oauth_sign_ins"
+MAX_SIGN_INS_IN_SESSION = 5
+
+
+def callback_url() -> str:
+    """The redirect URI we register and send: fixed by PUBLIC_BASE_URL, not by the Host of the request."""
+    return public_url.base_url() + reverse("connections:oauth-callback")
+
+
+def _to_sign_in(request: HttpRequest, started: services.oauth_mcp.Started) -> HttpResponse:
+    """Remember the sign-in in this browser session, and send the browser to the server's sign-in page."""
+    kept = [d for d in request.session.get(SESSION_KEY, []) if isinstance(d, str)][-(MAX_SIGN_INS_IN_SESSION - 1) :]
+    request.session[SESSION_KEY] = [*kept, started.state_digest]
+    # A page that moves on by itself rather than a redirect: the console's Content Security Policy allows forms to
+    # submit only to us (form-action 'self'), which browsers also apply to the redirects that follow a submission.
+    context = {"authorization_url": started.authorization_url, "host": urlsplit(started.authorization_url).netloc}
+    return render(request, "connections/sign_in_redirect.html", context)
 
 
 def _owned(request: HttpRequest, public_id: str) -> Connection:
@@ -27,7 +53,7 @@ def _owned(request: HttpRequest, public_id: str) -> Connection:
     return found
 
 
-@sensitive_post_parameters("api_key")
+@sensitive_post_parameters("api_key", "oauth_client_secret")
 @login_required
 @require_http_methods(["GET", "POST"])
 def connection_list(request: HttpRequest) -> HttpResponse:
@@ -43,6 +69,8 @@ def connection_list(request: HttpRequest) -> HttpResponse:
                 by=audit.CONSOLE,
             )
         except services.ConnectionRefused as refused:
+            if refused.oauth:
+                return _start_sign_in(request, form) or _page(request, form, 400)
             form.add_error(None, str(refused))
         except ChecksBusy as busy:
             form.add_error(None, str(busy))
@@ -50,14 +78,73 @@ def connection_list(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Connected to {connection.name}: {connection.tools.count()} tools.")
             return redirect("connections:list")
-    connections = Connection.objects.filter(owner_id=request.user.pk).prefetch_related("tools")
     if request.method == "GET":
         status = 200
-    context = {"connections": connections, "form": form, **page_context(request)}
-    response = render(request, "connections/list.html", context, status=status)
+    response = _page(request, form, status)
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
     return response
+
+
+def _page(request: HttpRequest, form: ConnectionForm, status: int) -> HttpResponse:
+    connections = (
+        Connection.objects.filter(owner_id=request.user.pk).select_related("oauth_grant").prefetch_related("tools")
+    )
+    context = {"connections": connections, "form": form, "callback_url": callback_url(), **page_context(request)}
+    return render(request, "connections/list.html", context, status=status)
+
+
+def _start_sign_in(request: HttpRequest, form: ConnectionForm) -> HttpResponse | None:
+    """The redirect to the server's sign-in page, or None with the reason added to the form."""
+    try:
+        started = services.start_sign_in(
+            request.user,  # type: ignore[arg-type]
+            form.cleaned_data["name"],
+            form.cleaned_data["server_url"],
+            callback_url(),
+            form.cleaned_data["oauth_client_id"],
+            form.cleaned_data["oauth_client_secret"],
+        )
+    except (services.ConnectionRefused, ChecksBusy) as refused:
+        form.add_error(None, str(refused))
+        return None
+    return _to_sign_in(request, started)
+
+
+@login_required
+@require_POST
+def sign_in_again(request: HttpRequest, public_id: str) -> HttpResponse:
+    connection = _owned(request, public_id)
+    try:
+        started = services.start_sign_in_again(connection, callback_url())
+    except (services.ConnectionRefused, ChecksBusy) as refused:
+        messages.error(request, f"Could not start the sign-in to {connection.name}: {refused}")
+        return redirect("connections:list")
+    return _to_sign_in(request, started)
+
+
+@login_required
+@require_http_methods(["GET"])
+def oauth_callback(request: HttpRequest) -> HttpResponse:
+    """Where the server's sign-in page sends the browser back: ?code=…&state=… or ?error=…&state=…."""
+    params = {key: request.GET.get(key, "") for key in ("code", "error", "error_description") if key in request.GET}
+    if "iss" in request.GET:
+        params["iss"] = request.GET["iss"]
+    digests = [d for d in request.session.get(SESSION_KEY, []) if isinstance(d, str)]
+    try:
+        connection = services.finish_sign_in(
+            request.user,  # type: ignore[arg-type]
+            request.GET.get("state", ""),
+            params,
+            digests,
+            by=audit.CONSOLE,
+        )
+    except (services.ConnectionRefused, ChecksBusy) as refused:
+        # The digest stays in the session (at most MAX_SIGN_INS_IN_SESSION are kept): the sign-in itself is gone,
+        # so a second use of the link is refused as a reuse.
+        return render(request, "connections/sign_in_failed.html", {"reason": str(refused)}, status=400)
+    messages.success(request, f"Signed in to {connection.name}: {connection.tools.count()} tools.")
+    return redirect("connections:list")
 
 
 @login_required
