@@ -498,3 +498,65 @@ def test_webhook_log_screenshot(context, live_server, settings):
     page.goto(f"/webhooks/{trigger.pk}/log/")
     page.locator("[data-trigger-log]").wait_for()
     _shoot(page, "webhook-log")
+
+
+def test_phone_approval_screenshot(browser, live_server, settings):
+    """An approval request as it reads on a phone (docs/howto/approve-from-phone.md): the thread at phone width, the
+    request in words with its Approve / Deny buttons and its reply code.
+    `pytest tests/browser/screenshots.py -k phone_approval` rewrites only this one."""
+    import json
+    import time
+
+    from assistant.models import Action
+    from assistant.tools.toolbox import toolbox_for
+
+    settings.PUBLIC_BASE_URL = "https://assistant.example.com"  # the link the request carries
+    user = create_account(email=EMAIL, password=PASSWORD, phone_number="+14155551234", channel="sms")
+    key, _ = create_key(user, "Uptime monitor", tools_need_approval=True)
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}}
+    message = record_user_message(
+        user=user,
+        endpoint=Endpoint.CURRENT,
+        text="db-01's nightly backup failed. Tell Bob I'm running late for the 10:00 review.",
+        api_key=key,
+    )
+    delivery = Delivery.objects.get(message=message)
+    Delivery.objects.filter(pk=delivery.pk).update(status="processing", attempts=1, started_at=timezone.now())
+    delivery.refresh_from_db()
+    box = toolbox_for(user, delivery, 1)
+    box.add(_a_mail_tool())
+    arguments = {"to": "bob@example.com", "subject": "Running late", "body": "Starting at 10:20, sorry!"}
+    box.call("call_1", "mail_send", json.dumps(arguments), 1, time.monotonic() + 30)
+    Delivery.objects.filter(pk=delivery.pk).update(status="delivered")
+    action = Action.objects.get(delivery=delivery)
+    # A fixed code for the picture (a real one is random).
+    question = Message.objects.get(pk=action.approval_message_id)
+    Message.objects.filter(pk=question.pk).update(text=question.text.replace(action.approval_code, "4821"))
+    Action.objects.filter(pk=action.pk).update(approval_code="4821")
+    phone = new_context(browser, live_server, PHONE, is_mobile=True, has_touch=True)
+    page = phone.new_page()
+    log_in(page, EMAIL, PASSWORD)
+    page.goto("/conversation/")
+    bubble = page.locator(f"#{question.public_id}")
+    bubble.get_by_role("button", name="Approve").wait_for()
+    bubble.scroll_into_view_if_needed()
+    page.evaluate("document.querySelector('.composer')?.style.setProperty('display', 'none', 'important')")
+    bubble.screenshot(path=str(OUT / "phone-approval.png"))
+    phone.close()
+
+
+def _a_mail_tool():
+    """mail_send as the toolbox offers it with a mailbox connected, which never runs here (the call waits)."""
+    from assistant.models import ToolKind
+    from assistant.tools import Tool
+
+    def never(arguments, call):  # the call waits for the person's answer
+        raise AssertionError("not run before approval")
+
+    return Tool(
+        name="mail_send",
+        description="Send an email.",
+        parameters={"type": "object", "properties": {}},
+        kind=ToolKind.BUILT_IN,
+        run=never,
+    )
