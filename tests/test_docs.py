@@ -104,6 +104,35 @@ def test_make_test_builds_the_documentation_strictly_and_offline():
     assert "myst_heading_anchors = " in (DOCS / "conf.py").read_text()
 
 
+def _generated_pages():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("generated_pages", DOCS / "_ext" / "generated_pages.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_api_reference_is_generated_from_the_openapi_document_the_service_serves(monkeypatch):
+    """docs/reference/endpoints.md is filled in at build time from the same generator /api/schema/ uses, so it cannot
+    drift; this checks that the page asks for it and that every path, operation and schema is rendered."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    assert "\n<!-- generated: api-endpoints -->\n" in (DOCS / "reference" / "endpoints.md").read_text()
+    pages = _generated_pages()
+    monkeypatch.setenv("DEBUG", "1")  # what the documentation build sets when it asks for the document
+    document = pages.served_openapi_document()
+    assert document == SchemaGenerator().get_schema(request=None, public=True)
+    rendered = pages.render_openapi(document)
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            assert f"`{method.upper()} {path}`" in rendered
+            assert f"### {operation['summary']}" in rendered, f"{method} {path} has no summary"
+    for name in document["components"]["schemas"]:
+        assert f"\n### {name}\n" in rendered
+
+
 def test_the_console_guide_says_how_to_try_password_reset_locally():
     page = (DOCS / "howto" / "use-the-console.md").read_text()
     section = page.split("## Try password reset locally", 1)[1].split("\n## ", 1)[0]
