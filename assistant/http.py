@@ -21,6 +21,10 @@ from ops.bounded import Bound, TooLarge, TooSlow
 MAX_RESPONSE_BYTES = 1024 * 1024  # when the caller names no bound of its own
 
 
+class AnswerLost(TransientFailure):
+    """The request was sent (or may have been) but its answer did not come: the server may have acted on it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Response:
     status: int
@@ -84,12 +88,12 @@ def post_json(
         except _StaleConnection:
             continue
         except TimeoutError:
-            raise TransientFailure(f"No response within {timeout:g} seconds.") from None
+            raise AnswerLost(f"No response within {timeout:g} seconds.") from None
         except TooLarge as error:
             raise PermanentFailure(str(error)) from None
         finally:
             bound.release()
-    raise TransientFailure("The connection failed: RemoteDisconnected.")
+    raise AnswerLost("The connection failed: RemoteDisconnected.")
 
 
 class _StaleConnection(Exception):
@@ -145,7 +149,7 @@ def _exchange(
             raise TimeoutError from None
         if kept:
             raise _StaleConnection from None
-        raise TransientFailure(f"The connection failed: {type(error).__name__}.") from None
+        raise AnswerLost(f"The connection failed: {type(error).__name__}.") from None
     except ValueError:
         # http.client quotes the header value or path it refuses, and a header holds the API key.
         raise PermanentFailure(
@@ -154,7 +158,7 @@ def _exchange(
     except (http.client.HTTPException, OSError) as error:
         if bound.expired or isinstance(error, TimeoutError):
             raise TimeoutError from None
-        raise TransientFailure(f"The connection failed: {type(error).__name__}.") from None
+        raise AnswerLost(f"The connection failed: {type(error).__name__}.") from None
     finally:
         if not reusable:
             connection.close()

@@ -164,9 +164,7 @@ def _short(text: object, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _failure(
-    error: BaseException, protocol: str, host: str, bound: Bound, *, oauth: bool = False
-) -> ServiceError:
+def _failure(error: BaseException, protocol: str, host: str, bound: Bound, *, oauth: bool = False) -> ServiceError:
     """The sentence for what went wrong talking to the server (``oauth``: it was logged in to with a token)."""
     if isinstance(error, ServiceError):
         return error

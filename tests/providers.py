@@ -23,7 +23,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email.utils import format_datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -113,6 +113,7 @@ class FakeProvider(ThreadingHTTPServer):
         self.requests: list[tuple[str, dict[str, str], bytes]] = []  # path, headers (lower-cased), body
         self._troubles: list[_Trouble] = []
         self.delay = 0.0  # seconds before every answer (a slow provider)
+        self.late = 0.0  # seconds between taking a message and answering (a provider whose answers come late)
         self.lock = threading.Lock()
 
     @property
@@ -129,6 +130,9 @@ class FakeProvider(ThreadingHTTPServer):
 
     def handle_post(self, path: str, query: dict[str, str], headers: dict[str, str], body: bytes) -> tuple[int, Any]:
         raise NotImplementedError
+
+    def handle_get(self, path: str, query: dict[str, str], headers: dict[str, str]) -> tuple[int, Any]:
+        return 404, {"error": "not found"}
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that gave up waiting hung up: expected with a slow provider
@@ -157,6 +161,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(trouble.status, trouble.body)
             return
         status, answer = self.server.handle_post(parts.path, query, headers, body)
+        time.sleep(self.server.late)
+        self._answer(status, json.dumps(answer).encode())
+
+    def do_GET(self) -> None:
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        parts = urlsplit(self.path)
+        query = {name: values[0] for name, values in parse_qs(parts.query).items()}
+        with self.server.lock:
+            self.server.requests.append((self.path, headers, b""))
+        status, answer = self.server.handle_get(parts.path, query, headers)
         self._answer(status, json.dumps(answer).encode())
 
     def _answer(self, status: int, raw: bytes) -> None:
@@ -187,6 +201,7 @@ class FakeTwilio(FakeProvider):
     def __init__(self, public_base_url: str = "") -> None:
         super().__init__()
         self.public_base_url = public_base_url  # what the signature is computed over; the fixture sets it
+        self.resources: list[dict[str, Any]] = []  # the Message resources it created, as the Messages list shows them
 
     def handle_post(self, path: str, query: dict[str, str], headers: dict[str, str], body: bytes) -> tuple[int, Any]:
         if path != f"/2010-04-01/Accounts/{TWILIO_ACCOUNT_SID}/Messages.json":
@@ -203,9 +218,7 @@ class FakeTwilio(FakeProvider):
             return 400, {"code": 21617, "message": "The concatenated message body exceeds the 1600 character limit."}
         sid = f"SM{self.next_id():032x}"
         now = format_datetime(datetime.now(UTC), usegmt=True)
-        with self.lock:
-            self.sent.append(Outgoing(to.removeprefix("whatsapp:"), form.get("Body", ""), sid, form))
-        return 201, {
+        resource = {
             "sid": sid,
             "account_sid": TWILIO_ACCOUNT_SID,
             "to": to,
@@ -225,6 +238,42 @@ class FakeTwilio(FakeProvider):
             "error_message": None,
             "uri": f"/2010-04-01/Accounts/{TWILIO_ACCOUNT_SID}/Messages/{sid}.json",
             "subresource_uris": {},
+        }
+        with self.lock:
+            self.sent.append(Outgoing(to.removeprefix("whatsapp:"), form.get("Body", ""), sid, form))
+            # As listed later: sent at once (DateSent set), so that the Messages list finds it.
+            self.resources.append({**resource, "status": "sent", "date_sent": now})
+        return 201, resource
+
+    def handle_get(self, path: str, query: dict[str, str], headers: dict[str, str]) -> tuple[int, Any]:
+        """The Messages list (``GET .../Messages.json``), filtered as Twilio filters it: To, From, and DateSent
+        on or after the given day (``DateSent>``: Twilio reads its date part), newest first."""
+        messages_path = f"/2010-04-01/Accounts/{TWILIO_ACCOUNT_SID}/Messages.json"
+        if path != messages_path:
+            return 404, {"code": 20404, "message": "The requested resource was not found", "status": 404}
+        if _basic_auth(headers) != (TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN):
+            return 401, {"code": 20003, "message": "Authenticate", "status": 401}
+        after = query.get("DateSent>")
+        day = datetime.fromisoformat(after.replace("Z", "+00:00")).date() if after else None
+        with self.lock:
+            found = [
+                message
+                for message in reversed(self.resources)
+                if message["to"] == query.get("To", message["to"])
+                and message["from"] == query.get("From", message["from"])
+                and (day is None or parsedate_to_datetime(message["date_sent"]).date() >= day)
+            ]
+        size = int(query.get("PageSize", "50"))
+        return 200, {
+            "messages": found[:size],
+            "page": 0,
+            "page_size": size,
+            "uri": messages_path,
+            "first_page_uri": messages_path,
+            "next_page_uri": None,
+            "previous_page_uri": None,
+            "start": 0,
+            "end": max(len(found[:size]) - 1, 0),
         }
 
     def signed(self, path: str, form: dict[str, str], *, token: str = TWILIO_AUTH_TOKEN) -> Callback:

@@ -269,3 +269,84 @@ def test_channels_without_templates_refuse_to_send_one(providers, channel):
     with pytest.raises(SendError) as refused:
         adapter.send_template(NUMBER, "hello", reference="msg_x-1")
     assert not refused.value.retryable
+
+
+# --- A timeout is "unknown", not "failed" (channels/adapters/unknown.py) ---------------------------------------------
+
+
+def _due_now(row: OutboundMessage) -> None:
+    OutboundMessage.objects.filter(pk=row.pk).update(next_attempt_at=timezone.now())
+
+
+def test_twilio_answering_after_the_timeout_ends_with_one_copy(providers, send, settings):
+    """The review's case (Twilio answering after 5 s, CHANNEL_TIMEOUT_SECONDS=3: three copies), at a third of the
+    scale: the attempt times out, the retry waits, asks Twilio's Messages list, finds the text and sends nothing."""
+    settings.CHANNEL_TIMEOUT_SECONDS = 1
+    providers.twilio.late = 1.7
+    reply = reply_in_thread(send, linked_person("sms", NUMBER))
+
+    send_due()
+    row = outbox_row(reply)
+    assert (row.status, row.attempts) == (OutboundStatus.QUEUED, 1) and "did not answer" in row.last_error
+    assert row.next_attempt_at >= timezone.now() + timedelta(seconds=25)  # waits for Twilio to be done with it
+    (taken,) = providers.twilio.sent
+
+    _due_now(row)
+    send_due()
+    row.refresh_from_db()
+    assert (row.status, row.attempts, row.provider_message_id) == (OutboundStatus.SENT, 2, taken.provider_message_id)
+    assert providers.twilio.texts_to(NUMBER) == [row.text]  # one copy
+    listed = [path for path, _headers, body in providers.twilio.requests if "Messages.json?" in path]
+    assert len(listed) == 1 and "To=%2B14155551234" in listed[0] and "DateSent%3E=" in listed[0]
+
+
+def test_twilio_that_never_took_the_timed_out_attempt_gets_the_text_once(providers, send, settings):
+    settings.CHANNEL_TIMEOUT_SECONDS = 1
+    providers.twilio.fail_next(503, delay=1.5)  # answers late, and took nothing
+    reply = reply_in_thread(send, linked_person("sms", NUMBER))
+
+    send_due()
+    row = outbox_row(reply)
+    assert row.status == OutboundStatus.QUEUED and not providers.twilio.sent
+    _due_now(row)
+    send_due()
+    row.refresh_from_db()
+    assert row.status == OutboundStatus.SENT
+    assert providers.twilio.texts_to(NUMBER) == [row.text]
+
+
+def test_a_twilio_list_that_fails_sends_nothing_and_asks_again(providers, send, settings):
+    """Resending without knowing could duplicate: when the lookup itself fails, the send waits for the next try."""
+    settings.CHANNEL_TIMEOUT_SECONDS = 1
+    providers.twilio.late = 1.5
+    reply = reply_in_thread(send, linked_person("sms", NUMBER))
+    send_due()
+    row = outbox_row(reply)
+    settings.TWILIO_AUTH_TOKEN = "wrong"  # the list answers 401
+    _due_now(row)
+    send_due()
+    row.refresh_from_db()
+    assert row.status == OutboundStatus.QUEUED and "could not say whether an earlier attempt arrived" in row.last_error
+    assert len(providers.twilio.sent) == 1
+
+
+@pytest.mark.parametrize(("channel", "address"), [("whatsapp", NUMBER), ("telegram", CHAT), ("imessage", NUMBER)])
+def test_without_a_lookup_a_timed_out_send_goes_again_as_documented(providers, send, settings, channel, address):
+    """Meta, Telegram and BlueBubbles offer no way to ask: one extra copy per attempt that timed out after the provider
+    took it (the figure in docs/explanation/limits.md)."""
+    provider = {"whatsapp": providers.whatsapp, "imessage": providers.bluebubbles, "telegram": providers.telegram}[
+        channel
+    ]
+    settings.CHANNEL_TIMEOUT_SECONDS = 1
+    provider.late = 1.5
+    reply = reply_in_thread(send, linked_person(channel, address))
+    send_due()
+    row = outbox_row(reply)
+    assert row.status == OutboundStatus.QUEUED
+    assert row.next_attempt_at >= timezone.now() + timedelta(seconds=25)
+    provider.late = 0
+    _due_now(row)
+    send_due()
+    row.refresh_from_db()
+    assert row.status == OutboundStatus.SENT
+    assert len(provider.sent) == 2

@@ -76,14 +76,24 @@ class StatusUpdate:
     error: str = ""
 
 
+# After an unknown outcome, the next attempt waits at least this long: the provider must have finished with the late
+# request before it can say whether it took it.
+UNKNOWN_RETRY_SECONDS = 30.0
+
+
 class SendError(Exception):
     """A send that did not happen (or may not have). ``retryable``: the same send may succeed later (the provider was
-    down, slow or rate-limited us); otherwise it never will (unknown number, blocked, refused content)."""
+    down, slow or rate-limited us); otherwise it never will (unknown number, blocked, refused content).
 
-    def __init__(self, reason: str, *, retryable: bool) -> None:
+    ``unknown``: the request went out and its answer did not come back (a timeout): the provider may have sent the
+    text. The next attempt asks first (channels/adapters/unknown.py) and waits at least ``retry_after`` seconds."""
+
+    def __init__(self, reason: str, *, retryable: bool, unknown: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retryable = retryable
+        self.unknown = unknown
+        self.retry_after: float | None = UNKNOWN_RETRY_SECONDS if unknown else None
 
 
 class VerificationFailed(Exception):
@@ -108,6 +118,12 @@ class Adapter(Protocol):
     def send_text(self, address: str, text: str, *, reference: str) -> Sent:
         """Send ``text`` (at most ``max_text_length``) to ``address``. ``reference``: our stable id of this send, used
         for the provider's idempotency where it offers any. Raises SendError."""
+        ...
+
+    def find_sent(self, address: str, text: str, *, since: datetime, as_template: bool) -> Sent | None:
+        """Whether a send of ``text`` to ``address`` that began at ``since`` and timed out reached the provider after
+        all: its id, or None when it did not or the provider offers no way to ask. Raises SendError (retryable,
+        unknown) when the provider could not be asked."""
         ...
 
     def can_send_template(self) -> bool:

@@ -66,6 +66,11 @@ class BlueBubblesAdapter:
             raise SendError("BlueBubbles answered without a message guid.", retryable=False)
         return Sent(provider_message_id=str(data["guid"]))
 
+    def find_sent(self, address: str, text: str, *, since: datetime, as_template: bool) -> Sent | None:
+        """BlueBubbles' API has no lookup by recipient and time that we rely on: a send that timed out is sent again
+        (docs/explanation/limits.md)."""
+        return None
+
     def can_send_template(self) -> bool:
         return False  # no window that a template would open
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 
-from assistant.http import post_json, printable
+from assistant.http import AnswerLost, post_json, printable
 from assistant.outcomes import DeliveryFailure, TransientFailure
 from channels.adapters.base import SendError
 
@@ -28,7 +28,8 @@ def call(provider: str, url: str, body: dict[str, Any], headers: dict[str, str] 
             server=provider,
         )
     except TransientFailure as error:
-        raise SendError(f"{provider}: {error}", retryable=True) from None
+        # No answer to a request that went out: the provider may have sent the text (channels/adapters/unknown.py).
+        raise SendError(f"{provider}: {error}", retryable=True, unknown=isinstance(error, AnswerLost)) from None
     except DeliveryFailure as error:
         raise SendError(f"{provider}: {error}", retryable=False) from None
     try:

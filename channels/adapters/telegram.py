@@ -69,6 +69,11 @@ class TelegramAdapter:
         # message_id is unique within a chat only.
         return Sent(provider_message_id=f"{address}:{result['message_id']}")
 
+    def find_sent(self, address: str, text: str, *, since: datetime, as_template: bool) -> Sent | None:
+        """The Bot API has no way to list what a bot sent: a send that timed out is sent again (the duplicate risk in
+        docs/explanation/limits.md)."""
+        return None
+
     def can_send_template(self) -> bool:
         return False  # no window that a template would open
 

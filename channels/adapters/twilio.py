@@ -9,12 +9,15 @@ form's parameters: ``twilio.request_validator.RequestValidator`` checks it.
 WhatsApp outside its 24-hour window: the operator's approved Content API template (TWILIO_WHATSAPP_TEMPLATE_SID),
 the text as its variable ``{{1}}`` (``send_template``).
 
-The Messages API has no idempotency key: a send that timed out may have gone out (``reference`` is unused)."""
+The Messages API has no idempotency key: a send that timed out may have gone out. Before it is sent again,
+``find_sent`` looks for it in the Messages list, filtered by recipient, sender and DateSent
+(channels/adapters/unknown.py)."""
 
 import hmac
 import json
 import logging
 import re
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -39,7 +42,7 @@ from channels.adapters.base import (
     no_template,
     template_variable,
 )
-from ops.bounded import TooLarge, TooSlow, bound_session
+from ops.bounded import Exceeded, TooLarge, TooSlow, bound_session
 
 INBOUND_PATH = "/channels/twilio/inbound"
 STATUS_PATH = "/channels/twilio/status"
@@ -62,6 +65,10 @@ _STATUS = {
     "failed": "failed",
     "canceled": "failed",
 }
+# find_sent: how many of the newest messages to the person it reads, and how far before the attempt it looks.
+FIND_LIMIT = 20
+FIND_SLACK = timedelta(seconds=5)
+_FAILED = {"failed", "undelivered", "canceled"}
 _MESSAGE_SID = re.compile(r"(SM|MM)[0-9a-fA-F]{32}")
 
 
@@ -163,10 +170,46 @@ class TwilioAdapter:
         except TooLarge as error:
             raise SendError(str(error), retryable=False) from None
         except (requests.RequestException, TooSlow) as error:
-            raise SendError(f"Twilio did not answer: {type(error).__name__}.", retryable=True) from None
+            # Refused or unreachable: nothing went out. Anything else after the request left: Twilio may have it.
+            unknown = not isinstance(error, requests.ConnectTimeout)
+            raise SendError(
+                f"Twilio did not answer: {type(error).__name__}.", retryable=True, unknown=unknown
+            ) from None
         except TwilioException as error:
             raise SendError(f"Twilio: {type(error).__name__}.", retryable=True) from None
         return Sent(provider_message_id=str(created.sid))
+
+    def find_sent(self, address: str, text: str, *, since: datetime, as_template: bool) -> Sent | None:
+        """The Messages list filtered by To, From and DateSent (Twilio matches the day; this filter takes messages
+        created from ``since`` on, less a few seconds for clocks that differ), newest first: one with this text
+        (any, for a template: its wording is the template's) that Twilio did not fail. A message Twilio still
+        queues has no DateSent yet and is not found: the send then goes again."""
+        origin = self._origin()
+        sender = origin.get("from_")
+        after = since - FIND_SLACK
+        try:
+            found = self._client.messages.list(
+                to=self._addressed(address), from_=sender, date_sent_after=after, limit=FIND_LIMIT
+            )
+        except TwilioRestException as error:
+            raise SendError(
+                f"Twilio could not say whether an earlier attempt arrived: HTTP {error.status}.",
+                retryable=True,
+                unknown=True,
+            ) from None
+        except (requests.RequestException, TwilioException, Exceeded) as error:
+            raise SendError(
+                f"Twilio could not say whether an earlier attempt arrived: {type(error).__name__}.",
+                retryable=True,
+                unknown=True,
+            ) from None
+        for message in found:
+            created = message.date_created
+            if created is None or created < after or message.status in _FAILED:
+                continue
+            if str(message.direction or "").startswith("outbound") and (as_template or message.body == text):
+                return Sent(provider_message_id=str(message.sid))
+        return None
 
     def verify(self, request: HttpRequest) -> None:
         signature = request.headers.get("X-Twilio-Signature", "")

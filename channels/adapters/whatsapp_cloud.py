@@ -90,6 +90,11 @@ class WhatsAppCloudAdapter:
             )
         return self._send(address, "text", {"preview_url": False, "body": text})
 
+    def find_sent(self, address: str, text: str, *, since: datetime, as_template: bool) -> Sent | None:
+        """Meta's Cloud API has no way to look a sent message up, and its status webhooks name only the message id a
+        timed-out send never got: a send that timed out is sent again (docs/explanation/limits.md)."""
+        return None
+
     def can_send_template(self) -> bool:
         return bool(settings.WHATSAPP_CLOUD_TEMPLATE_NAME)
 

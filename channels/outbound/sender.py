@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from channels.adapters import configured
 from channels.adapters.base import Adapter, SendError, Sent
+from channels.adapters.unknown import send_once
 from channels.models import OutboundMessage
 from channels.outbound import queue
 from channels.outbound.decide import Decision, Hold, Send, Wait, decide
@@ -75,8 +76,8 @@ def send_now(adapter: Adapter, claim: Claim, as_template: bool) -> Outcome:
     started = time.monotonic()
     result: Sent | Exception
     try:
-        send = adapter.send_template if as_template else adapter.send_text
-        result = send(claim.address, claim.text, reference=claim.reference)
+        # An earlier attempt that timed out may have arrived: asked before sending again (channels/adapters/unknown.py).
+        result = send_once(adapter, claim.address, claim.text, reference=claim.reference, as_template=as_template)
     except Exception as error:
         result = error
     return Outcome(claim, result, as_template, time.monotonic() - started)
@@ -111,7 +112,9 @@ def record(outcome: Outcome) -> str:
             return "skipped"
         logger.warning("outbox %s failed after %s attempt(s): %s", claim.row_id, claim.attempt, reason)
         return "failed"
-    due = timezone.now() + timedelta(seconds=rules.backoff_seconds(claim.attempt))
+    # A send whose outcome is unknown waits until the provider can say whether it took it (SendError.retry_after).
+    wait = max(rules.backoff_seconds(claim.attempt), getattr(result, "retry_after", None) or 0.0)
+    due = timezone.now() + timedelta(seconds=wait)
     if not queue.record_retry(claim, reason, due):
         return "skipped"
     logger.info("outbox %s: attempt %s failed (%s); retry at %s", claim.row_id, claim.attempt, reason, due.isoformat())

@@ -1,0 +1,73 @@
+"""A send that timed out is "unknown", not "failed": the provider may have taken it and only its answer was late.
+
+When a send ends that way (``SendError.unknown``), the time its attempt began is remembered under the send's
+``reference`` (stable across attempts), in the shared cache (Redis in production, so any worker's retry finds it).
+Before the same send is tried again, ``send_once`` asks the adapter whether the earlier attempt arrived
+(``find_sent``): when it did, its id is the outcome and nothing is sent twice. Adapters whose provider has no way to
+ask (Meta's Cloud API, Telegram, BlueBubbles) answer None, and the send goes again: that duplicate risk, per provider,
+is in docs/explanation/limits.md.
+
+The retry after an unknown outcome waits at least base.UNKNOWN_RETRY_SECONDS (``SendError.retry_after``): the
+provider must have finished with the late request before it can say whether it took it.
+"""
+
+import logging
+from datetime import datetime
+
+from django.core.cache import cache
+from django.utils import timezone
+
+from channels.adapters.base import Adapter, SendError, Sent
+
+logger = logging.getLogger("channels.outbound")
+
+_KEY = "channels:unknown:{}"
+# Long enough for every retry of a send (CHANNEL_RETRY_MAX_SECONDS x CHANNEL_MAX_ATTEMPTS is far below it).
+REMEMBER_SECONDS = 3 * 86400
+
+
+def remember(reference: str, started: datetime) -> None:
+    """An attempt of this send that began at ``started`` may have reached the provider. The earliest such attempt is
+    kept: the lookup searches from it."""
+    try:
+        cache.add(_KEY.format(reference), started.timestamp(), REMEMBER_SECONDS)
+    except Exception as error:  # the cache is down: the next attempt cannot ask, the risk is the documented one
+        logger.warning("outbox %s: could not remember an unknown outcome (%s)", reference, type(error).__name__)
+
+
+def earliest(reference: str) -> datetime | None:
+    try:
+        stamp = cache.get(_KEY.format(reference))
+    except Exception as error:
+        logger.warning("outbox %s: could not read an unknown outcome (%s)", reference, type(error).__name__)
+        return None
+    return datetime.fromtimestamp(float(stamp), tz=timezone.get_current_timezone()) if stamp is not None else None
+
+
+def forget(reference: str) -> None:
+    try:
+        cache.delete(_KEY.format(reference))
+    except Exception as error:  # it expires on its own
+        logger.warning("outbox %s: could not forget an unknown outcome (%s)", reference, type(error).__name__)
+
+
+def send_once(adapter: Adapter, address: str, text: str, *, reference: str, as_template: bool) -> Sent:
+    """Send, unless an earlier attempt whose outcome was unknown did arrive (then that one's id)."""
+    since = earliest(reference)
+    if since is not None:
+        found = adapter.find_sent(address, text, since=since, as_template=as_template)
+        if found is not None:
+            logger.info("outbox %s: the earlier attempt had arrived (%s); not sent again", reference, found)
+            forget(reference)
+            return found
+    started = timezone.now()
+    send = adapter.send_template if as_template else adapter.send_text
+    try:
+        sent = send(address, text, reference=reference)
+    except SendError as error:
+        if error.unknown:
+            remember(reference, started)
+        raise
+    if since is not None:
+        forget(reference)
+    return sent
