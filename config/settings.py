@@ -478,6 +478,35 @@ MAIL_CALENDAR_ALLOW_PLAINTEXT = env_bool("MAIL_CALENDAR_ALLOW_PLAINTEXT", DEBUG 
 # The most one mail or calendar operation (an IMAP session, an SMTP session, a CalDAV operation of a few requests)
 # may read from the server, all its answers together, counted while they are read (ops/bounded.py).
 MAIL_CALENDAR_MAX_ANSWER_BYTES = env_int("MAIL_CALENDAR_MAX_ANSWER_BYTES", 10_000_000)
+
+# Google and Microsoft mail and calendar over OAuth (docs/howto/connect-google-microsoft.md): the operator's OAuth
+# app for each (empty client id: the console offers no "Connect" button for it). The endpoints and servers are the
+# providers' own; the tests point them at servers on 127.0.0.1.
+GOOGLE_OAUTH_CLIENT_ID = env_str("GOOGLE_OAUTH_CLIENT_ID", "")
+GOOGLE_OAUTH_CLIENT_SECRET = env_str("GOOGLE_OAUTH_CLIENT_SECRET", "")
+GOOGLE_OAUTH_AUTHORIZATION_URL = env_str(
+    "GOOGLE_OAUTH_AUTHORIZATION_URL", "https://accounts.google.com/o/oauth2/v2/auth"
+)
+GOOGLE_OAUTH_TOKEN_URL = env_str("GOOGLE_OAUTH_TOKEN_URL", "https://oauth2.googleapis.com/token")
+GOOGLE_OAUTH_REVOCATION_URL = env_str("GOOGLE_OAUTH_REVOCATION_URL", "https://oauth2.googleapis.com/revoke")
+GOOGLE_OAUTH_ISSUER = env_str("GOOGLE_OAUTH_ISSUER", "https://accounts.google.com")
+GOOGLE_IMAP = env_str("GOOGLE_IMAP", "imap.gmail.com:993:ssl")  # host:port:security (ssl, starttls or none)
+GOOGLE_SMTP = env_str("GOOGLE_SMTP", "smtp.gmail.com:465:ssl")
+GOOGLE_CALDAV_URL = env_str("GOOGLE_CALDAV_URL", "https://apidata.googleusercontent.com/caldav/v2/")
+MICROSOFT_OAUTH_CLIENT_ID = env_str("MICROSOFT_OAUTH_CLIENT_ID", "")
+MICROSOFT_OAUTH_CLIENT_SECRET = env_str("MICROSOFT_OAUTH_CLIENT_SECRET", "")
+# "common" (work, school and personal accounts), "organizations", "consumers", or your tenant's id or domain.
+MICROSOFT_OAUTH_TENANT = env_str("MICROSOFT_OAUTH_TENANT", "common")
+MICROSOFT_OAUTH_AUTHORIZATION_URL = env_str(
+    "MICROSOFT_OAUTH_AUTHORIZATION_URL", "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/authorize"
+)
+MICROSOFT_OAUTH_TOKEN_URL = env_str(
+    "MICROSOFT_OAUTH_TOKEN_URL", "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"
+)
+# Microsoft's identity platform has no RFC 7009 revocation endpoint: empty, removing deletes our copy of the tokens.
+MICROSOFT_OAUTH_REVOCATION_URL = env_str("MICROSOFT_OAUTH_REVOCATION_URL", "")
+MICROSOFT_IMAP = env_str("MICROSOFT_IMAP", "outlook.office365.com:993:ssl")
+MICROSOFT_SMTP = env_str("MICROSOFT_SMTP", "smtp.office365.com:587:starttls")
 # The tool-calling loop of the openai backend: at most this many rounds of tool calls, and this long in all.
 ASSISTANT_TOOL_ROUNDS = env_int("ASSISTANT_TOOL_ROUNDS", 6)
 ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)

@@ -186,6 +186,11 @@ class CalendarAccount(models.Model):
     calendar_url = models.CharField(max_length=2000, help_text="The calendar the assistant reads and writes.")
     calendar_name = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # Google's calendar, signed in to with OAuth (connections/oauth/mail.py): the grant's access token is the bearer
+    # token, and password_encrypted is empty. Removing the grant removes the calendar.
+    oauth_grant = models.OneToOneField(
+        OAuthGrant, null=True, blank=True, on_delete=models.CASCADE, related_name="calendar", editable=False
+    )
 
     def __str__(self) -> str:
         return f"{self.username} at {self.server_url}"
@@ -207,6 +212,11 @@ class MailAccount(models.Model):
     smtp_security = models.CharField(max_length=10, choices=Security.choices)
     drafts_folder = models.CharField(max_length=255, default="Drafts")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # A Google or Microsoft mailbox signed in to with OAuth: IMAP and SMTP log in with XOAUTH2 and the grant's access
+    # token; password_encrypted is empty. Removing the grant removes the mailbox.
+    oauth_grant = models.OneToOneField(
+        OAuthGrant, null=True, blank=True, on_delete=models.CASCADE, related_name="mailbox", editable=False
+    )
 
     def __str__(self) -> str:
         return self.address

@@ -14,6 +14,7 @@ import base64
 import binascii
 import json
 import logging
+import shutil
 import threading
 import warnings
 from collections.abc import Iterator
@@ -25,8 +26,10 @@ from pathlib import Path
 from typing import Any
 from wsgiref.simple_server import make_server
 
+import pytest
+
 from tests.mail_servers import _QuietHandler, _ThreadingWSGIServer, free_port
-from tests.oauth_server import RESOURCE_ID, RESOURCE_SECRET, OAuthServer, introspect, parse_xoauth2
+from tests.oauth_server import RESOURCE_ID, RESOURCE_SECRET, OAuthServer, introspect, oauth_server, parse_xoauth2
 
 
 def introspection_url_with_credentials(server: OAuthServer) -> str:
@@ -180,3 +183,38 @@ def bearer_caldav(directory: Path, oauth: OAuthServer) -> Iterator[BearerCalDav]
     finally:
         server.shutdown()
         server.server_close()
+
+
+# Fixtures (imported by the test modules that use them) -------------------------------------------------------------
+
+
+def require_dovecot() -> None:
+    if not (shutil.which("dovecot") or Path("/usr/sbin/dovecot").exists()):
+        pytest.skip("dovecot is not installed (Debian package dovecot-imapd)")
+
+
+@pytest.fixture(scope="module")
+def oauth() -> Iterator[OAuthServer]:
+    with oauth_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def oauth_dovecot(oauth: OAuthServer) -> Iterator[Any]:
+    require_dovecot()
+    from tests.mail_servers import dovecot
+
+    with dovecot(100, oauth2_introspection_url=introspection_url_with_credentials(oauth)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def xoauth2_smtp(oauth: OAuthServer) -> Iterator[OAuthSmtp]:
+    with oauth_smtp(oauth) as server:
+        yield server
+
+
+@pytest.fixture
+def caldav_server(tmp_path: Path, oauth: OAuthServer) -> Iterator[BearerCalDav]:
+    with bearer_caldav(tmp_path, oauth) as server:
+        yield server

@@ -437,7 +437,8 @@ def _application(server: OAuthServer) -> Any:
         if path == "/authorize" and method == "POST":
             request = _Request(method, uri, headers, {}, form)
             user = server.signed_in if form.get("decision") == "allow" else None
-            status, body, out = server.create_authorization_response(request, grant_user=user)
+            grant = server.get_consent_grant(request, end_user=user)
+            status, body, out = server.create_authorization_response(request, grant_user=user, grant=grant)
             return _respond(start_response, status, body, out)
         if path == "/token" and method == "POST":
             server.token_requests.append(form)

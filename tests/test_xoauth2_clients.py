@@ -3,52 +3,25 @@ connections/calendars.py), against real servers on 127.0.0.1 that check the toke
 server's introspection endpoint (tests/oauth_server.py, tests/oauth_mail_servers.py): Dovecot's oauth2 passdb for
 IMAP with SASL XOAUTH2, aiosmtpd with XOAUTH2 for SMTP, Radicale behind a bearer-checking proxy for CalDAV."""
 
-import shutil
 from datetime import UTC, datetime, timedelta
 from email.utils import make_msgid
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from connections import calendars, mailboxes
 from connections.network import ServiceError
-from tests.oauth_mail_servers import bearer_caldav, introspection_url_with_credentials, oauth_smtp
-from tests.oauth_server import CLIENT_ID, OAuthServer, oauth_server
+from tests import oauth_mail_servers as peers
+from tests.oauth_server import CLIENT_ID, OAuthServer
+
+oauth, oauth_dovecot, xoauth2_smtp, caldav_server = (
+    peers.oauth,
+    peers.oauth_dovecot,
+    peers.xoauth2_smtp,
+    peers.caldav_server,
+)
 
 ADDRESS = "person@example.com"
-
-
-def require_dovecot() -> None:
-    if not (shutil.which("dovecot") or Path("/usr/sbin/dovecot").exists()):
-        pytest.skip("dovecot is not installed (Debian package dovecot-imapd)")
-
-
-@pytest.fixture(scope="module")
-def oauth() -> OAuthServer:
-    with oauth_server() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def oauth_dovecot(oauth):
-    require_dovecot()
-    from tests.mail_servers import dovecot
-
-    with dovecot(20, oauth2_introspection_url=introspection_url_with_credentials(oauth)) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def xoauth2_smtp(oauth):
-    with oauth_smtp(oauth) as server:
-        yield server
-
-
-@pytest.fixture
-def caldav_server(tmp_path, oauth):
-    with bearer_caldav(tmp_path, oauth) as server:
-        yield server
 
 
 def issue(oauth: OAuthServer, user: str, scope: str = "openid email https://mail.google.com/") -> str:

@@ -15,6 +15,7 @@ sending (DESIGN.md, "Scopes and approval").
 """
 
 import json
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -29,6 +30,7 @@ from assistant.tools import Call, Tool, ToolError
 from connections import calendars, crypto, mailboxes, mailcal
 from connections.models import CalendarAccount, MailAccount
 from connections.network import ServiceError
+from connections.oauth import mail as oauth_mail
 
 MAX_LIST_DAYS = 92
 MAX_EVENT_DAYS = 31
@@ -102,6 +104,18 @@ class _Calendar:
         except crypto.UnreadableSecret as unreadable:
             raise ToolError(str(unreadable)) from None
 
+    def run[T](self, work: Callable[[calendars.CalendarServer], T]) -> T:
+        """``work`` with the calendar: its password, or (Google) a fresh OAuth token, refreshed once if refused."""
+        grant = self.account.oauth_grant
+        if grant is None:
+            return work(self.server())
+        try:
+            return oauth_mail.with_token(
+                grant.pk, grant.kind, lambda token: work(oauth_mail.calendar_server(self.account, token))
+            )
+        except (oauth_mail.SignInNeeded, crypto.UnreadableSecret) as refused:
+            raise ToolError(str(refused)) from None
+
     def list_events(self, arguments: dict[str, Any], call: Call) -> str:
         start = _as_datetime(_local(arguments.get("start"), "start", self.zone), self.zone)
         end_value = _local(arguments.get("end"), "end", self.zone)
@@ -113,8 +127,8 @@ class _Calendar:
         if end - start > timedelta(days=MAX_LIST_DAYS):
             raise ToolError(f"Ask for at most {MAX_LIST_DAYS} days at a time.")
         try:
-            events, unreadable = calendars.list_events(
-                self.server(), start.astimezone(UTC), end.astimezone(UTC), _seconds(call)
+            events, unreadable = self.run(
+                lambda server: calendars.list_events(server, start.astimezone(UTC), end.astimezone(UTC), _seconds(call))
             )
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
@@ -163,15 +177,17 @@ class _Calendar:
             raise ToolError("rrule must be an RFC 5545 RRULE string such as FREQ=WEEKLY;BYDAY=FR.")
         try:
             rule = calendars.check_rrule(rule, start) if rule.strip() else ""
-            calendars.create_event(
-                self.server(),
-                summary=summary,
-                start=start,
-                end=end,
-                location=location,
-                rrule=rule,
-                zone=self.zone,
-                seconds=_seconds(call),
+            self.run(
+                lambda server: calendars.create_event(
+                    server,
+                    summary=summary,
+                    start=start,
+                    end=end,
+                    location=location,
+                    rrule=rule,
+                    zone=self.zone,
+                    seconds=_seconds(call),
+                )
             )
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
@@ -185,7 +201,7 @@ class _Calendar:
         if not isinstance(uid, str) or not uid.strip() or len(uid) > 500 or any(not c.isprintable() for c in uid):
             raise ToolError("id is required: an event's id from calendar_list_events.")
         try:
-            summary = calendars.delete_event(self.server(), uid.strip(), _seconds(call))
+            summary = self.run(lambda server: calendars.delete_event(server, uid.strip(), _seconds(call)))
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
         return f"Deleted the event “{summary}”, every occurrence of it."
@@ -197,10 +213,26 @@ class _Mailbox:
         self.zone = zone
 
     def server(self) -> mailboxes.MailServer:
+        """The mailbox with its password; for a Google or Microsoft sign-in, without credentials (``run`` adds
+        the token)."""
+        if self.account.oauth_grant_id is not None:
+            return oauth_mail.mail_server(self.account, "")
         try:
             return mailcal.mail_server(self.account)
         except crypto.UnreadableSecret as unreadable:
             raise ToolError(str(unreadable)) from None
+
+    def run[T](self, work: Callable[[mailboxes.MailServer], T]) -> T:
+        """``work`` with the mailbox: its password, or a fresh OAuth token, refreshed once if the server refuses it."""
+        grant = self.account.oauth_grant
+        if grant is None:
+            return work(self.server())
+        try:
+            return oauth_mail.with_token(
+                grant.pk, grant.kind, lambda token: work(oauth_mail.mail_server(self.account, token))
+            )
+        except (oauth_mail.SignInNeeded, crypto.UnreadableSecret) as refused:
+            raise ToolError(str(refused)) from None
 
     def search(self, arguments: dict[str, Any], call: Call) -> str:
         sender = _optional_text(arguments, "from", 200)
@@ -214,8 +246,10 @@ class _Mailbox:
         if unseen is not None and not isinstance(unseen, bool):
             raise ToolError("unseen must be true or false.")
         try:
-            found, matched = mailboxes.search(
-                self.server(), sender=sender, text=text, since=since, unseen=bool(unseen), seconds=_seconds(call)
+            found, matched = self.run(
+                lambda server: mailboxes.search(
+                    server, sender=sender, text=text, since=since, unseen=bool(unseen), seconds=_seconds(call)
+                )
             )
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
@@ -232,7 +266,9 @@ class _Mailbox:
         if not 0 < uid < 2**32:
             raise ToolError("id is required: a message's id from mail_search.")
         try:
-            message = mailboxes.read(self.server(), uid, max_characters=READ_CHARACTERS, seconds=_seconds(call))
+            message = self.run(
+                lambda server: mailboxes.read(server, uid, max_characters=READ_CHARACTERS, seconds=_seconds(call))
+            )
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
         lines = [f"From: {message.sender}", f"To: {message.to}", f"Date: {message.date}", f"Subject: {message.subject}"]
@@ -257,9 +293,10 @@ class _Mailbox:
 
     def draft(self, arguments: dict[str, Any], call: Call) -> str:
         try:
-            server = self.server()
-            message = mailboxes.compose(server, arguments.get("to"), arguments.get("subject"), arguments.get("body"))
-            folder = mailboxes.save_draft(server, message, seconds=_seconds(call))
+            message = mailboxes.compose(
+                self.server(), arguments.get("to"), arguments.get("subject"), arguments.get("body")
+            )
+            folder = self.run(lambda server: mailboxes.save_draft(server, message, seconds=_seconds(call)))
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
         return f"Saved a draft in {folder}: to {message['To']}, subject “{message['Subject']}”. Nothing was sent."
@@ -271,12 +308,13 @@ class _Mailbox:
         # or one whose model-made id looks like an approved call's, saves a draft: at most a draft comes of a
         # message, or a mail the assistant read.
         try:
-            server = self.server()
-            message = mailboxes.compose(server, arguments.get("to"), arguments.get("subject"), arguments.get("body"))
+            message = mailboxes.compose(
+                self.server(), arguments.get("to"), arguments.get("subject"), arguments.get("body")
+            )
             if call.approved:
-                mailboxes.send(server, message, seconds=_seconds(call))
+                self.run(lambda server: mailboxes.send(server, message, seconds=_seconds(call)))
                 return f"Sent to {message['To']}: “{message['Subject']}” (the person approved it)."
-            folder = mailboxes.save_draft(server, message, seconds=_seconds(call))
+            folder = self.run(lambda server: mailboxes.save_draft(server, message, seconds=_seconds(call)))
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
         return (
@@ -297,8 +335,9 @@ _TIME = "Local time in the person's time zone, ISO 8601 without offset, e.g. 202
 
 
 def tools_of(user: User) -> list[Tool]:
-    calendar = CalendarAccount.objects.filter(owner=user).first()
-    mailbox = MailAccount.objects.filter(owner=user).first()
+    # With the OAuth grant's row, if any: the tools run on the attempt's thread, where no query may be made.
+    calendar = CalendarAccount.objects.filter(owner=user).select_related("oauth_grant").first()
+    mailbox = MailAccount.objects.filter(owner=user).select_related("oauth_grant").first()
     if calendar is None and mailbox is None:
         return []
     zone = _zone_of(user)

@@ -13,8 +13,10 @@ from django.views.decorators.http import require_http_methods
 from connections import mailcal
 from connections.checks import ChecksBusy
 from connections.models import CalendarAccount, Connection, MailAccount
+from connections.oauth import mail as connections_oauth_mail
 from console.forms.connections import ConnectionForm
 from console.forms.mailcal import CalendarForm, MailboxForm
+from console.views import oauth_mail
 from console.views.posted import form_action
 
 
@@ -27,6 +29,7 @@ def page_context(
         "mailbox": MailAccount.objects.filter(owner_id=request.user.pk).first(),
         "calendar_form": calendar_form or CalendarForm(),
         "mailbox_form": mailbox_form or MailboxForm(),
+        **oauth_mail.page_context(request),
     }
 
 
@@ -90,6 +93,10 @@ def remove(request: HttpRequest, kind: str) -> HttpResponse:
     if account is None:
         raise Http404("Nothing to remove.")
     if request.method == "POST":
+        if account.oauth_grant_id is not None:  # signed in with Google or Microsoft
+            connections_oauth_mail.remove_account(account)
+            messages.success(request, f"Removed your {kind}; the assistant no longer uses it.")
+            return redirect("connections:list")
         mailcal.remove(account)
         messages.success(request, f"Removed your {kind}; its password is deleted and the assistant no longer uses it.")
         return redirect("connections:list")
