@@ -74,7 +74,11 @@ def tools_of(user: User) -> list[Tool]:
     found = []
     for connection in Connection.objects.filter(owner=user, active=True).prefetch_related("tools"):
         prefix = tool_name(connection.name)[:20].lower()
+        acting = set(connection.acting_tools or [])
         for tool in connection.tools.all():
+            # The server's readOnlyHint unless the person marked the tool as acting; believed for an automation's
+            # message only when they trust the server (assistant/approvals.py, Effect.CLAIMS_TO_READ).
+            read_only = tool.read_only and tool.name not in acting
             description = tool.description or tool.title or tool.name
             schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
             if schema.get("type") != "object":  # function parameters must be an object schema
@@ -88,7 +92,8 @@ def tools_of(user: User) -> list[Tool]:
                     run=_runner(connection, tool.name),
                     original_name=tool.name,
                     connection=connection,
-                    read_only=tool.read_only,
+                    read_only=read_only,
+                    claim_only=read_only and not connection.trusted,
                     uses_database=False,  # it waits on the server; its two writes go through database()
                 )
             )

@@ -17,4 +17,6 @@ urlpatterns = [
     path("connections/<str:public_id>/sync/", views.sync, name="sync"),
     path("connections/<str:public_id>/sign-in/", views.sign_in_again, name="sign-in-again"),
     path("connections/<str:public_id>/remove/", views.remove, name="remove"),
+    path("connections/<str:public_id>/trust/", views.trust, name="trust"),
+    path("connections/<str:public_id>/mark-tool/", views.mark_tool, name="mark-tool"),
 ]

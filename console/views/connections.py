@@ -1,5 +1,6 @@
-"""Connections: the person's MCP servers, their tools and last sync; add (connects first), sync, remove. The same page
-shows the calendar and the mailbox (console/views/mailcal.py).
+"""Connections: the person's MCP servers, their tools and last sync; add (connects first), sync, remove; whether the
+person trusts a server's read-only claims, and which tools they mark as acting (assistant/approvals.py: read-only is
+their call, not the server's). The same page shows the calendar and the mailbox (console/views/mailcal.py).
 
 A server that signs in with OAuth (docs/howto/mcp-connections.md): adding it sends the browser to the server's
 sign-in page; ``oauth_callback`` is where it comes back. Each sign-in's state digest is kept in the session, so a
@@ -169,3 +170,38 @@ def remove(request: HttpRequest, public_id: str) -> HttpResponse:
         messages.success(request, f"Removed {connection.name}; the assistant no longer has its tools.")
         return redirect("connections:list")
     return render(request, "connections/remove.html", {"connection": connection})
+
+
+@login_required
+@require_POST
+def trust(request: HttpRequest, public_id: str) -> HttpResponse:
+    connection = _owned(request, public_id)
+    trusted = request.POST.get("trusted") == "1"
+    services.set_trusted(connection, trusted)
+    if trusted:
+        messages.success(
+            request,
+            f"You trust {connection.name}: the tools it says only read run for your keys' and webhooks' messages "
+            "without asking you.",
+        )
+    else:
+        messages.success(
+            request,
+            f"You no longer trust {connection.name}: for your keys' and webhooks' messages, every one of its tools "
+            "waits for your approval, whatever it says of itself.",
+        )
+    return redirect("connections:list")
+
+
+@login_required
+@require_POST
+def mark_tool(request: HttpRequest, public_id: str) -> HttpResponse:
+    connection = _owned(request, public_id)
+    name, acting = request.POST.get("tool", ""), request.POST.get("acting") == "1"
+    if not services.mark_acting(connection, name, acting):
+        messages.error(request, f"{connection.name} has no tool named {name[:100]!r}; sync its tools first.")
+    elif acting:
+        messages.success(request, f"{name} is treated as acting: it waits for your approval where anything else does.")
+    else:
+        messages.success(request, f"{name} is treated as the server describes it again.")
+    return redirect("connections:list")
