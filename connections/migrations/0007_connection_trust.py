@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('connections', '0005_oauth_sign_ins'),
+        ('connections', '0006_mail_calendar_oauth'),
     ]
 
     operations = [
