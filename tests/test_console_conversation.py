@@ -240,3 +240,26 @@ def test_context_json_keeps_non_ascii_readable(signed_in, user, v2):
     record_user_message(user=user, endpoint=Endpoint.CURRENT, text="x", context={"city": "Zürich"}, api_key=key)
     page = signed_in.get("/conversation/").content.decode()
     assert json.dumps({"city": "Zürich"}, ensure_ascii=False)[1:-1].replace('"', "&quot;") in page
+
+
+def test_an_earlier_page_is_read_with_one_row_comparison_the_index_bounds(signed_in, user):
+    """(created_at, id) < (X, Y): the (conversation, created_at) index stops at the anchor; the OR form it replaced
+    read the thread's whole past and filtered it (90,000 rows removed by filter at 100k messages)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for n in range(3):
+        record_user_message(user=user, endpoint=Endpoint.CONSOLE, text=f"message number {n:03d}")
+    newest = Message.objects.order_by("-created_at", "-id").first()
+    with CaptureQueriesContext(connection) as queries:
+        assert signed_in.get(f"/conversation/?before={newest.public_id}").status_code == 200
+    earlier = [q["sql"] for q in queries if '"conversations_message"."id") <' in q["sql"]]
+    assert len(earlier) == 1, [q["sql"] for q in queries]
+    assert " OR " not in earlier[0]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET enable_seqscan = off")
+            cursor.execute(f"EXPLAIN {earlier[0]}")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            cursor.execute("RESET enable_seqscan")
+        assert "Index Cond" in plan and "created_at" in plan.split("Index Cond:", 1)[1], plan

@@ -143,6 +143,51 @@ def test_deliveries_are_counted_by_status_from_the_database(client, v2):
     assert 'ingest_deliveries{status="failed"} 0.0' in body
 
 
+@override_settings(METRICS_TOKEN=TOKEN)
+@pytest.mark.django_db
+def test_finished_deliveries_are_counted_over_the_last_hour_only(client, v2):
+    """Delivered and failed are read through the (status, created_at) index over the last hour, and queued and
+    processing through the pending deliveries' partial index: a scrape's cost does not grow with history."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from conversations.models import Delivery, DeliveryStatus
+
+    for text in ("old", "recent"):
+        post(client, CURRENT, v2[1], {"message": text})
+    Delivery.objects.update(status=DeliveryStatus.DELIVERED)
+    Delivery.objects.filter(message__text="old").update(created_at=timezone.now() - timedelta(hours=2))
+
+    body = scrape(client).content.decode()
+
+    assert 'ingest_deliveries{status="delivered"} 1.0' in body
+    assert 'ingest_deliveries{status="queued"} 0.0' in body
+
+
+@pytest.mark.django_db
+def test_the_scrapes_queries_are_bounded_by_an_index(django_assert_max_num_queries):
+    """On PostgreSQL, with sequential scans priced out, every scan of the queue's state is bounded: by an index
+    condition, or by a partial index of the pending deliveries. A whole-table GROUP BY shows as a Seq Scan, or as an
+    index scan with no condition."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from delivery.metrics import queue_state
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the plans are PostgreSQL's (CI's PostgreSQL pass)")
+    with CaptureQueriesContext(connection) as queries:
+        queue_state()
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+        for query in queries:
+            cursor.execute(f"EXPLAIN {query['sql']}")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert not _unbounded_scans(plan), (query["sql"], plan)
+        cursor.execute("RESET enable_seqscan")
+
+
 @pytest.mark.django_db
 def test_a_key_over_its_rate_limit_is_counted_as_rate_limited(client, v2, settings):
     settings.INGEST_RATE_LIMIT = "1/m"
@@ -242,3 +287,21 @@ def test_in_flight_and_accept_to_delivered_latency_are_read_from_the_database(cl
     p99 = next(r for r in body.splitlines() if r.startswith('ingest_delivery_latency_seconds{quantile="0.99"}'))
     assert float(p50.split()[1]) == pytest.approx(2.0, abs=0.01)
     assert float(p99.split()[1]) == pytest.approx(2.98, abs=0.01)
+
+
+def _unbounded_scans(plan: str) -> list[str]:
+    lines = plan.splitlines()
+    unbounded = []
+    for at, line in enumerate(lines):
+        if "Seq Scan" in line:
+            unbounded.append(line)
+        elif (
+            "Index" in line
+            and "Scan" in line
+            and " on delivery_pending" not in line
+            and "using delivery_pending" not in line
+        ):
+            detail = " ".join(lines[at + 1 : at + 3])
+            if "Index Cond" not in detail:
+                unbounded.append(line)
+    return unbounded

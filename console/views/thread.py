@@ -1,7 +1,8 @@
 from datetime import datetime, timedelta
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Q, QuerySet
+from django.db.models import F, QuerySet
+from django.db.models.fields.tuple_lookups import Tuple, TupleLessThan
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -51,7 +52,10 @@ def _thread_context(request: HttpRequest, before: str = "") -> dict[str, object]
     )
     if anchor is not None:
         at, pk = anchor["created_at"], anchor["id"]
-        messages = messages.filter(Q(created_at__lt=at) | Q(created_at=at, id__lt=pk))  # the thread's own order
+        # Before it in the thread's own order, as one row comparison: its index bound stops at the anchor, where
+        # "created_at < X OR (created_at = X AND id < Y)" read the thread's whole past and filtered it (60-157 ms at
+        # 100k messages).
+        messages = messages.filter(TupleLessThan(Tuple(F("created_at"), F("id")), (at, pk)))
     page = list(reversed(messages.reverse()[: PAGE_SIZE + 1]))  # one more, to know whether earlier ones exist
     has_earlier = len(page) > PAGE_SIZE
     page = page[-PAGE_SIZE:]
