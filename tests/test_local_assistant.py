@@ -307,3 +307,29 @@ def test_an_attempt_that_replays_a_lost_one_does_not_schedule_twice(
     assert Reminder.objects.count() == 1
     assert again.text == first
     assert Action.objects.count() == 1
+
+
+def _answer_to(person, text: str, django_capture_on_commit_callbacks) -> str:
+    with django_capture_on_commit_callbacks(execute=True):
+        record_user_message(user=person, endpoint=Endpoint.CONSOLE, text=text)
+    return reply_text()
+
+
+def test_a_long_text_to_summarize_is_answered_with_what_it_takes(person, django_capture_on_commit_callbacks):
+    text = ("Summarize this: " + "The quarterly report shows revenue up four percent, with churn flat. " * 13)[:885]
+    reply = _answer_to(person, text, django_capture_on_commit_callbacks)
+    assert reply.startswith("I can't summarize, translate or rewrite a text")
+    assert "ASSISTANT_BACKEND=openai" in reply and not Action.objects.exists()
+
+
+def test_a_long_text_that_asks_nothing_says_how_long_it_is(person, django_capture_on_commit_callbacks):
+    log = "2026-11-25 10:00:01 worker-3 INFO delivered msg_abc in 201 ms\n" * 12
+    reply = _answer_to(person, log, django_capture_on_commit_callbacks)
+    assert reply.startswith("That is a long text (7") and "I read requests of up to 400 characters" in reply
+    assert not Action.objects.exists()
+
+
+def test_a_json_payload_is_answered_as_a_payload(person, django_capture_on_commit_callbacks):
+    reply = _answer_to(person, '{"event": "deploy", "status": "ok"}', django_capture_on_commit_callbacks)
+    assert reply.startswith("That is a JSON payload (an object with 2 members (event, status))")
+    assert not Action.objects.exists()

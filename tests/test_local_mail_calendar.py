@@ -73,3 +73,45 @@ def test_a_long_inbox_is_shortened_to_the_newest_ten(send, person, v2, dovecot_s
     lines = reply_text().splitlines()
     assert lines[0] == "12 unread messages:" and lines[-1] == "…and 2 more."
     assert len(lines) == 12
+
+
+def test_email_x_that_composes_the_mail_and_sends_it_once_the_person_approves(
+    person, dovecot_server, smtp_server, mail_user, django_capture_on_commit_callbacks
+):
+    from assistant.models import ActionState
+    from conversations.models import Endpoint
+    from ingestion.approvals import answer
+    from ingestion.hotpath.recording import record_user_message
+
+    mailcal.add_mailbox(person, mailbox_fields(dovecot_server, smtp_server, mail_user))
+    with django_capture_on_commit_callbacks(execute=True):
+        record_user_message(user=person, endpoint=Endpoint.CONSOLE, text="Email bob@example.com that I'm running late")
+
+    # The person's own words, yet a mail leaves their address for good: it is composed, and waits for their yes.
+    action = Action.objects.get()
+    assert (action.tool, action.state) == ("mail_send", ActionState.AWAITING_APPROVAL)
+    assert action.arguments == {"to": "bob@example.com", "subject": "Running late", "body": "I'm running late."}
+    assert reply_text().startswith("I need your approval before I send an email to bob@example.com")
+    assert smtp_server.received == []
+
+    with django_capture_on_commit_callbacks(execute=True):
+        answer(person, action, approve=True)
+
+    [sent] = smtp_server.received
+    assert (sent["To"], sent["Subject"]) == ("bob@example.com", "Running late")
+    assert "I'm running late." in sent.get_payload(decode=True).decode()
+    assert reply_text().startswith("Done. Sent to bob@example.com")
+
+
+def test_email_x_without_an_address_asks_for_it_and_sends_nothing(
+    person, dovecot_server, smtp_server, mail_user, django_capture_on_commit_callbacks
+):
+    from conversations.models import Endpoint
+    from ingestion.hotpath.recording import record_user_message
+
+    mailcal.add_mailbox(person, mailbox_fields(dovecot_server, smtp_server, mail_user))
+    with django_capture_on_commit_callbacks(execute=True):
+        record_user_message(user=person, endpoint=Endpoint.CONSOLE, text="email Bob that I'm running late")
+
+    assert reply_text().startswith("I need Bob's email address")
+    assert not Action.objects.exists() and smtp_server.received == []

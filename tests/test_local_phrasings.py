@@ -12,7 +12,7 @@ from assistant.local.intents import ANSWER_HINT, Act, Ask, CancelNamed, Refuse, 
 
 NOW = datetime(2026, 11, 25, 10, 0)  # local, naive: a Wednesday
 BUILT_IN = {"schedule_reminder", "list_reminders", "cancel_reminder", "list_webhook_triggers"}
-CONNECTED = BUILT_IN | {"calendar_list_events", "calendar_create_event", "mail_search"}
+CONNECTED = BUILT_IN | {"calendar_list_events", "calendar_create_event", "mail_search", "mail_send"}
 WEEKDAYS = "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR"
 
 
@@ -102,8 +102,8 @@ PHRASINGS = [
     ("remind me to stretch today at 9am", refuse("That time has passed: it is 10:00 today where you are.")),
     ("hey can you remind me to stretch every 5 minutes", refuse("Reminders repeat at most every hour.")),
     ("remind me to stretch at 9 except Friday", refuse("“Except” goes with a repetition")),
-    ("send an email to Bob", refuse("I can't write or send mail")),
-    ("forward my mail to bob@example.com", refuse("I can't write or send mail")),
+    ("send an email to Bob", refuse("I need Bob's email address")),
+    ("forward my mail to bob@example.com", refuse("I can't forward, answer or file mail")),
     ("delete the dentist appointment", refuse("I can't change or remove calendar events")),
     ("delete my webhook", refuse("I can't create or remove webhooks myself")),
     # reminders listed and cancelled

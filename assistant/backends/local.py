@@ -4,6 +4,7 @@ when they are connected, the person's webhooks) and carries them out through the
 assistant, so every call is an Action shown under the reply and on the receipt. It asks back when a time is unclear,
 and says plainly what it cannot do. Times are the person's (the profile's time zone)."""
 
+import json
 import time
 from datetime import datetime
 from typing import Any
@@ -15,7 +16,7 @@ from django.utils import timezone
 from assistant.approval_text import in_words
 from assistant.conversation import CHANNEL_SOURCES, AssistantRequest
 from assistant.local import replies
-from assistant.local.intents import ANSWER_HINT, Act, Ask, CancelNamed, Intent, Refuse, understand
+from assistant.local.intents import ANSWER_HINT, MAX_REQUEST, Act, Answer, Ask, CancelNamed, Intent, Refuse, understand
 from assistant.outcomes import Reply
 from assistant.tools import Toolbox
 from assistant.tools.toolbox import toolbox_for_request
@@ -76,10 +77,11 @@ class _Turn:
         self.calls = 0
         self.deadline = time.monotonic() + settings.ASSISTANT_TOOL_SECONDS
 
-    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """(result, ok) of one call through the toolbox, which records it as an Action."""
+    def call(self, tool: str, arguments: dict[str, Any], *, confirm: bool = False) -> tuple[str, bool]:
+        """(result, ok) of one call through the toolbox, which records it as an Action; ``confirm``: it waits for the
+        person's approval whoever asked."""
         self.calls += 1
-        result = self.toolbox.call(f"local_{self.calls}", tool, arguments, 1, self.deadline)
+        result = self.toolbox.call(f"local_{self.calls}", tool, arguments, 1, self.deadline, ask=confirm)
         failed = result.startswith("Error: ")
         return result.removeprefix("Error: "), not failed
 
@@ -88,10 +90,19 @@ class _Turn:
             return self.act(intent)
         if isinstance(intent, CancelNamed):
             return self.cancel(intent.words)
-        if isinstance(intent, (Ask, Refuse)):
-            return intent.question if isinstance(intent, Ask) else intent.reason
+        if isinstance(intent, Ask):
+            return intent.question
+        if isinstance(intent, Refuse):
+            return intent.reason
+        if isinstance(intent, Answer):
+            return intent.text
         if request.source in (Source.WEBHOOK_TRIGGER, Source.TOOL_FOLLOW_UP) or _context_summary(request.context):
             return _receipt(request)
+        payload = _payload(request.text)
+        if payload:
+            return payload
+        if len(request.text) > MAX_REQUEST:
+            return _long_text(request.text)
         return f"Sorry, I didn't understand that. {replies.CAPABILITIES}"
 
     def waits(self, tool: str) -> bool:
@@ -101,10 +112,10 @@ class _Turn:
         return found is not None and self.toolbox.asks_for(found)
 
     def act(self, intent: Act) -> str:
-        result, ok = self.call(intent.tool, intent.arguments)
+        result, ok = self.call(intent.tool, intent.arguments, confirm=intent.confirm)
         if not ok:
             return f"I couldn't do that: {result}"
-        if self.waits(intent.tool):
+        if intent.confirm or self.waits(intent.tool):
             return approval_needed(in_words(intent.tool, intent.arguments, self.zone))
         if intent.done and intent.tool != "calendar_list_events":
             return intent.done + self.zone_hint()
@@ -173,6 +184,38 @@ def _receipt(request: AssistantRequest) -> str:
     # Automations send these, often: one line on what it can do, not the whole list ("Sorry, I didn't understand").
     parts.append("I found no request in it that I can act on (I understand requests such as “remind me to …”).")
     return " ".join(parts)
+
+
+def _payload(text: str) -> str:
+    """The answer to a message that is a JSON document rather than words (a script posting its payload as text)."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return ""
+    try:
+        found = json.loads(stripped)
+    except ValueError:
+        return ""
+    if isinstance(found, dict):
+        names = ", ".join(_shorten(str(name), 40) for name in list(found)[:MEMBERS_LISTED])
+        more = f" and {len(found) - MEMBERS_LISTED} more" if len(found) > MEMBERS_LISTED else ""
+        shape = f"an object with {_count(len(found), 'member')}" + (f" ({names}{more})" if found else "")
+    elif isinstance(found, list):
+        shape = f"a list of {_count(len(found), 'item')}"
+    else:
+        return ""
+    return (
+        f"That is a JSON payload ({shape}), not a request in words, so I took no action. I act on requests such as "
+        "“remind me to …”; to have a payload read and acted on, this server needs a model (ASSISTANT_BACKEND=openai)."
+    )
+
+
+def _long_text(text: str) -> str:
+    """The answer to a text longer than a request (a document, a log): what it is and what can be done with it."""
+    return (
+        f"That is a long text ({len(text):,} characters), and I read requests of up to {MAX_REQUEST} characters, "
+        "such as “remind me to …”. I can't summarize or answer questions about a text without a language model: "
+        "this server needs one for that (ASSISTANT_BACKEND=openai)."
+    )
 
 
 def _attachments(request: AssistantRequest) -> str:

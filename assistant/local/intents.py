@@ -1,7 +1,14 @@
 """What the built-in assistant understands, in English: a grammar of requests around the time readers of times.py.
 Each message becomes one Intent: a tool call with its arguments (Act), the cancellation of a reminder named by its
-words (CancelNamed: a listing, then a cancellation), a question back (Ask), a plain refusal (Refuse), or nothing
-(None: not understood). Nothing here touches the database: the backend runs the calls through the Toolbox."""
+words (CancelNamed: a listing, then a cancellation), a question back (Ask), a plain refusal (Refuse), an answer that
+needs no tool (Answer), or nothing (None: not understood). Nothing here touches the database: the backend runs the
+calls through the Toolbox.
+
+A request is a sentence that asks for something: its verb or its question comes first ("list my webhooks", "what
+reminders do I have?", "email bob@example.com that …"). A sentence that only mentions the words of a request ("Hello
+from the legacy webhook", "The webhook for orders is broken", "I cleaned my inbox") is no request, and nothing
+here matches it. tests/test_local_corpus.py measures that over a corpus of phrasings, intent by intent;
+docs/explanation/local-assistant.md has the table."""
 
 import re
 from collections.abc import Collection
@@ -27,6 +34,7 @@ class Act:
     tool: str
     arguments: dict[str, Any]
     done: str = ""  # the reply when the call succeeds; empty: the reply is made from the call's result
+    confirm: bool = False  # the person confirms it before it runs, whoever asked (sending a mail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,14 +45,50 @@ class CancelNamed:
 @dataclass(frozen=True, slots=True)
 class Ask:
     question: str
+    about: str = field(default="", compare=False)  # the intent it is about (INTENTS)
 
 
 @dataclass(frozen=True, slots=True)
 class Refuse:
     reason: str
+    about: str = field(default="", compare=False)
 
 
-Intent = Act | CancelNamed | Ask | Refuse | None
+@dataclass(frozen=True, slots=True)
+class Answer:
+    text: str
+    about: str = field(default="", compare=False)
+
+
+Intent = Act | CancelNamed | Ask | Refuse | Answer | None
+
+# What the built-in assistant understands, by name: the tool an intent calls, or what it answers itself.
+INTENTS = (
+    "schedule_reminder",
+    "list_reminders",
+    "cancel_reminder",
+    "list_webhook_triggers",
+    "change_webhooks",  # refused: the Webhooks page does that
+    "calendar_list_events",
+    "calendar_create_event",
+    "change_events",  # refused: without a model it only lists and adds
+    "mail_search",
+    "mail_send",
+    "other_mail",  # forwarding, replying: refused
+    "summarize",  # refused: a text to summarize, translate or rewrite needs a model
+    "help",
+)
+
+
+def intent_name(intent: Intent) -> str | None:
+    """Which of INTENTS ``intent`` is (None: not understood)."""
+    if isinstance(intent, Act):
+        return intent.tool
+    if isinstance(intent, CancelNamed):
+        return "cancel_reminder"
+    if isinstance(intent, (Ask, Refuse, Answer)):
+        return intent.about or None
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +107,16 @@ def understand(text: str, now: datetime, tools: Collection[str], earlier: str | 
     """The intent of ``text``. ``now``: the person's local time (naive); ``tools``: the names the toolbox offers;
     ``earlier``: the person's previous message when the assistant's last reply asked them for a time."""
     request = plain(text)
-    if not request or len(request) > MAX_REQUEST:
+    if not request:
         return None
+    if len(request) > MAX_REQUEST:
+        return _summarize(request[:MAX_REQUEST], now, tools)  # a document or a payload, unless it asks for a summary
     if earlier is not None and is_answer(request):
         draft = _draft(plain(earlier))
         if draft is not None:
             return _scheduled(_answered(draft, request, now), now, tools)
-    for reader in (_cancel, _list_reminders, _webhooks, _agenda, _mail):
+    readers = (_help, _summarize, _cancel, _list_reminders, _webhooks, _agenda, _mail, _send_mail)
+    for reader in readers:
         intent = reader(request, now, tools)
         if intent is not None:
             return intent
@@ -79,12 +126,52 @@ def understand(text: str, now: datetime, tools: Collection[str], earlier: str | 
     return _known_refusal(request)
 
 
+# --- what it is, and what it cannot read ----------------------------------------------------------------------------
+
+CAPABILITIES = (
+    "I'm the built-in assistant and work without a language model, so I understand only a few requests:\n"
+    "- reminders: “remind me to stretch at 3pm”, “in 20 minutes”, “every weekday at 9”\n"
+    "- “what reminders do I have”, “cancel the stretch reminder”\n"
+    "- “what's on my calendar today”, “add lunch with Sam on Friday at 1pm” (with a calendar connected)\n"
+    "- “show my unread mail”, “email sam@example.com that I'm running late” (with a mailbox connected)\n"
+    "- “list my webhooks”\n"
+    "For anything else, this server needs a model (ASSISTANT_BACKEND=openai) or an assistant runtime."
+)
+_HELP = re.compile(
+    r"^(?:help|\?|what can you do|what do you do|what can i (?:ask|say)|what are you|who are you|commands|menu|"
+    r"how do(?:es)? (?:this|you|it) work|what do you understand|what can i ask you(?: to do)?)$",
+    re.I,
+)
+
+
+def _help(text: str, now: datetime, tools: Collection[str]) -> Intent:
+    return Answer(CAPABILITIES, "help") if _HELP.match(text) else None
+
+
+_SUMMARIZE = re.compile(
+    r"^(?:summari[sz]e|sum up|tl;?dr|give me (?:a|the) (?:summary|gist|tl;?dr) of|what(?:'s| is) the gist of|"
+    r"translate|rewrite|rephrase|proofread|paraphrase|explain)\b",
+    re.I,
+)
+SUMMARIZE_REFUSAL = (
+    "I can't summarize, translate or rewrite a text: I'm the built-in assistant and work without a language model. "
+    "This server needs one for that (ASSISTANT_BACKEND=openai, or an assistant runtime)."
+)
+
+
+def _summarize(text: str, now: datetime, tools: Collection[str]) -> Intent:
+    return Refuse(SUMMARIZE_REFUSAL, "summarize") if _SUMMARIZE.match(text) else None
+
+
 # --- reminders --------------------------------------------------------------------------------------------------
 
 _REMIND = re.compile(
-    r"^(?:remind me|(?:set|add|create|make|schedule) (?:me )?(?:a |an )?reminder|new reminder|reminder)\b:?\s*(.*)$",
+    r"^(?:remind me|(?:set|add|create|make|schedule) (?:me )?(?:a |an )?(?:new )?reminder|new reminder|"
+    r"reminder(?=:| to\b))\b:?\s*(.*)$",
     re.I,
 )
+# "remind me what the webhook's address is" asks for something now: a question, not a reminder.
+_REMIND_QUESTION = re.compile(r"^remind me (?:what|how|who|where|why|which|whether|if)\b", re.I)
 _WAKE = re.compile(r"^wake me(?: up)?\s*(.*)$", re.I)
 _WHEN_FIRST = re.compile(r"^(.+?),?\s+remind me\b\s*(.*)$", re.I)
 _CONNECTOR = re.compile(r"^(to|about|that|of|for)\s+(.*)$", re.I)
@@ -100,7 +187,7 @@ def _reminder(text: str) -> _Draft | None:
     if woken is not None:
         return _Draft("reminder", "wake up", woken[1], "to")
     found = _REMIND.match(text)
-    if found is None:
+    if found is None or _REMIND_QUESTION.match(text):
         return None
     rest = found[1]
     connected = _CONNECTOR.match(rest)
@@ -111,6 +198,8 @@ def _reminder(text: str) -> _Draft | None:
             return _both_times(_Draft("reminder", rest[inner.end() :], rest[: inner.start()], inner[1].lower()))
     connector, body = _connected(rest)
     what, when = split_when(body)
+    if not when and re.match(r"^reminder\b", text, re.I):
+        return None  # "Reminder: your invoice is due" is a notice; "Reminder: pay it on Friday at 9am" a request
     return _Draft("reminder", what, when, connector)
 
 
@@ -127,29 +216,41 @@ def _connected(text: str) -> tuple[str, str]:
     return ("about" if found[1].lower() == "for" else found[1].lower()), found[2]
 
 
+_SOME = r"(?:(?:all|any|all of|my|the|upcoming|active|scheduled|current|pending|open|of)\s+)*"
+_WHEN_ASKED = r"(?:\s+(?:today|tomorrow|this week|for (?:today|tomorrow|this week)|set|scheduled|coming up|left|now))?"
 _LIST_REMINDERS = re.compile(
-    r"^(?:(?:what|which|show|list|see|view|tell me|do i have|have i got|get|check)\b.*\breminders?\b.*"
-    r"|(?:(?:all|my|upcoming|active|scheduled|current)\s+)*reminders)$",
+    rf"^(?:(?:show|list|see|view|get|check|display|tell me|give me|read)\s+(?:me\s+)?{_SOME}reminders{_WHEN_ASKED}"
+    rf"|(?:what|which)(?: are| 're)?\s+{_SOME}reminders(?:\s+(?:do i have|have i got|are there|are (?:set|scheduled|"
+    rf"active|left|coming up)|did (?:i|you) set))?{_WHEN_ASKED}"
+    rf"|what(?:'s| is| are)\s+(?:on\s+)?my\s+reminders?(?:\s+list)?"
+    rf"|(?:do i have|have i got|are there|is there)\s+{_SOME}(?:reminders?|anything to remember){_WHEN_ASKED}"
+    rf"|{_SOME}reminders{_WHEN_ASKED})$",
     re.I,
 )
 
 
 def _list_reminders(text: str, now: datetime, tools: Collection[str]) -> Intent:
-    if _LIST_REMINDERS.match(text) and not _REMIND.match(text):
-        return Act("list_reminders", {})
-    return None
+    return Act("list_reminders", {}) if _LIST_REMINDERS.match(text) else None
 
 
+# The reminder is the verb's object: "cancel the stretch reminder", "delete my reminder to call Sam", never a word
+# further on ("clear my head before the reminder fires").
+_NOT_A_NAME = r"(?!(?:before|after|when|if|until|because|so|and|but|since|while|for|from)\b)"
 _CANCEL = re.compile(
-    r"^(?:cancel|delete|remove|stop|clear|drop|forget|turn off|disable|unschedule|get rid of)\s+"
-    r"(.*\breminders?\b.*|rem_[A-Za-z0-9]+)$",
+    r"^(?:cancel|delete|remove|stop|clear|drop|forget about|turn off|disable|unschedule|get rid of|"
+    r"i (?:don't|do not) need)\s+"
+    rf"((?:(?:the|my|that|this|these|those|all|every|each|of)\s+)*(?:{_NOT_A_NAME}[\w'-]+\s+){{0,3}}reminders?\b.*"
+    r"|rem_[A-Za-z0-9]+)$",
     re.I,
+)
+_STOP_REMINDING = re.compile(
+    r"^(?:stop|don't|do not|no more|quit)\s+remind(?:ing)?\s+me\s+(?:to|about|of)\s+(.+)$", re.I
 )
 _FILLER = {"the", "my", "a", "an", "reminder", "reminders", "to", "about", "for", "that", "of", "called", "named", "me"}
 
 
 def _cancel(text: str, now: datetime, tools: Collection[str]) -> Intent:
-    found = _CANCEL.match(text)
+    found = _CANCEL.match(text) or _STOP_REMINDING.match(text)
     if found is None:
         return None
     named, _ = split_when(found[1])
@@ -164,43 +265,71 @@ def _cancel(text: str, now: datetime, tools: Collection[str]) -> Intent:
 
 # --- calendar, mail, webhooks -------------------------------------------------------------------------------------
 
-_WEBHOOKS = re.compile(r"\b(?:web ?hooks?|webhook triggers?|triggers)\b", re.I)
-_CHANGE = re.compile(r"^(?:add|create|make|set up|new|delete|remove|revoke|cancel|disable|change|edit|rename)\b", re.I)
+_HOOKS = r"(?:web ?hooks?|webhook triggers?|triggers)"
+_HOOKS_OF = r"(?:(?:all|any|all of|my|the|our|active|current|configured|of)\s+)*"
+_LIST_WEBHOOKS = re.compile(
+    rf"^(?:(?:list|show|see|view|get|check|display|tell me|give me)\s+(?:me\s+)?{_HOOKS_OF}{_HOOKS}"
+    rf"(?:\s+(?:i have|i've got|there are|that are set up|you know))?"
+    rf"|(?:what|which)(?: are| 're)?\s+{_HOOKS_OF}{_HOOKS}(?:\s+(?:do i have|have i got|are there|are (?:set up|"
+    rf"active|configured)|did i (?:set up|add)))?"
+    rf"|(?:do i have|have i got|are there)\s+{_HOOKS_OF}{_HOOKS}(?:\s+(?:set up|configured))?"
+    rf"|how many {_HOOKS}(?: do i have| are there)?"
+    rf"|(?:my\s+)?{_HOOKS})$",
+    re.I,
+)
+# The webhook is the verb's object ("delete my orders webhook"), within a few words of it.
+_CHANGE_WEBHOOK = re.compile(
+    r"^(?:add|create|make|set up|new|delete|remove|revoke|cancel|disable|change|edit|rename|update)\s+"
+    rf"(?:(?:a|an|the|my|this|that|new|all|of)\s+)*(?:{_NOT_A_NAME}[\w'-]+\s+){{0,2}}{_HOOKS}\b",
+    re.I,
+)
 
 
 def _webhooks(text: str, now: datetime, tools: Collection[str]) -> Intent:
-    if not _WEBHOOKS.search(text):
-        return None
-    if _CHANGE.match(text):
-        return Refuse("I can't create or remove webhooks myself: the Webhooks page does that.")
-    return Act("list_webhook_triggers", {})
+    if _CHANGE_WEBHOOK.match(text):
+        return Refuse("I can't create or remove webhooks myself: the Webhooks page does that.", "change_webhooks")
+    if _LIST_WEBHOOKS.match(text):
+        return Act("list_webhook_triggers", {})
+    return None
 
 
+# A question about the person's own days: "what's on my calendar today", "what do I have on Friday", "am I free
+# tomorrow", "show my meetings this week". The whole sentence is the question: a lead, what is asked about (their
+# calendar, or their meetings), and the day; "what is a calendar" or "show me the events of the deploy" is not one.
+_DAY_WORDS = (
+    r"(?:today|tonight|tomorrow|this (?:morning|afternoon|evening)|tomorrow (?:morning|afternoon|evening)|"
+    r"this week(?:end)?|next week|the rest of (?:the|this) (?:day|week)|"
+    r"(?:this |next )?(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]* \d{1,2}(?:st|nd|rd|th)?|\d{1,2}(?:st|nd|rd|th)? "
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*)"
+)
+_A_DAY = rf"(?:\s+(?:for |on |in |during )?{_DAY_WORDS})"
+_CALENDAR_NOUN = r"(?:my|the)\s+(?:calendar|agenda|schedule|diary)"
+_MY_CALENDAR = rf"(?:(?:on|in|for)\s+)?{_CALENDAR_NOUN}"
+_MY_MEETINGS = r"(?:(?:any|my|all my|all of my)\s+)?(?:meetings|events|appointments|plans|calls)"
 _AGENDA = re.compile(
-    r"^(?:what do i have|what have i got|what'?s|what is|what|which|show(?: me)?|list|tell me|check|see|view|"
-    r"do i have|have i got|is there|are there|any|anything|am i free|am i busy)\b(.*)$",
+    rf"^(?:(?:what'?s|what is|what's on|what is on|show(?: me)?|list|check|see|view|open|read|get|tell me|give me|"
+    rf"anything|is there anything|is anything)\s+{_MY_CALENDAR}{_A_DAY}?(?:\s+look like)?"
+    rf"|(?:what|which)\s+(?:meetings|events|appointments|plans|calls)\s+(?:do i have|have i got|are there|are on "
+    rf"{_CALENDAR_NOUN}){_A_DAY}?"
+    rf"|(?:show(?: me)?|list|check|get|tell me|give me|read)\s+{_MY_MEETINGS}(?:\s+for)?{_A_DAY}?"
+    rf"|(?:do i have|have i got|are there|is there)\s+(?:any(?:thing)?\s+)?(?:meetings|events|appointments|plans|"
+    rf"calls|anything(?: on| planned| scheduled)?(?: on)?(?: my calendar)?){_A_DAY}?"
+    rf"|(?:what do i have|what have i got|what'?s happening|what is happening|what'?s planned|what is planned|"
+    rf"what'?s up|what is up|what'?s scheduled|what is scheduled){_A_DAY}(?:\s+on my calendar)?"
+    rf"|(?:am i (?:free|busy|available))(?:{_A_DAY}|\s+at \S+(?: (?:am|pm))?)*"
+    rf"|what does my (?:day|week|calendar|schedule|agenda)(?:{_A_DAY})? look like"
+    rf"|{_CALENDAR_NOUN}{_A_DAY}?)$",
     re.I,
 )
-_A_DAY = re.compile(
-    r"^\s*(?:on\s+)?(?:today|tomorrow|this week|next week|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b", re.I
-)
-_MY_CALENDAR = re.compile(r"\b(?:calendar|agenda)\b", re.I)
-_MINE = re.compile(r"\b(?:my|i have|i got|today|tomorrow|tonight|this week|next week|on \w+day)\b", re.I)
-_CALENDAR_WORDS = re.compile(r"\b(?:calendar|agenda|schedule|events?|meetings?|appointments?|plans?)\b", re.I)
 
 
 def _agenda(text: str, now: datetime, tools: Collection[str]) -> Intent:
-    found = _AGENDA.match(text)
-    if found is None or "reminder" in text.lower():
+    if not _AGENDA.match(text):
         return None
-    asked = found[1]
-    if not (
-        _MY_CALENDAR.search(asked) or _A_DAY.match(asked) or (_CALENDAR_WORDS.search(asked) and _MINE.search(asked))
-    ):
-        return None  # "show me the events of the webhook" is not about the calendar
     if CALENDAR_TOOLS[0] not in tools:
-        return Refuse(NO_CALENDAR)
-    start, end, label = _days(found[1], now)
+        return Refuse(NO_CALENDAR, "calendar_list_events")
+    start, end, label = _days(text, now)
     return Act(
         "calendar_list_events",
         {"start": start.isoformat(timespec="minutes"), "end": end.isoformat(timespec="minutes")},
@@ -211,36 +340,99 @@ def _agenda(text: str, now: datetime, tools: Collection[str]) -> Intent:
 def _days(text: str, now: datetime) -> tuple[datetime, datetime, str]:
     """The span a question about the calendar means: today unless it names a day or a week."""
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    lowered = text.lower()
-    if "tomorrow" in lowered:
+    named = re.search(_DAY_WORDS, text, re.I)
+    said = named[0].lower() if named is not None else ""
+    if said.startswith("tomorrow"):
         return midnight + timedelta(days=1), midnight + timedelta(days=2), "tomorrow"
-    if "next week" in lowered:
+    if said == "next week":
         monday = midnight + timedelta(days=7 - midnight.weekday())
         return monday, monday + timedelta(days=7), "next week"
-    if "this week" in lowered or "week" in lowered:
+    if "week" in said:
         return now.replace(second=0, microsecond=0), midnight + timedelta(days=7 - midnight.weekday()), "this week"
-    rest = " ".join(re.sub(r"\b(?:on|my|the|in|for|do|i|have|got|is|there|anything|what|s)\b", " ", lowered).split())
-    rest = " ".join(_CALENDAR_WORDS.sub(" ", rest).split())
-    day = times.day_named(rest, now) if rest else None
+    day = times.day_named(said.removeprefix("this "), now) if said and not said.startswith(("to", "this")) else None
     if day is not None:
         return day, day + timedelta(days=1), times.day(day, now)
     return midnight, midnight + timedelta(days=1), "today"
 
 
-_MAIL = re.compile(
-    r"\b(?:unread|new|latest|recent)\s+(?:e-?mails?|mails?|messages in my inbox)\b"
-    r"|\b(?:check|show|read|list|open)\s+(?:me\s+)?(?:my\s+)?(?:e-?mails?|mail|inbox)\b|\bmy inbox\b"
-    r"|\b(?:any|got)\s+(?:new\s+)?(?:e-?mails?|mail)\b",
+_MAILS = r"(?:e-?mails?|mails?|messages|inbox)"
+_CHECK_MAIL = re.compile(
+    r"^(?:(?:check|show|read|list|open|get|see|view|display|fetch|give me|tell me)\s+(?:me\s+)?"
+    rf"(?:(?:my|the|all|any|all my)\s+)*(?:(?:new|unread|latest|recent|last)\s+)*{_MAILS}"
+    r"(?:\s+(?:for me|in my inbox|today|please))?"
+    r"|(?:any|got any|do i have(?: any)?|have i got(?: any)?|is there(?: any)?|are there(?: any)?|anything)\s+"
+    r"(?:new\s+|unread\s+|important\s+)?(?:e-?mails?|mail|messages|in my inbox)(?:\s+(?:for me|in my inbox|today))?"
+    r"|(?:what'?s|what is|anything) new in my inbox|(?:what'?s|what is) in my inbox"
+    r"|(?:my\s+)?(?:unread|new|latest|recent)\s+(?:e-?mails?|mail|messages)"
+    r"|(?:my\s+)?inbox|(?:who|has anyone) (?:e-?mailed|written to|wrote to) me(?: today)?)$",
     re.I,
 )
 
 
 def _mail(text: str, now: datetime, tools: Collection[str]) -> Intent:
-    if not _MAIL.search(text) or _SEND_MAIL.search(text):
+    if not _CHECK_MAIL.match(text):
         return None
     if MAIL_TOOL not in tools:
-        return Refuse(NO_MAILBOX)
+        return Refuse(NO_MAILBOX, MAIL_TOOL)
     return Act(MAIL_TOOL, {"unseen": True})
+
+
+# "email bob@example.com that I'm running late", "send an email to bob@example.com saying …", "write to
+# bob@example.com: …": the mail is composed here and sent only once the person approves it.
+_ADDRESS = r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+"
+# An address, or a name written with a capital ("Bob", "Bob Smith"): "mail delivery failed: …" names nobody.
+_RECIPIENT = r"([\w.+'-]+@[\w-]+(?:\.[\w-]+)+|(?-i:[A-Z][\w'-]*)(?:\s+(?-i:[A-Z][\w'-]*))?)"
+_SAYING = (
+    r"(?:\s*[:,]\s*|\s+(?:that|saying|to say|and say|and tell (?:him|her|them)(?: that)?|"
+    r"telling (?:him|her|them)(?: that)?)\s+|\s+(?=about\b))"
+)
+_MAIL_NOUN = r"(?:an?\s+|a quick\s+)?(?:e-?mail|mail|message|note|line)"
+_SEND_MAIL = re.compile(
+    rf"^(?:(?:e-?mail|mail)\s+{_RECIPIENT}"
+    rf"|(?:send|write|shoot|drop|compose)\s+(?:{_MAIL_NOUN}\s+to\s+{_RECIPIENT}|{_RECIPIENT}\s+{_MAIL_NOUN})"
+    rf"|(?:write|reply)\s+to\s+{_RECIPIENT}"
+    rf"|tell\s+{_RECIPIENT}\s+(?:by|via|in an|over)\s+e-?mail)"
+    rf"(?:{_SAYING}(.*))?$",
+    re.I,
+)
+_SUBJECT_LIMIT = 60
+
+
+def _send_mail(text: str, now: datetime, tools: Collection[str]) -> Intent:
+    found = _SEND_MAIL.match(text)
+    if found is None:
+        return None
+    recipient = next(group for group in found.groups()[:-1] if group)
+    said = (found.groups()[-1] or "").strip()
+    if "mail_send" not in tools:
+        return Refuse(NO_MAILBOX, "mail_send")
+    if not re.fullmatch(_ADDRESS, recipient):
+        return Refuse(
+            f"I need {recipient}'s email address: say “email {recipient.split()[0].lower()}@example.com that …” with "
+            "their address (without a language model I cannot look it up).",
+            "mail_send",
+        )
+    about = re.match(r"^about\s+(.+?)(?:\s*[:,]\s*|\s+(?:saying|that)\s+)(.+)$|^about\s+(.+)$", said, re.I)
+    subject, body = _subject_of(said), said
+    if about is not None:
+        subject, body = (about[1], about[2]) if about[1] else (about[3], "")
+    if not body:
+        question = f"What should the mail to {recipient} say? Say “email {recipient} that …” with its text."
+        return Ask(question, "mail_send")
+    body = body[:1].upper() + body[1:]
+    if not body.endswith((".", "!", "?")):
+        body += "."
+    subject = subject[:1].upper() + subject[1:]
+    return Act("mail_send", {"to": recipient, "subject": subject, "body": body}, confirm=True)
+
+
+def _subject_of(body: str) -> str:
+    """A subject from the mail's own words: "I'm running late" is about "Running late"."""
+    words = re.sub(r"^(?:i'm|i am|i'll|i will|we're|we are|just|hi|hello|hey)\s+", "", body.strip(), flags=re.I)
+    words = words.split(".")[0].split("\n")[0].strip(" ,!?")
+    if len(words) > _SUBJECT_LIMIT:
+        words = words[:_SUBJECT_LIMIT].rsplit(" ", 1)[0] + "…"
+    return words
 
 
 _ADD_EVENT = re.compile(
@@ -257,6 +449,8 @@ def _event(text: str) -> _Draft | None:
     found = _ADD_EVENT.match(_ON_CALENDAR.sub("", text))
     if found is None or "reminder" in text.lower():
         return None
+    if re.match(r"^(?:put|block)\b", text, re.I) and not _ON_CALENDAR.search(text):
+        return None  # "put the washing on at 3pm" is not about the calendar
     body, minutes = found[1], 60
     length = _LENGTH.search(body)
     if length is not None:
@@ -295,20 +489,22 @@ def _answered(draft: _Draft, answer: str, now: datetime) -> _Draft:
 
 
 def _scheduled(draft: _Draft, now: datetime, tools: Collection[str]) -> Intent:
+    about = "schedule_reminder" if draft.kind == "reminder" else CALENDAR_TOOLS[1]
     if draft.kind == "event" and CALENDAR_TOOLS[1] not in tools:
-        return Refuse(NO_CALENDAR)
+        return Refuse(NO_CALENDAR, about)
     what = draft.what.strip(" ,")
     action = _action(draft, what)
     if not what:
-        return Ask("What should I remind you of?" if draft.kind == "reminder" else "What should I call the event?")
+        question = "What should I remind you of?" if draft.kind == "reminder" else "What should I call the event?"
+        return Ask(question, about)
     if not draft.when:
-        return Ask(f"When should I {action}? {ANSWER_HINT}")
+        return Ask(f"When should I {action}? {ANSWER_HINT}", about)
     try:
         when = times.read(draft.when, now)
     except times.Unclear as unclear:
-        return Ask(f"{unclear.question.format(action=action)} {ANSWER_HINT}")
+        return Ask(f"{unclear.question.format(action=action)} {ANSWER_HINT}", about)
     except times.Impossible as impossible:
-        return Refuse(str(impossible))
+        return Refuse(str(impossible), about)
     if draft.kind == "event":
         return _event_call(what, when, draft.minutes, now)
     return _reminder_call(what, when, action, now)
@@ -348,15 +544,29 @@ def _event_call(what: str, when: times.When, minutes: int, now: datetime) -> Act
 
 # --- what it knows it cannot do -------------------------------------------------------------------------------------
 
-_SEND_MAIL = re.compile(
-    r"\b(?:send|write|reply|forward|draft|compose|answer)\b.*\b(?:e-?mails?|mail|message to)\b", re.I
+_OTHER_MAIL = re.compile(
+    r"^(?:forward|reply to|answer|respond to|draft a reply to|archive|delete|mark)\s+(?:(?:my|the|this|that|all|"
+    r"last|latest|new|unread)\s+)*(?:e-?mails?|mails?|messages?)\b"
+    rf"|^(?:send|write|compose|draft)\s+(?:{_MAIL_NOUN})\b",  # without a recipient
+    re.I,
 )
-_DELETE_EVENT = re.compile(r"^(?:delete|remove|cancel|move|reschedule)\b.*\b(?:event|meeting|appointment)s?\b", re.I)
+_CHANGE_EVENT = re.compile(
+    r"^(?:delete|remove|cancel|move|reschedule|push back|postpone|rename)\s+(?:(?:my|the|this|that|all|"
+    rf"today's|tomorrow's)\s+)*(?:{_NOT_A_NAME}[\w'-]+\s+){{0,3}}(?:event|meeting|appointment|call)s?\b",
+    re.I,
+)
 
 
 def _known_refusal(text: str) -> Intent:
-    if _SEND_MAIL.search(text):
-        return Refuse("I can't write or send mail: without a language model I only list your unread mail.")
-    if _DELETE_EVENT.search(text):
-        return Refuse("I can't change or remove calendar events: without a language model I only list and add them.")
+    if _OTHER_MAIL.search(text):
+        return Refuse(
+            "I can't forward, answer or file mail: without a language model I list your unread mail and send a mail "
+            "you dictate (“email sam@example.com that …”).",
+            "other_mail",
+        )
+    if _CHANGE_EVENT.search(text):
+        return Refuse(
+            "I can't change or remove calendar events: without a language model I only list and add them.",
+            "change_events",
+        )
     return None

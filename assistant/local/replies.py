@@ -5,18 +5,11 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from assistant.local import times
+from assistant.local import intents, times
 
 LISTED = 10
 
-CAPABILITIES = (
-    "I'm the built-in assistant and work without a language model, so I understand only a few requests:\n"
-    "- reminders: “remind me to stretch at 3pm”, “in 20 minutes”, “every weekday at 9”\n"
-    "- “what reminders do I have”, “cancel the stretch reminder”\n"
-    "- “what's on my calendar today”, “add lunch with Sam on Friday at 1pm” (with a calendar connected)\n"
-    "- “show my unread mail” (with a mailbox connected), “list my webhooks”\n"
-    "For anything else, this server needs a model (ASSISTANT_BACKEND=openai) or an assistant runtime."
-)
+CAPABILITIES = intents.CAPABILITIES
 
 
 def parsed(result: str, member: str) -> list[dict[str, Any]] | None:

@@ -123,13 +123,23 @@ class Toolbox:
         return [tool.as_openai() for tool in self.tools.values()]
 
     def call(
-        self, call_id: str, name: str, raw_arguments: Any, round_number: int, deadline: float, *, approved: bool = False
+        self,
+        call_id: str,
+        name: str,
+        raw_arguments: Any,
+        round_number: int,
+        deadline: float,
+        *,
+        approved: bool = False,
+        ask: bool = False,
     ) -> str:
         """Run one tool call the model asked for, at most once for the delivery, and return what the model is told.
-        A side-effecting tool waits for the person's approval where the toolbox says so, unless ``approved``."""
+        A side-effecting tool waits for the person's approval where the toolbox says so, unless ``approved``;
+        ``ask``: it waits in any case (the built-in assistant has the person confirm a mail it composed for them)."""
         tool = self.tools.get(name) if isinstance(name, str) else None
         arguments, problem = _arguments(raw_arguments)
-        waits = not approved and tool is not None and problem is None and self.asks_for(tool)
+        asked = ask and tool is not None and tool.effect is not approvals.Effect.READS
+        waits = not approved and tool is not None and problem is None and (asked or self.asks_for(tool))
         planned = ledger.Planned(
             delivery_id=self.delivery.pk,
             attempt=self.attempt,
