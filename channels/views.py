@@ -83,7 +83,11 @@ def _handle(
                 status.record(updates)
             for message in adapter.parse_inbound(request) if messages else []:
                 if not (is_reasonable_id(message.provider_message_id, 128) and is_reasonable_id(message.address, 64)):
-                    raise BadRequest("A message carries an id or sender no provider sends.")
+                    # Left out, the others taken: answering 400 after recording the batch's first messages would
+                    # have the provider retry the whole batch for hours, and this one can never be taken.
+                    logger.warning("%s: a message with an id or sender no provider sends was left out", adapter.channel)
+                    outcomes["refused"] += 1
+                    continue
                 received = inbound.receive(adapter.channel, message, getattr(request, "request_id", ""))
                 outcomes[received.outcome] += 1
     except BadRequest as error:
@@ -93,7 +97,10 @@ def _handle(
 
 def _ok(outcomes: Counter[str]) -> HttpResponse:
     # 200 even for a retry of what was recorded (Meta and Telegram retry anything else for hours), saying so.
-    return JsonResponse({"success": True, "recorded": outcomes["recorded"], "duplicates": outcomes["duplicate"]})
+    answer = {"success": True, "recorded": outcomes["recorded"], "duplicates": outcomes["duplicate"]}
+    if outcomes["refused"]:
+        answer["refused"] = outcomes["refused"]  # messages left out: an id or sender no provider sends
+    return JsonResponse(answer)
 
 
 # Twilio reads the answer to an incoming message as TwiML: an empty <Response/> sends nothing back (replies go out

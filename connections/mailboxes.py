@@ -16,6 +16,7 @@ import smtplib
 import socket
 import ssl
 import time
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -535,11 +536,21 @@ def read(server: MailServer, uid: int, *, max_characters: int, seconds: float) -
 # Drafts and sending -----------------------------------------------------------------------------------------------
 
 
+def _one_line(value: str) -> bool:
+    """No character that ends a line or controls the terminal: CR and LF, and what Python's email package also
+    splits header lines on (VT, FF, U+0085, U+2028, U+2029, the file separators), NUL and the other control
+    characters (a tab is white space in a header, and stays)."""
+    return all(ch == "\t" or unicodedata.category(ch) not in _NOT_IN_A_LINE for ch in value)
+
+
+_NOT_IN_A_LINE = ("Cc", "Zl", "Zp")
+
+
 def recipients(value: object) -> list[str]:
     """The addresses of a To line the model wrote ("a@x.org, Sam <sam@y.com>"), or ServiceError."""
     if not isinstance(value, str) or not value.strip():
         raise ServiceError('"to" must name at least one address, e.g. "sam@example.com".')
-    if any(ch in value for ch in "\r\n\x00"):
+    if not _one_line(value):
         raise ServiceError('"to" must be on one line.')
     found = [address for _name, address in getaddresses([value]) if address]
     if not found or any(a.count("@") != 1 or a.startswith("@") or a.endswith("@") for a in found):
@@ -551,7 +562,7 @@ def recipients(value: object) -> list[str]:
 
 def compose(server: MailServer, to: object, subject: object, body: object) -> EmailMessage:
     addresses = recipients(to)
-    if not isinstance(subject, str) or len(subject) > MAX_SUBJECT or any(ch in subject for ch in "\r\n\x00"):
+    if not isinstance(subject, str) or len(subject) > MAX_SUBJECT or not _one_line(subject):
         raise ServiceError(f'"subject" must be one line of at most {MAX_SUBJECT} characters.')
     if not isinstance(body, str) or len(body) > MAX_BODY or "\x00" in body:
         raise ServiceError(f'"body" must be text of at most {MAX_BODY} characters.')

@@ -318,3 +318,24 @@ def test_a_retry_racing_the_first_delivery_records_once(live_server, providers, 
     assert answers == [200, 200, 200, 200]
     assert [m.text for m in _thread(user)] == ["only once"]
     assert Delivery.objects.count() == 1
+
+
+def test_a_whatsapp_batch_with_one_impossible_message_takes_the_others_and_answers_200(client, providers, person):
+    """Meta batches messages and retries a non-2xx for hours: a batch whose second message has a 300-character id
+    was answered 400 after the first was recorded. Now the first is taken, the second left out, the answer 200
+    (a retry then records nothing twice)."""
+    digits = NUMBER.removeprefix("+")
+    batch = providers.whatsapp.event(
+        {
+            "contacts": [{"profile": {"name": "Test Person"}, "wa_id": digits}],
+            "messages": [
+                {"from": digits, "id": "wamid.IN1", "timestamp": "1700000000", "type": "text", "text": {"body": "one"}},
+                {"from": digits, "id": "w" * 300, "timestamp": "1700000001", "type": "text", "text": {"body": "two"}},
+            ],
+        }
+    )
+    first = batch.send(client)
+    assert (first.status_code, first.json()) == (200, {"success": True, "recorded": 1, "duplicates": 0, "refused": 1})
+    again = batch.send(client)
+    assert again.json() == {"success": True, "recorded": 0, "duplicates": 1, "refused": 1}
+    assert [m.text for m in _thread(person)] == ["one"]

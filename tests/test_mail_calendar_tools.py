@@ -350,6 +350,12 @@ def test_sending_through_smtp_reaches_the_server(person, mailbox, smtp_server):
         ({"to": "not an address", "subject": "x", "body": "y"}, "not one"),
         ({"to": "a@example.test", "subject": "x\r\nBcc: all@example.test", "body": "y"}, "one line"),
         ({"to": "a@example.test\nBcc: all@example.test", "subject": "x", "body": "y"}, "one line"),
+        # What Python's email package also ends a header line on: a logged traceback instead of a refusal before.
+        ({"to": "a@example.test", "subject": "x\u2028Bcc: all@example.test", "body": "y"}, "one line"),
+        ({"to": "a@example.test", "subject": "x\x85Bcc: all@example.test", "body": "y"}, "one line"),
+        ({"to": "a@example.test", "subject": "x\x0bBcc: all@example.test", "body": "y"}, "one line"),
+        ({"to": "a@example.test", "subject": "x\x0cBcc: all@example.test", "body": "y"}, "one line"),
+        ({"to": "a@example.test\u2028Bcc: all@example.test", "subject": "x", "body": "y"}, "one line"),
         ({"to": "a@example.test", "subject": "x", "body": "y" * 15_000}, "at most"),
     ],
 )
