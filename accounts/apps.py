@@ -5,4 +5,4 @@ class AccountsConfig(AppConfig):
     name = "accounts"
 
     def ready(self) -> None:
-        from accounts import signals  # noqa: F401  (connects the receivers)
+        from accounts import checks, signals  # noqa: F401  (registers the checks, connects the receivers)

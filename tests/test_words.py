@@ -106,3 +106,12 @@ def test_the_locale_setting_changes_the_formats(settings) -> None:
 def test_another_years_span_says_its_year() -> None:
     assert words.span(date(2027, 1, 4), date(2027, 1, 6), now=MONDAY_9) == "Mon, 4 Jan – Tue, 5 Jan 2027"
     assert words.span(datetime(2027, 1, 4, 9), datetime(2027, 1, 4, 10), now=MONDAY_9) == "Mon, 4 Jan 2027, 09:00–10:00"
+
+
+def test_an_unknown_locale_is_reported_at_start_up(settings) -> None:
+    from accounts.checks import check_person_locale
+
+    assert check_person_locale() == []
+    settings.PERSON_LOCALE = "xx_NOPE"
+    [error] = check_person_locale()
+    assert error.id == "accounts.E001" and "xx_NOPE" in error.msg

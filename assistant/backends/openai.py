@@ -31,7 +31,10 @@ SERVICE = "The chat-completions API"
 MAX_CALLS_PER_ROUND = 8
 TOOLS_PROMPT = (
     "You can act for the person with the tools provided: use them when the message asks for something they can do, "
-    "then reply briefly with what you did. The person's time zone is {zone}; it is {now} there now."
+    "then reply briefly with what you did. The person's time zone is {zone}; it is {now} there now. "
+    # What the person reads is a sentence: the tools' ids and rules are for calling the tools again.
+    'Say times and repetitions in plain words ("Mon 30 Nov, 09:00", "every Monday at 09:00"); never show the '
+    "person an id (rem_…, an event's id), an RRULE or an ISO timestamp."
 )
 
 
