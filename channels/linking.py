@@ -1,4 +1,4 @@
-"""Linking an address to a person, with proof that it is theirs (DESIGN.md, "Channels").
+"""Linking an address to a person, with proof that it is theirs (docs/design.md#channels).
 
 Phone channels (SMS, WhatsApp, iMessage): a 6-digit code goes out on that channel to the number; typing it back in
 the console links the number. Telegram: a one-time deep link ``t.me/<bot>?start=<token>``; the bot's ``/start

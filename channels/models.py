@@ -1,4 +1,4 @@
-"""Where a person talks to their assistant besides the console (DESIGN.md, "Channels"): the addresses they proved
+"""Where a person talks to their assistant besides the console (docs/design.md#channels): the addresses they proved
 are theirs, the one-time codes that prove it, and the provider message ids already recorded (a provider's retry is
 a no-op); the outbox of texts going to them, and their quiet hours."""
 

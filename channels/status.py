@@ -1,4 +1,4 @@
-"""Where the delivery statuses that providers report go (DESIGN.md, "Channels": "A provider's delivery statuses are
+"""Where the delivery statuses that providers report go (docs/design.md#channels: "A provider's delivery statuses are
 shown on the message"). The callback views parse them (each adapter's ``parse_statuses``) and hand them here;
 recording them on the outbox's rows is the outbox's work (channels/outbound/statuses.py)."""
 

@@ -1,4 +1,4 @@
-"""The providers' callbacks (DESIGN.md, "Channels": these paths are what operators paste into each provider)."""
+"""The providers' callbacks (docs/design.md#channels: these paths are what operators paste into each provider)."""
 
 from django.urls import path
 

@@ -1,4 +1,4 @@
-"""The providers' callbacks under /channels/ (DESIGN.md, "Channels"). Each view, in this order: refuses a method,
+"""The providers' callbacks under /channels/ (docs/design.md#channels). Each view, in this order: refuses a method,
 size or content type the provider never sends (405, 413 unread, 415); checks the provider's signature or secret
 before reading anything else (403 ``invalid_channel_signature``, nothing recorded); then hands the statuses to
 channels.status and each message to channels.inbound. A body the provider signed but we cannot read is 400, never a

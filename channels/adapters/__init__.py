@@ -1,4 +1,4 @@
-"""Which channels this deployment offers, and the adapter of each (DESIGN.md, "Channels").
+"""Which channels this deployment offers, and the adapter of each (docs/design.md#channels).
 
 A channel is offered when its provider's settings are all present; otherwise it is not shown, linked or sent to:
 

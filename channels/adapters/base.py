@@ -1,4 +1,4 @@
-"""The one small interface every channel adapter speaks (DESIGN.md, "Channels"): send a text to an address and get
+"""The one small interface every channel adapter speaks (docs/design.md#channels): send a text to an address and get
 the provider's message id; send the operator's approved template where the channel needs one (WhatsApp outside its
 24-hour window); verify and parse an inbound request; parse a delivery-status callback.
 

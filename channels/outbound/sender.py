@@ -271,5 +271,6 @@ class Sender:
                 connection.close()
                 time.sleep(min(0.1 * 2**failures, 5.0))
                 close_old_connections()
-        # Its lease expires and another attempt sends it again: one of the documented duplicates (README).
+        # Its lease expires and another attempt sends it again: one of the documented duplicates
+        # (docs/explanation/outbox.md#when-a-text-may-arrive-twice).
         logger.error("outbox %s: its outcome could not be recorded", outcome.claim.row_id)

@@ -28,7 +28,7 @@ def free_text_allowed(route: Route, now: datetime) -> bool:
 
 
 def choose_route(linked: Sequence[Route], preferred_channel: str, now: datetime) -> Route | None:
-    """Where a message to the person goes (DESIGN.md "Channels"): the address they last wrote from, while its channel
+    """Where a message to the person goes (docs/design.md#channels): the address they last wrote from, while its channel
     allows free text; else the address of their preferred channel (the profile's); else the address they wrote from
     most recently, else the one linked last (it will be held or sent as a template when its window is closed). None
     when nothing is linked: the message stays in the thread only."""
