@@ -1,6 +1,6 @@
 """gunicorn settings for the PaaS (`web: gunicorn --config gunicorn.conf.py config.wsgi` in the Procfile).
 
-Every number can be changed from the environment; the defaults suit a 2-core machine. See README, Deployment.
+Every number can be changed from the environment; the defaults suit a 2-core machine. See docs/howto/deploy.md.
 """
 
 import json

@@ -1,7 +1,7 @@
 """Settings for the message ingestion service: one module, every value from the environment.
 
 Defaults are the embedded single-process setup (`make run`, `make test`): SQLite in the project folder and the
-local-memory cache. Production sets DATABASE_URL, REDIS_URL, SECRET_KEY and ALLOWED_HOSTS (see README).
+local-memory cache. Production sets DATABASE_URL, REDIS_URL, SECRET_KEY and ALLOWED_HOSTS (see docs/howto/deploy.md).
 """
 
 import ipaddress
@@ -46,7 +46,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    # Bottom to top (README, "Layout"): identity, the thread, the assistant and its hand-off, the ways in.
+    # Bottom to top (docs/explanation/architecture.md#the-layers): identity, the thread, the assistant and its
+    # hand-off, the ways in.
     "accounts",
     "keys",
     "devices",
@@ -140,8 +141,9 @@ if "postgresql" in DATABASES["default"]["ENGINE"]:
     # already is a pool of exactly the right size, with no checkout per request and no pool thread per worker.
     # Connections in use = WEB_CONCURRENCY x WEB_THREADS per web process (+5 per worker process: its task loop, the
     # delivery engine's claimer and its DELIVERY_RECORDERS recorders; +1 for release);
-    # keep that under the plan's connection limit (see README, Deployment). A server that does not answer fails
-    # the request (503) and /readyz within DATABASE_CONNECT_TIMEOUT seconds instead of hanging the thread.
+    # keep that under the plan's connection limit (docs/howto/deploy.md#database-connections). A server that does
+    # not answer fails the request (503) and /readyz within DATABASE_CONNECT_TIMEOUT seconds instead of hanging the
+    # thread.
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
     # A shared pool instead (psycopg_pool, at most this many connections per process): for processes with many
     # threads that each use the database briefly, such as the Dramatiq delivery worker (delivery/broker.py sets it).
@@ -218,7 +220,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 
-# Largest accepted request body, in bytes (DESIGN.md: 256 KiB).
+# Largest accepted request body, in bytes (docs/design.md#limits: 256 KiB).
 INGEST_MAX_BODY_BYTES = env_int("INGEST_MAX_BODY_BYTES", 262144)
 # How deeply a JSON body may nest; deeper bodies are refused before they reach the database.
 INGEST_MAX_JSON_DEPTH = env_int("INGEST_MAX_JSON_DEPTH", 64)
@@ -287,7 +289,7 @@ if PHONE_DEFAULT_REGION not in phonenumbers.SUPPORTED_REGIONS:
         f"PHONE_DEFAULT_REGION must be a two-letter region code such as US or GB; got {PHONE_DEFAULT_REGION!r}"
     )
 
-# --- Limits and retries (DESIGN.md "Limits", "Idempotency") ---------------------------------------------------
+# --- Limits and retries (docs/design.md#limits and #idempotency) -----------------------------------------------
 # Rates in django-ratelimit's syntax: a count per s, m, h or d, with an optional multiplier (60/m, 1000/h, 10/30s).
 # Counters live in the Django cache, so they hold across processes only with REDIS_URL set.
 # Requests per API key (fixed window); over it, 429 rate_limited with Retry-After.
@@ -352,7 +354,8 @@ SPECTACULAR_SETTINGS = {
 # --- The assistant hand-off ---------------------------------------------------------------------------------
 # After a message commits, a django.tasks task hands it to the assistant. "immediate" runs the task in the
 # request's process right after the commit (the single-process default and the tests); "database" queues it in
-# PostgreSQL for `manage.py db_worker` (production); any other value is a backend class path (README: Redis).
+# PostgreSQL for `manage.py db_worker` (production); any other value is a backend class path
+# (docs/explanation/handoff.md).
 # The default is the production path, also under `make run` (whose `manage.py serve` runs the worker in-process);
 # only the tests default to immediate.
 TASK_BACKEND = env_str("TASK_BACKEND", "immediate" if TESTING else "database")
@@ -378,14 +381,15 @@ ASSISTANT_MAX_ANSWER_BYTES = env_int("ASSISTANT_MAX_ANSWER_BYTES", 1_000_000)
 # How many of the latest thread messages (this one included) go to a remote assistant.
 ASSISTANT_THREAD_MESSAGES = env_int("ASSISTANT_THREAD_MESSAGES", 20)
 
-# Deliveries through a broker instead (README, "Deliveries through a broker"): a Dramatiq broker URL, amqp://… for
-# RabbitMQ or redis://… for Redis. Empty: the database queue (the delivery engine in `manage.py db_worker`).
+# Deliveries through a broker instead (docs/explanation/handoff.md#deliveries-through-a-broker): a Dramatiq
+# broker URL, amqp://… for RabbitMQ or redis://… for Redis. Empty: the database queue (the delivery engine in
+# `manage.py db_worker`).
 DELIVERY_BROKER_URL = env_str("DELIVERY_BROKER_URL")
 # The broker's queue for deliveries (one per deployment sharing a broker).
 DELIVERY_BROKER_QUEUE = env_str("DELIVERY_BROKER_QUEUE", "deliveries")
 # With a broker: how often each worker process looks for deliveries the broker was never told about.
 DELIVERY_SWEEP_SECONDS = env_float("DELIVERY_SWEEP_SECONDS", 30)
-# The delivery engine (`manage.py db_worker` with TASK_BACKEND=database; README, "The delivery engine").
+# The delivery engine (`manage.py db_worker` with TASK_BACKEND=database; docs/explanation/handoff.md).
 # Attempts in flight per worker process: threads waiting on the assistant, each with a keep-alive connection to it.
 # The process's database connections stay at 1 + DELIVERY_RECORDERS whatever this is.
 DELIVERY_CONCURRENCY = env_int("DELIVERY_CONCURRENCY", 32)
@@ -427,7 +431,7 @@ ASSISTANT_SYSTEM_PROMPT = env_str(
     "as JSON. Answer the user briefly and say plainly what you did; never claim an action no tool performed.",
 )
 
-# --- The outbox to the people's channels (channels/outbound/; README, "Channels") -------------------------------
+# --- The outbox to the people's channels (channels/outbound/; docs/explanation/outbox.md) ----------------------
 # The channel sender (`manage.py worker`, its `channels` kind): sends in flight per process (threads waiting on a
 # provider) and the rows claimed by one statement. The process holds two database connections whatever these are.
 CHANNEL_CONCURRENCY = env_int("CHANNEL_CONCURRENCY", 64)
@@ -445,7 +449,7 @@ CHANNEL_RETRY_JITTER = env_float("CHANNEL_RETRY_JITTER", 0.2)
 # On SIGTERM: how long the sends in flight may still finish before they are put back.
 CHANNEL_GRACE_SECONDS = env_float("CHANNEL_GRACE_SECONDS", 20)
 
-# --- MCP connections and tools (README, "MCP connections" and "An assistant that acts") -------------------------
+# --- MCP connections and tools (docs/explanation/assistant-tools.md) ---------------------------------------------
 # How long one MCP exchange (initialize + tools/list, or a tool call) may take.
 MCP_TIMEOUT_SECONDS = env_float("MCP_TIMEOUT_SECONDS", 15)
 # Checks of a server while a person waits (adding or syncing a connection): a shorter deadline, and at most this
@@ -469,8 +473,9 @@ OAUTH_TIMEOUT_SECONDS = env_float("OAUTH_TIMEOUT_SECONDS", 10)
 OAUTH_MAX_ANSWER_BYTES = env_int("OAUTH_MAX_ANSWER_BYTES", 1_000_000)
 OAUTH_ALLOW_HTTP = env_bool("OAUTH_ALLOW_HTTP", DEBUG or TESTING)
 OAUTH_REFRESH_MARGIN_SECONDS = env_float("OAUTH_REFRESH_MARGIN_SECONDS", 60)
-# Mail (IMAP + SMTP) and calendar (CalDAV) connections (README, "Connections"): the most one tool call may take
-# (less when the attempt's deadline is nearer). Checking one when it is added takes MCP_CHECK_TIMEOUT_SECONDS.
+# Mail (IMAP + SMTP) and calendar (CalDAV) connections (docs/howto/connect-calendar-mailbox.md): the most one
+# tool call may take (less when the attempt's deadline is nearer). Checking one when it is added takes
+# MCP_CHECK_TIMEOUT_SECONDS.
 MAIL_CALENDAR_TIMEOUT_SECONDS = env_float("MAIL_CALENDAR_TIMEOUT_SECONDS", 15)
 # Whether IMAP/SMTP without TLS and http:// CalDAV are accepted: the app password would travel in clear. On in
 # development and tests (local servers without certificates); off in production.
@@ -532,7 +537,7 @@ MCP_FOLLOW_UP_INTERVAL_SECONDS = env_float("MCP_FOLLOW_UP_INTERVAL_SECONDS", 2)
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 PUBLIC_BASE_URL_FROM_ENV = bool(env_str("PUBLIC_BASE_URL"))
 
-# --- Channels (channels/; DESIGN.md, "Channels") ----------------------------------------------------------------
+# --- Channels (channels/; docs/design.md#channels) ---------------------------------------------------------------
 # One set of provider credentials per deployment. A channel whose settings are incomplete is not offered anywhere
 # (channels/adapters/__init__.py says which settings each needs). Secrets are stripped: one pasted with its line
 # break would be refused by the provider.
