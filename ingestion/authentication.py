@@ -93,7 +93,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         try:
             return self.identify(request, recall=recall)
         except Unauthorized:
-            # The per-address limit is on failed attempts (DESIGN.md "Limits"): an address over it gets 429 for
+            # The per-address limit is on failed attempts (docs/design.md#limits): an address over it gets 429 for
             # each further failure, while a valid key is never taxed with the check, nor locked out by someone
             # else's failures behind the same address.
             throttling.refuse_if_blocked(request)

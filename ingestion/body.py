@@ -1,4 +1,4 @@
-"""The body rules of the two endpoints (DESIGN.md, "The public API")."""
+"""The body rules of the two endpoints (docs/design.md#the-two-endpoints)."""
 
 from collections.abc import Callable
 from functools import partial

@@ -1,5 +1,5 @@
 """POST /api/v1/assistant/replies: an assistant runtime that answered a webhook with 202 sends its reply here,
-signed the Standard Webhooks way with the same whsec_ secret (see README, "The callback endpoint")."""
+signed the Standard Webhooks way with the same whsec_ secret (docs/howto/assistant-backend.md#the-callback-endpoint)."""
 
 import io
 import time

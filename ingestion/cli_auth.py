@@ -1,4 +1,4 @@
-"""`poke login` (RFC 8628, the device authorization grant), as the poke CLI calls it (README, "CLI log-in"):
+"""`poke login` (RFC 8628, the device authorization grant), as the poke CLI calls it (docs/reference/cli-login.md):
 
 - ``POST /api/v1/cli-auth/code`` (no authentication, no body): a device code for the CLI to poll with and a short
   user code for the person, who enters it on ``/device`` (console) and approves or denies.

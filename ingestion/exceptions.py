@@ -1,5 +1,5 @@
 """One exception class per kind of API error, each with its stable code, all rendered by one handler as
-``{"success": false, "message": "...", "code": "..."}`` (DESIGN.md, "The public API", built by ops.errors).
+``{"success": false, "message": "...", "code": "..."}`` (docs/design.md#errors, built by ops.errors).
 
 A class names its code; its status comes from the code's entry in ops/errors.py ``ERROR_CODES`` (a class whose code
 is not listed there fails at import, saying what to add)."""
@@ -143,7 +143,7 @@ class LengthRequired(ApiError):
     )
 
 
-# --- Idempotency-Key (DESIGN.md "Idempotency") -----------------------------------------------------------------
+# --- Idempotency-Key (docs/design.md#idempotency) ------------------------------------------------------------------
 class InvalidIdempotencyKey(ApiError):
     default_code = "invalid_idempotency_key"
     default_detail = "The Idempotency-Key header must be 1 to 255 printable ASCII characters, for example a UUID."

@@ -1,4 +1,4 @@
-"""Idempotency-Key (DESIGN.md "Idempotency"): a retried request gets the first response, never a second message.
+"""Idempotency-Key (docs/design.md#idempotency): a retried request gets the first response, never a second message.
 
 How it holds, in one transaction per request:
 1. On PostgreSQL, ``pg_try_advisory_xact_lock`` on (API key, Idempotency-Key). It never waits: if another transaction

@@ -1,4 +1,5 @@
-"""The person's calendar and mailbox, beside the MCP connections (README, "Connections"), with a V2 key:
+"""The person's calendar and mailbox, beside the MCP connections, with a V2 key
+(docs/howto/connect-calendar-mailbox.md):
 
 GET    /api/v1/connections/calendar   the connected calendar, or null (never the password)
 POST   /api/v1/connections/calendar   {serverUrl, username, password} → log in, find the calendar, store

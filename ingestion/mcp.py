@@ -1,4 +1,4 @@
-"""The MCP connection endpoints the `poke` CLI calls (README, "MCP connections"):
+"""The MCP connection endpoints the `poke` CLI calls (docs/explanation/assistant-tools.md#mcp-connections):
 
     POST   /api/v1/mcp/connections/cli               {name, serverUrl, apiKey?} → connect, store, list the tools
     POST   /api/v1/mcp/connections/{id}/sync-tools   read the tools again
@@ -219,7 +219,7 @@ class SyncToolsView(_McpView):
         return Response({"success": True, "message": "Tools synced.", **connection_json(connection)})
 
 
-@extend_schema(exclude=True)  # not offered: every call is the same 400 (README, "MCP connections")
+@extend_schema(exclude=True)  # not offered: every call is the same 400 (docs/explanation/assistant-tools.md)
 class TunnelView(_McpView):
     """activate-tunnel and create-recipe: parts of `poke tunnel`, which this server does not offer."""
 

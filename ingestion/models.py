@@ -3,7 +3,8 @@ from django.utils import timezone
 
 
 class IdempotencyRecord(models.Model):
-    """The first response to a request sent with an Idempotency-Key, replayed to its retries (DESIGN.md "Idempotency").
+    """The first response to a request sent with an Idempotency-Key, replayed to its retries
+    (docs/design.md#idempotency).
 
     The row is written in the same transaction as the message it answers for, so either both exist or neither does.
     """

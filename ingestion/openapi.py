@@ -21,7 +21,7 @@ _MARKDOWN_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 
 
 def _plain(when: str) -> str:
-    """The README's words without its links, which point nowhere in the document."""
+    """The error code's words (ops/errors.py) without their links, which point nowhere in the document."""
     return _MARKDOWN_LINK.sub(r"\g<1>", when)
 
 

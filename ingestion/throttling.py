@@ -1,4 +1,4 @@
-"""Rate limits (DESIGN.md "Limits"), counted in the Django cache (Redis when REDIS_URL is set).
+"""Rate limits (docs/design.md#limits), counted in the Django cache (Redis when REDIS_URL is set).
 
 - Per API key, after authentication (INGEST_RATE_LIMIT): one round trip on every accepted request, a Lua call that
   counts the hit and gives a new window's counter its expiry (ingestion/hotpath/cache.py). django-ratelimit's counting

@@ -1,4 +1,4 @@
-"""A webhook trigger's delivery log (README, "Webhook triggers"): the last LOG_LENGTH requests to its URL, each
+"""A webhook trigger's delivery log (docs/howto/webhooks.md): the last LOG_LENGTH requests to its URL, each
 accepted (with the message it recorded), a duplicate, GitHub's ping, or refused with the error code it was answered.
 
 What it costs, and what a flood of bad requests cannot do to it:

@@ -1,4 +1,4 @@
-"""Webhook triggers over HTTP (README, "Webhook triggers"):
+"""Webhook triggers over HTTP (docs/howto/webhooks.md):
 
 - ``POST /api/v1/api-keys/webhook`` (a V2 API key): make a trigger from a condition and an action; the answer
   carries its URL and token (shown this once).

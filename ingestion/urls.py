@@ -23,7 +23,7 @@ urlpatterns = [
         r"^api/v1/cli-auth/poll/(?P<device_code>[^/]+)/?$", cli_auth.DevicePollView.as_view(), name="cli-auth-poll"
     ),
     re_path(r"^api/v1/user/profile/?$", profile.ProfileView.as_view(), name="user-profile"),
-    # MCP connections (the CLI's `poke mcp add`; README, "MCP connections") and their tools' follow-ups
+    # MCP connections (the CLI's `poke mcp add`; docs/explanation/assistant-tools.md) and their tools' follow-ups
     re_path(r"^api/v1/mcp/callback/?$", followups.FollowUpView.as_view(), name="mcp-follow-up"),
     re_path(r"^api/v1/mcp/connections/?$", mcp.ConnectionListView.as_view(), name="mcp-connections"),
     re_path(r"^api/v1/mcp/connections/cli/?$", mcp.AddConnectionView.as_view(), name="mcp-connection-add"),

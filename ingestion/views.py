@@ -116,7 +116,7 @@ class CurrentMessageView(_MessageView):
     @idempotent
     def post(self, request: Request) -> Response:
         _key, message = self.accept(request)
-        # "id" is additive (DESIGN.md): the receipt's address, GET /api/v1/inbound/messages/{id}.
+        # "id" is additive (docs/design.md#the-two-endpoints): the receipt's address, GET /api/v1/inbound/messages/{id}.
         return Response({"success": True, "message": SENT, "id": message.public_id})
 
 

@@ -49,8 +49,8 @@ def record_user_message(
     updates: Sequence[Update] = (),
 ) -> Message:
     """Record a message in the user's thread and its delivery record (with the database task backend, the delivery
-    queue's entry: delivery/queue.py), together or not at all (DESIGN.md, "Conversations and the assistant
-    hand-off"): on PostgreSQL in one statement.
+    queue's entry: delivery/queue.py), together or not at all
+    (docs/design.md#conversations-and-the-hand-off): on PostgreSQL in one statement.
 
     ``confirm_key``: ``api_key`` was remembered, not looked up (ingestion/hotpath/recent.py); the rows are written only
     if it
