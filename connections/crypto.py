@@ -3,7 +3,7 @@
 MCP_ENCRYPTION_KEYS is a comma-separated list of Fernet keys, newest first: the first encrypts, any of them
 decrypts (MultiFernet). To rotate: put a new key in front, restart, run `manage.py rotatemcpkeys` (re-encrypts
 every stored key with the first key), then drop the old key. Without the setting the key is derived from
-SECRET_KEY, so rotating SECRET_KEY then means rotating this too (see README, "MCP connections").
+SECRET_KEY, so rotating SECRET_KEY then means rotating this too (docs/howto/backups-and-upgrades.md#rotate-secret_key).
 """
 
 import base64

@@ -3,8 +3,8 @@ inside the transaction that writes them, so that a way out registered from above
 enqueue them in that same transaction: the message and its way to the phone exist together or not at all.
 
 The writers live on several floors (delivery, reminders, ingestion) and the outbox above them; this registration
-keeps the imports running down (README, "Layout"). A listener raising makes the writer's transaction fail: a reply
-is never in the thread without its outbox rows."""
+keeps the imports running down (docs/explanation/architecture.md#the-layers). A listener raising makes the writer's
+transaction fail: a reply is never in the thread without its outbox rows."""
 
 from collections.abc import Callable, Sequence
 from typing import Any

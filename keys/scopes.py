@@ -1,4 +1,4 @@
-"""What a key may do (DESIGN.md, "Scopes and approval"). A key carries a set of scopes, stored as their names
+"""What a key may do (docs/design.md#scopes-and-approval). A key carries a set of scopes, stored as their names
 separated by spaces, as OAuth 2.0 writes a token's scope (RFC 6749 §3.3); every endpoint that takes a key declares
 the one scope each of its methods needs (ingestion/scopes.py), and a key without it is refused with 403
 ``insufficient_scope``."""

@@ -11,7 +11,7 @@ own thread (``uses_database=False``).
 
 Mail is data, not instructions: mail_read marks where the sender's text starts and ends, and the side-effecting
 tools cannot be talked into acting on it: mail_send saves a draft and says so until the person can approve a
-sending (DESIGN.md, "Scopes and approval").
+sending (docs/design.md#scopes-and-approval).
 """
 
 import json
