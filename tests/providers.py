@@ -1,4 +1,4 @@
-"""The four channel providers, played by real HTTP servers on 127.0.0.1 (README, "Tests"): each speaks its
+"""The four channel providers, played by real HTTP servers on 127.0.0.1 (docs/howto/run-the-tests.md): each speaks its
 provider's protocol for what this service calls (Twilio's Messages API through the official library, Meta's Graph
 API, BlueBubbles' REST API, Telegram's Bot API), checks the credentials the way the provider does, records every
 send, and can be told to fail or to answer slowly. Each also plays the provider's side of the callbacks: it builds

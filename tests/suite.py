@@ -1,4 +1,4 @@
-"""The suite's rules, as a pytest plugin (tests/conftest.py loads it; README "Tests"):
+"""The suite's rules, as a pytest plugin (tests/conftest.py loads it; docs/howto/run-the-tests.md):
 
 - a test that leaves os.environ changed errors at its teardown, and the environment is put back;
 - REDIS_URL naming Redis database 0 stops the run before any test: the tests empty the database they are given;
@@ -82,7 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _stores_used() -> str:
-    """What this run touched, in words (README "Tests and your data")."""
+    """What this run touched, in words (docs/howto/run-the-tests.md)."""
     from django.conf import settings
     from django.db import connections
 

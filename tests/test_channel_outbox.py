@@ -144,7 +144,7 @@ def test_a_slow_provider_within_the_timeout_sends_once(twilio):
 
 
 def test_a_provider_slower_than_the_timeout_is_the_documented_duplicate(twilio, settings):
-    """It may have taken the message: we cannot tell, so it is tried again (README, "When a text may arrive twice")."""
+    """It may have taken the message: we cannot tell, so it is tried again (docs/explanation/outbox.md)."""
     settings.CHANNEL_TIMEOUT_SECONDS = 0.5
     twilio.delay = 1.0
     message = assistant_writes(person(), "Hello")

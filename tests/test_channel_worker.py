@@ -1,7 +1,7 @@
 """The channel sender as an operator runs it alone (`manage.py worker --only channels`), over PostgreSQL, sending
 through the official twilio library to a Twilio on 127.0.0.1: killed with SIGKILL while sends are in flight,
 nothing is lost, and a text goes out twice only when its request had reached the provider and the worker died
-before it could record the answer (README, "When a text may arrive twice")."""
+before it could record the answer (docs/explanation/outbox.md)."""
 
 import signal
 from collections import Counter

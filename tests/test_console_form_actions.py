@@ -1,4 +1,4 @@
-"""A form's action URL opened by GET (pasted, bookmarked, the README's page table) leads to the page that holds the
+"""A form's action URL opened by GET (pasted, bookmarked, the console guide's table) leads to the page that holds the
 form, never to a blank 405; other methods are still refused; POST still does the work (the pages' own tests)."""
 
 import pytest

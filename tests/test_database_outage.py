@@ -1,4 +1,4 @@
-"""The database goes away mid-traffic (DESIGN.md "The public API", 503): callers get the JSON 503, nothing is
+"""The database goes away mid-traffic (docs/design.md#errors, 503): callers get the JSON 503, nothing is
 half-written, and the service recovers by itself when the database is back; retries with their Idempotency-Key then
 leave exactly one message per request.
 

@@ -119,7 +119,8 @@ def test_password_resets_are_offered_only_with_an_smtp_server(host, offered):
 
 
 def test_in_development_without_an_smtp_server_emails_are_printed_in_the_terminal():
-    """README "Trying password reset locally": `make run` (DEBUG) offers the reset and prints the email."""
+    """docs/howto/use-the-console.md#try-password-reset-locally: `make run` (DEBUG) offers the reset and prints the
+    email."""
     script = (
         "from django.conf import settings; from django.core import mail; "
         "mail.EmailMessage('Reset', 'Open http://127.0.0.1:8000/reset/MQ/abc-123/', to=['ada@example.com']).send(); "

@@ -1,4 +1,4 @@
-"""Idempotency-Key (DESIGN.md "Idempotency"): retries get the first response and record nothing new."""
+"""Idempotency-Key (docs/design.md#idempotency): retries get the first response and record nothing new."""
 
 import hashlib
 from datetime import timedelta

@@ -1,5 +1,6 @@
-"""A key's life cycle (README, "Key life cycle"): expiry, roll with an overlap, rename, "Send test message", and the
-audit log of each change. Windows are tested on a fixed clock (time-machine), never by sleeping."""
+"""A key's life cycle (docs/howto/keys-and-scopes.md#key-life-cycle): expiry, roll with an overlap, rename, "Send
+test message", and the audit log of each change. Windows are tested on a fixed clock (time-machine), never by
+sleeping."""
 
 from datetime import UTC, datetime, timedelta
 

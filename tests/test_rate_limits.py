@@ -191,8 +191,8 @@ def test_rates_are_read_and_described(rate, parsed, described):
 
 @pytest.mark.skipif(not django_settings.REDIS_URL, reason="counts Redis round trips; set REDIS_URL")
 def test_an_accepted_request_costs_one_redis_round_trip(client, v2, monkeypatch):
-    """Budget (DESIGN.md "The request path": the rate limit in at most two round trips): one Lua call counts the hit
-    and gives a new window its expiry. A valid key does not read the failed-authentication marker."""
+    """Budget (docs/design.md#the-request-path-budget: the rate limit in at most two round trips): one Lua call
+    counts the hit and gives a new window its expiry. A valid key does not read the failed-authentication marker."""
     # Connections made first (the tests run in random order: this one may be the process's first to use Redis, and
     # a new connection's handshake is not the request's cost), by another key, so v2's window still starts below.
     post(client, CURRENT, make_key(v2[0].owner, "warm-up")[1], BODY)

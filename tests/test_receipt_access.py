@@ -116,7 +116,7 @@ def test_the_admin_shows_it(client, v2):
 
 @pytest.mark.parametrize("method", ["head", "options", "put", "delete"])
 def test_a_receipt_answers_only_get(client, v2, sent, method):
-    # Issue 18 item 21: the README says anything but GET is 405.
+    # Issue 18 item 21: the API reference says anything but GET is 405.
     response = getattr(client, method)(RECEIPTS + sent, headers={"Authorization": f"Bearer {v2[1]}"})
     assert response.status_code == 405
     assert response["Allow"] == "GET"

@@ -67,7 +67,7 @@ def test_every_endpoint_that_takes_a_key_declares_a_scope_for_each_method(name, 
     declared = getattr(view, "required_scopes", {})
     assert method in declared, (
         f"{view.__name__} ({name}) takes an API key but declares no scope for {method}: add it to its "
-        "required_scopes (keys/scopes.py lists the scopes), and to the README's table of scopes"
+        "required_scopes (keys/scopes.py lists the scopes), and to the table of scopes in docs/howto/keys-and-scopes.md"
     )
     assert isinstance(declared[method], Scope)
 

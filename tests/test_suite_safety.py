@@ -1,5 +1,6 @@
-"""The suite itself: it touches only the stores it is given (README "Tests"), runs in random order and says with
-which seed, and a test that leaves the process environment changed is caught at once, whatever runs after it."""
+"""The suite itself: it touches only the stores it is given (docs/howto/run-the-tests.md), runs in random
+order and says with which seed, and a test that leaves the process environment changed is caught at once, whatever
+runs after it."""
 
 import os
 import re

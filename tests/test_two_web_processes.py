@@ -1,4 +1,4 @@
-"""Two gunicorn processes over one PostgreSQL and one Redis (DESIGN.md "Growing past one machine"): no message lost
+"""Two gunicorn processes over one PostgreSQL and one Redis (docs/design.md#growing-past-one-machine): no message lost
 or doubled, one message per Idempotency-Key, a rate limit that holds across both, and revocation seen by both.
 
 Runs wherever PostgreSQL and Redis are reachable (always in CI), against a database of its own."""

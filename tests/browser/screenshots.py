@@ -1,4 +1,4 @@
-"""Screenshots of the console's main pages for the README: `make screenshots` writes docs/screenshots/*.png.
+"""Screenshots of the console's main pages for the documentation: `make screenshots` writes docs/screenshots/*.png.
 
 Not part of `make test` (the file name does not start with test_); run it after changing how a page looks.
 """
@@ -316,7 +316,7 @@ def test_channel_screenshots(context, live_server, settings, providers):
 
 
 def test_phone_status_screenshots(context, live_server, settings, providers):
-    """The thread with what became of each reply on the person's phone (README, "Outbound: the outbox"): delivered,
+    """The thread with what became of each reply on the person's phone (docs/explanation/outbox.md): delivered,
     read, in parts, waiting for quiet hours, retrying, held outside WhatsApp's window.
     `pytest tests/browser/screenshots.py -k phone_status` rewrites only this one."""
     from channels.models import LinkedAddress, OutboundMessage, QuietHours
@@ -370,8 +370,9 @@ def _log_in(context):
 
 
 def test_key_life_cycle_screenshots(context, live_server, settings):
-    """A key's page with its scopes, expiry and actions, and the audit log after a key's life (README, "Key life
-    cycle"). `pytest tests/browser/screenshots.py -k life_cycle` rewrites only these."""
+    """A key's page with its scopes, expiry and actions, and the audit log after a key's life
+    (docs/howto/keys-and-scopes.md#key-life-cycle). `pytest tests/browser/screenshots.py -k life_cycle` rewrites only
+    these."""
     from accounts import audit
     from connections.models import Connection
     from connections.services import remove_connection
@@ -404,7 +405,7 @@ def test_key_life_cycle_screenshots(context, live_server, settings):
 
 
 def test_approval_screenshot(context, live_server, settings):
-    """The assistant asking, in the thread, whether it may act for a key's message (README, "Approval").
+    """The assistant asking, in the thread, whether it may act for a key's message (docs/explanation/security.md).
     `pytest tests/browser/screenshots.py -k approval` rewrites only this one."""
     import json
     import time
@@ -442,7 +443,7 @@ def test_approval_screenshot(context, live_server, settings):
 
 
 def test_webhook_log_screenshot(context, live_server, settings):
-    """A webhook's delivery log (README, "Webhook triggers"): accepted firings with what became of their messages, a
+    """A webhook's delivery log (docs/howto/webhooks.md): accepted firings with what became of their messages, a
     duplicate, GitHub's ping, and refusals, a flood of wrong tokens among them as one line with its count.
     `pytest tests/browser/screenshots.py -k webhook_log` rewrites only this one."""
     from assistant.models import Action, ActionState, ToolKind
