@@ -20,6 +20,7 @@ from functools import partial
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.tasks import task
 from django.urls import reverse
 
 from accounts import audit
@@ -42,8 +43,8 @@ CHANNEL_NAMES = {
     Channel.IMESSAGE: "iMessage",
     Channel.TELEGRAM: "Telegram",
 }
-# How the request's message on Telegram ends once answered there.
-OUTCOME_MARKS = {"approved": "✅ Approved on Telegram.", "denied": "✖️ Denied on Telegram."}
+# How the request's message on Telegram ends once answered: the mark, then where ("on Telegram", "in the console").
+MARKS = {"approved": "✅ Approved", "denied": "✖️ Denied"}
 
 
 def as_answer(text: str) -> Press | None:
@@ -123,6 +124,8 @@ def _said(given: approvals.Answer, request: Action) -> str:
         return f"Denied: {what}. Nothing was done."
     if given is approvals.Answer.TOO_LATE:
         return f"Too late: that request had expired, so nothing was done ({what})."
+    if given is approvals.Answer.WITHDRAWN:
+        return f"Too late: what asked for it is gone (a key, a trigger or a connection), so nothing was done ({what})."
     state = Action.objects.filter(pk=request.pk).values_list("state", flat=True).first()
     earlier = _EARLIER.get(str(state), "answered")
     return f"Already decided: that request was {earlier} before (nothing more was done)."
@@ -139,6 +142,24 @@ def _see() -> str:
     return f"Your requests are in the console: {settings.PUBLIC_BASE_URL}{reverse('conversations:thread')}"
 
 
+@task
+def mark_answered(action_id: int, outcome: str, where: str) -> None:
+    """A request answered somewhere else (``where``: "in the console"): its message on Telegram, if it went there,
+    says so, and its buttons go. Telegram lets a bot edit its own messages; other channels cannot be changed."""
+    adapter = adapter_for(Channel.TELEGRAM)
+    action = Action.objects.filter(pk=action_id).select_related("approval_message").first()
+    question = action.approval_message if action is not None else None
+    if not isinstance(adapter, telegram.TelegramAdapter) or question is None or outcome not in MARKS:
+        return
+    sent = OutboundMessage.objects.filter(message=question, channel=Channel.TELEGRAM).exclude(provider_message_id="")
+    request = approval_buttons(question.text)
+    for reference in sent.values_list("provider_message_id", flat=True):
+        try:
+            adapter.show_outcome(reference, f"{request[0] if request else question.text}\n\n{MARKS[outcome]} {where}.")
+        except SendError as error:
+            logger.warning("telegram approval request not edited: %s", error.reason)
+
+
 def _answer_tap(press: Press, answered: Answered) -> None:
     """After the commit, in the webhook's own request (Telegram shows a spinner on the button until the query is
     answered): answer the query, then rewrite the request's message to say the outcome."""
@@ -149,13 +170,13 @@ def _answer_tap(press: Press, answered: Answered) -> None:
         adapter.answer_press(press.query, answered.said)
     except SendError as error:
         logger.warning("telegram callback query not answered: %s", error.reason)
-    mark = OUTCOME_MARKS.get(answered.outcome)
+    mark = MARKS.get(answered.outcome)
     question = answered.request.approval_message if answered.request is not None else None
     if mark is None or question is None or not press.message:
         return
     request = approval_buttons(question.text)
     try:
-        adapter.show_outcome(press.message, f"{request[0] if request else question.text}\n\n{mark}")
+        adapter.show_outcome(press.message, f"{request[0] if request else question.text}\n\n{mark} on Telegram.")
     except SendError as error:
         logger.warning("telegram approval request not edited: %s", error.reason)
 

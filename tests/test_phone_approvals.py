@@ -328,6 +328,21 @@ def test_a_stale_code_is_too_late_and_runs_nothing(providers, send, deliver, set
     assert any(m.text.startswith("Too late: that request had expired") for m in providers.twilio.sent)
 
 
+def test_a_code_for_a_request_whose_key_was_revoked_runs_nothing(providers, send, deliver):
+    from keys.models import ApiKey
+    from keys.services import revoke_key
+
+    person = linked("sms", NUMBER)
+    action = ask(send, person)
+    revoke_key(ApiKey.objects.get(owner=person, name="nightly backup"))
+
+    deliver(providers.twilio.inbound(NUMBER, f"YES {action.approval_code}"))
+
+    assert Action.objects.get(pk=action.pk).state == ActionState.EXPIRED
+    assert reminders_of(person) == 0
+    assert providers.twilio.sent[-1].text.startswith("Too late: what asked for it is gone")
+
+
 @pytest.mark.parametrize("through", ["imessage", "twilio-whatsapp"])
 def test_imessage_and_twilio_whatsapp_answer_with_the_code(providers, send, deliver, settings, through):
     from tests.providers import configure
@@ -376,6 +391,10 @@ def test_the_phone_after_the_console_is_told_it_was_decided(providers, send, del
     request = the_request(providers.telegram.sent, action)
     client.force_login(person)
     client.post(f"/conversation/approvals/{action.pk}/", {"decision": "deny"})
+    # The request's message on Telegram says it was answered, its buttons gone.
+    [edited] = providers.telegram.edited
+    assert edited["text"].endswith("✖️ Denied in the console.") and "reply_markup" not in edited
+    assert f"{edited['chat_id']}:{edited['message_id']}" == request.provider_message_id
     deliver(providers.telegram.press(request, f"approve:{action.approval_code}"))
     assert providers.telegram.answered[-1]["text"].startswith("Already decided: that request was denied")
     assert Action.objects.get(pk=action.pk).state == ActionState.DENIED

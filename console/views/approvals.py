@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods
 
 from assistant import approval_text
 from assistant import approvals as requests
+from channels import approvals as phones
 from ingestion import approvals
 
 
@@ -24,6 +25,8 @@ def approval(request: HttpRequest, pk: int) -> HttpResponse:
             messages.error(request, "Choose Approve or Deny.")
             return redirect("approvals:detail", pk=pk)
         answer = approvals.answer(request.user, action, approve=decision == "approve")  # type: ignore[arg-type]
+        if answer in (approvals.Answer.APPROVED, approvals.Answer.DENIED):  # its message on Telegram says so
+            phones.mark_answered.enqueue(action.pk, answer.value, "in the console")
         (messages.success if answer in (approvals.Answer.APPROVED, approvals.Answer.DENIED) else messages.info)(
             request, approvals.SAID[answer]
         )
