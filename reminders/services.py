@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from accounts import words
 from accounts.services import profile_of
 from reminders.firing import enqueue_firing
 from reminders.models import Reminder, ReminderStatus
@@ -36,8 +37,8 @@ def schedule_reminder(owner: User, text: str, when: str, rrule: str = "") -> Rem
     now = timezone.now()
     first = starts_local.replace(tzinfo=zone).astimezone(ZoneInfo("UTC"))
     if rule is None and first < now - PAST_GRACE:
-        local_now = now.astimezone(zone).strftime("%Y-%m-%d %H:%M")
-        raise ReminderRefused(f"That time has passed: it is {local_now} now in {zone.key}. Choose a later time.")
+        said = words.moment(now, zone, now=now)
+        raise ReminderRefused(f"That time has passed: it is {said} where you are ({zone.key}). Choose a later time.")
     if rule is not None:
         first = next_occurrence(schedule, now - timedelta(seconds=1)) or first
         if rule.after(starts_local - timedelta(seconds=1), inc=True) is None:

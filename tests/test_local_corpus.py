@@ -75,6 +75,8 @@ CORPUS: list[tuple[str, str | None]] = [
     ("delete reminder rem_Ab12Cd34Ef56Gh78", "cancel_reminder"),
     ("get rid of the rent reminder", "cancel_reminder"),
     ("I don't need the passport reminder", "cancel_reminder"),
+    ("I want to cancel the dentist reminder", "cancel_reminder"),
+    ("forget the stretch reminder", "cancel_reminder"),
     ("please cancel the reminder to call the bank", "cancel_reminder"),
     # list_webhook_triggers
     ("list my webhooks", "list_webhook_triggers"),
@@ -152,6 +154,8 @@ CORPUS: list[tuple[str, str | None]] = [
     ("check my mail please", "mail_search"),
     ("list my new messages", "mail_search"),
     ("show my inbox", "mail_search"),
+    ("is there anything in my inbox", "mail_search"),
+    ("how many unread emails do I have", "mail_search"),
     # mail_send
     ("Email bob@example.com that I'm running late", "mail_send"),
     ("email sam@example.com: the report is ready", "mail_send"),
@@ -263,6 +267,9 @@ CORPUS: list[tuple[str, str | None]] = [
     ("Cancelled: weekly sync", None),
     ("Email from bob@example.com: lunch?", None),
     ("Mail from the landlord about the rent", None),
+    ("forget it, the reminder is fine", None),
+    ("I want to know why the webhook failed", None),
+    ("how many emails did the campaign send", None),
     ("cancel", None),
 ]
 

@@ -237,7 +237,7 @@ def _list_reminders(text: str, now: datetime, tools: Collection[str]) -> Intent:
 # further on ("clear my head before the reminder fires").
 _NOT_A_NAME = r"(?!(?:before|after|when|if|until|because|so|and|but|since|while|for|from)\b)"
 _CANCEL = re.compile(
-    r"^(?:cancel|delete|remove|stop|clear|drop|forget about|turn off|disable|unschedule|get rid of|"
+    r"^(?:cancel|delete|remove|stop|clear|drop|forget|forget about|turn off|disable|unschedule|get rid of|"
     r"i (?:don't|do not) need)\s+"
     rf"((?:(?:the|my|that|this|these|those|all|every|each|of)\s+)*(?:{_NOT_A_NAME}[\w'-]+\s+){{0,3}}reminders?\b.*"
     r"|rem_[A-Za-z0-9]+)$",
@@ -362,7 +362,8 @@ _CHECK_MAIL = re.compile(
     r"(?:\s+(?:for me|in my inbox|today|please))?"
     r"|(?:any|got any|do i have(?: any)?|have i got(?: any)?|is there(?: any)?|are there(?: any)?|anything)\s+"
     r"(?:new\s+|unread\s+|important\s+)?(?:e-?mails?|mail|messages|in my inbox)(?:\s+(?:for me|in my inbox|today))?"
-    r"|(?:what'?s|what is|anything) new in my inbox|(?:what'?s|what is) in my inbox"
+    r"|(?:what'?s|what is|anything) new in my inbox|(?:what'?s|what is|is there anything|anything) in my inbox"
+    r"|how many (?:new |unread )?(?:e-?mails?|mails|messages)(?: do i have| have i got| are there)?(?: in my inbox)?"
     r"|(?:my\s+)?(?:unread|new|latest|recent)\s+(?:e-?mails?|mail|messages)"
     r"|(?:my\s+)?inbox|(?:who|has anyone) (?:e-?mailed|written to|wrote to) me(?: today)?)$",
     re.I,
