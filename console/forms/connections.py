@@ -1,7 +1,16 @@
+from typing import Any
+
 from django import forms
 
 
 class ConnectionForm(forms.Form):
+    """An MCP server to add. Its fields' ids start with mcp_: the same page's calendar form has a server_url too, and
+    two inputs with one id would give the label "Server URL" to the calendar's."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "mcp_%s")
+        super().__init__(*args, **kwargs)
+
     name = forms.CharField(label="Name", max_length=100, help_text="How you and the assistant call it, e.g. Tracker.")
     server_url = forms.CharField(
         label="Server URL",

@@ -561,3 +561,34 @@ def _a_mail_tool():
         kind=ToolKind.BUILT_IN,
         run=never,
     )
+
+
+def test_mcp_oauth_screenshots(context, live_server, settings):
+    """An MCP server behind OAuth: the add form, the connection signed in with its tools, and one that must sign in
+    again (docs/howto/mcp-connections.md). `pytest tests/browser/screenshots.py -k mcp_oauth` rewrites only these."""
+    from connections.models import Connection, GrantStatus, OAuthGrant
+    from tests.oauth_mcp_server import running_oauth_mcp_server
+
+    settings.PUBLIC_BASE_URL = live_server.url
+    create_account(email=EMAIL, password=PASSWORD, phone_number="+14155551234", channel="whatsapp")
+    page = _log_in(context)
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    with running_oauth_mcp_server() as server, running_oauth_mcp_server() as other:
+        page.goto("/connections/")
+        page.get_by_label("Name", exact=True).fill("Notes")
+        page.get_by_label("Server URL", exact=True).fill(server.url)
+        page.locator("#mcp_name").scroll_into_view_if_needed()
+        _shoot(page, "mcp-oauth-add", full_page=False)
+        page.get_by_role("button", name="Connect", exact=True).click()
+        page.get_by_text("Signed in to Notes: 2 tools.").wait_for(timeout=30_000)
+        page.goto("/connections/")
+        page.get_by_label("Name", exact=True).fill("Team wiki")
+        page.get_by_label("Server URL", exact=True).fill(other.url)
+        page.get_by_role("button", name="Connect", exact=True).click()
+        page.get_by_text("Signed in to Team wiki: 2 tools.").wait_for(timeout=30_000)
+        wiki = Connection.objects.get(name="Team wiki")
+        OAuthGrant.objects.filter(pk=wiki.oauth_grant_id).update(status=GrantStatus.SIGN_IN_AGAIN)
+        page.goto("/connections/")
+        page.locator("tr", has_text="Notes").get_by_text("2 tools").click()
+        page.get_by_role("heading", name="MCP servers").scroll_into_view_if_needed()
+        _shoot(page, "mcp-oauth-connected", full_page=False)
