@@ -297,13 +297,24 @@ class _BoundedTransport:
         own = bound is None
         if bound is None:
             bound = Bound(self._what, max_bytes=self._max_bytes, seconds=_seconds(kwargs.get("timeout"), self._seconds))
+        token = _current.set(bound)  # the connection's getresponse watches its socket with it (_watched)
         try:
             kwargs["stream"] = True
             kwargs["timeout"] = bound.left()  # each read at most what is left of the whole
-            response = self._inner.send(request, **kwargs)
+            try:
+                response = self._inner.send(request, **kwargs)
+            except BaseException as error:
+                exceeded = bound.explain(error)  # the deadline shut the socket while the headers were awaited
+                if exceeded is not None:
+                    raise exceeded from None
+                raise
             _read_body(response, bound)
+            if bound.expired:  # the socket was shut under the reading: what was read may look whole and is not
+                response.close()
+                raise bound._refuse(TooSlow)
             return response
         finally:
+            _current.reset(token)
             if own:
                 bound.release()
 
@@ -338,6 +349,40 @@ def _read_body(response: Any, bound: Bound) -> None:
     response._content_consumed = True
 
 
+_watched_classes: dict[type, type] = {}
+
+
+def _watched(connection_class: type) -> type:
+    """The library's connection class, whose ``getresponse`` (called once the request is sent, before the status
+    line and headers are read) hands its socket to the current bound: a server that trickles its headers is cut
+    at the deadline too, on a new connection or a kept one."""
+    if connection_class not in _watched_classes:
+
+        def getresponse(self: Any, *args: Any, **kwargs: Any) -> Any:
+            bound = current()
+            sock = getattr(self, "sock", None)
+            if bound is not None and isinstance(sock, socket.socket):
+                bound.watch(sock)
+            return connection_class.getresponse(self, *args, **kwargs)  # type: ignore[attr-defined]
+
+        watched = type(f"Watched{connection_class.__name__}", (connection_class,), {"getresponse": getresponse})
+        _watched_classes[connection_class] = watched
+    return _watched_classes[connection_class]
+
+
+def _watch_connections(adapter: Any) -> None:
+    """Make every connection pool of a requests/niquests adapter use watched connections."""
+    manager = getattr(adapter, "poolmanager", None)
+    pools = getattr(manager, "pool_classes_by_scheme", None)
+    if not isinstance(pools, dict):
+        return
+    # A new dict: the library's is shared by every pool manager.
+    manager.pool_classes_by_scheme = {  # type: ignore[union-attr]
+        scheme: type(f"Watched{pool.__name__}", (pool,), {"ConnectionCls": _watched(pool.ConnectionCls)})
+        for scheme, pool in pools.items()
+    }
+
+
 def bound_session[S](session: S, what: str, *, max_bytes: int, seconds: float = 30.0) -> S:
     """The session, every answer's body read through a bound: the one entered with ``with bound:`` around the call,
     else one per request of ``max_bytes`` and the request's ``timeout`` taken as the whole exchange's deadline
@@ -345,5 +390,6 @@ def bound_session[S](session: S, what: str, *, max_bytes: int, seconds: float = 
     adapters = session.adapters  # type: ignore[attr-defined]
     for prefix, adapter in list(adapters.items()):
         if not isinstance(adapter, _BoundedTransport):
+            _watch_connections(adapter)
             adapters[prefix] = _BoundedTransport(adapter, what, max_bytes, seconds)
     return session

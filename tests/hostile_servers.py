@@ -1,6 +1,7 @@
 """Servers on 127.0.0.1 that never finish answering: an HTTP server whose every answer is endless chunks (fast, or a
-byte at a time), an IMAP server whose reply never ends, an SMTP server whose greeting never ends. Each counts what
-it wrote and notes when the client hung up (its next write failed), and stops by itself after ``seconds``.
+byte at a time) or endless headers, an IMAP server whose reply never ends, an SMTP server whose greeting never ends.
+Each counts what it wrote and notes when the client hung up (its next write failed), and stops by itself after
+``seconds``.
 
 ``peak_growth`` samples the test process's resident memory while a call runs."""
 
@@ -100,13 +101,26 @@ def _serving(take: Callable[[socket.socket, Callable[[bytes], bool]], None], sec
 
 
 def endless_http(
-    *, status: str = "200 OK", content_type: str = "application/json", drip: bool = False, seconds: float = 60
+    *,
+    status: str = "200 OK",
+    content_type: str = "application/json",
+    drip: bool = False,
+    drip_headers: bool = False,
+    seconds: float = 60,
 ) -> contextlib.AbstractContextManager[Hostile]:
     """Every request is answered with ``status`` and a chunked body that never ends: 64 KB chunks as fast as the
-    client reads them, or (``drip``) one byte every 50 ms."""
+    client reads them, or (``drip``) one byte every 50 ms; or (``drip_headers``) a header line that never ends,
+    one byte every 50 ms."""
 
     def take(conn: socket.socket, write: Callable[[bytes], bool]) -> None:
         _read_request(conn)
+        if drip_headers:
+            if not write(f"HTTP/1.1 {status}\r\nX-Slow: ".encode()):
+                return
+            while True:
+                time.sleep(0.05)
+                if not write(b"x"):
+                    return
         head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n"
         if not write(head.encode()):
             return

@@ -201,3 +201,28 @@ def test_a_telegram_api_streaming_without_end_is_refused(providers, settings):
     assert isinstance(measured.error, SendError) and not measured.error.retryable
     assert "larger than 1 MB" in str(measured.error)
     assert measured.growth < GROWTH
+
+
+def test_a_calendar_server_that_trickles_its_headers_is_cut_at_the_deadline(settings):
+    """The headers too: before any body, a header line that never ends, a byte every 50 ms (each read well within
+    a socket timeout). The connection is shut at the deadline; no thread goes on reading it."""
+    from connections.calendars import CalendarServer, check
+    from connections.network import ServiceError
+
+    with endless_http(status="207 Multi-Status", drip_headers=True) as server:
+        measured = peak_growth(lambda: check(CalendarServer(url=server.url, username="a", password="b"), 2))
+        _hung_up_soon(server, measured, within=1)
+    assert isinstance(measured.error, ServiceError) and "did not answer in time" in str(measured.error)
+    assert measured.seconds < 2 + 1
+
+
+def test_a_twilio_api_that_trickles_its_headers_is_cut_at_the_deadline(providers, settings):
+    from channels.adapters import adapter_for
+    from channels.adapters.base import SendError
+
+    with endless_http(status="201 Created", drip_headers=True) as server:
+        settings.TWILIO_API_BASE_URL = server.url.rstrip("/")
+        measured = peak_growth(lambda: adapter_for("sms").send_text("+14155550134", "hi", reference="out_1"))
+        _hung_up_soon(server, measured, within=1)
+    assert isinstance(measured.error, SendError) and measured.error.unknown
+    assert measured.seconds < settings.CHANNEL_TIMEOUT_SECONDS + 1
