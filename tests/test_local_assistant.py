@@ -333,3 +333,20 @@ def test_a_json_payload_is_answered_as_a_payload(person, django_capture_on_commi
     reply = _answer_to(person, '{"event": "deploy", "status": "ok"}', django_capture_on_commit_callbacks)
     assert reply.startswith("That is a JSON payload (an object with 2 members (event, status))")
     assert not Action.objects.exists()
+
+
+def test_a_webhook_whose_condition_is_a_sentence_is_listed_once_with_when(send, person, v2):
+    triggers.create_trigger(person, "When the nightly backup fails", "Text me")
+
+    send(v2[1], {"message": "what webhooks do I have?"})
+
+    assert reply_text() == "You have 1 webhook:\n- When the nightly backup fails: Text me (fired 0 times)"
+
+
+def test_a_sentence_that_mentions_webhooks_lists_nothing(send, person, v2):
+    triggers.create_trigger(person, "a build fails", "Tell me which test failed")
+
+    for text in ("Hello from the legacy webhook", "The webhook for orders is broken"):
+        send(v2[1], {"message": text})
+        assert "You have 1 webhook" not in reply_text()
+    assert actions() == []

@@ -1,6 +1,7 @@
 """The built-in assistant's words: what a tool's result says, put briefly for a person, and what it can do."""
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -55,9 +56,18 @@ def webhooks(result: str) -> str:
     lines = []
     for item in found[:LISTED]:
         fired = item.get("fireCount") or 0
-        lines.append(f"- when {item.get('condition', '')}: {item.get('action', '')} (fired {_times(fired)})")
+        lines.append(f"- {_when(str(item.get('condition', '')))}: {item.get('action', '')} (fired {_times(fired)})")
     noun = "webhook" if len(found) == 1 else "webhooks"
     return "\n".join([f"You have {len(found)} {noun}:", *lines])
+
+
+def _when(condition: str) -> str:
+    """ "when a build fails"; a condition written as a sentence ("When the nightly backup fails") is kept as it is,
+    never "when When …"."""
+    condition = " ".join(condition.split())
+    if re.match(r"^(?:when|whenever|if|on|after|before|every|each)\b", condition, re.I):
+        return condition[:1].upper() + condition[1:]
+    return f"when {condition}"
 
 
 def _times(count: Any) -> str:
