@@ -19,6 +19,7 @@ from functools import partial
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.db import transaction
 from django.tasks import task
 from django.urls import reverse
@@ -31,6 +32,7 @@ from channels.adapters.base import Channel, Press, SendError, approval_buttons
 from channels.models import LinkedAddress, OutboundMessage
 from channels.notify import deliver_notice
 from ingestion import approvals
+from ops.limits import count_in_window
 
 logger = logging.getLogger(__name__)
 
@@ -69,8 +71,12 @@ class Answered:
 def answer(channel: str, address: str, user: User, press: Press) -> Answered:
     """Decide the person's request the press or reply names (call inside a transaction; what the person is told goes
     out after its commit)."""
-    request = _request_of(channel, user, press)
-    if request is None:
+    guessing = _guessing(channel, address)
+    request = None if guessing else _request_of(channel, user, press)
+    if guessing:
+        answered = Answered("refused", f"Too many wrong codes from here: answer in the console for now. {_see()}")
+    elif request is None:
+        count_in_window(_wrong_codes_key(channel, address), WRONG_CODES_WINDOW_SECONDS)
         answered = Answered("unknown code", f"No request of yours is waiting for the code {press.code}. {_see()}")
     else:
         given = approvals.answer(
@@ -83,6 +89,21 @@ def answer(channel: str, address: str, user: User, press: Press) -> Answered:
         transaction.on_commit(partial(deliver_notice.enqueue, channel, address, answered.said), robust=True)
     logger.info("approval answered on %s: %s", channel, answered.outcome)
     return answered
+
+
+# A code is four digits: a sender that could forge the owner's number (SMS senders can be spoofed on some networks)
+# gets a handful of tries, not the thousands a guess needs. Past the limit even the right code is refused from that
+# address until the window ends; the console still answers.
+WRONG_CODES_ALLOWED = 5
+WRONG_CODES_WINDOW_SECONDS = 3600
+
+
+def _wrong_codes_key(channel: str, address: str) -> str:
+    return f"approval-wrong-codes:{channel}:{address}"
+
+
+def _guessing(channel: str, address: str) -> bool:
+    return int(cache.get(_wrong_codes_key(channel, address)) or 0) >= WRONG_CODES_ALLOWED
 
 
 _OUTCOMES = {

@@ -318,6 +318,22 @@ def test_a_wrong_code_gets_a_one_line_hint_and_runs_nothing(providers, send, del
     assert "http://testserver/conversation/" in hint
 
 
+def test_after_five_wrong_codes_even_the_right_one_is_refused_from_that_number(providers, send, deliver):
+    from channels.approvals import WRONG_CODES_ALLOWED
+
+    person = linked("sms", NUMBER)
+    action = ask(send, person)
+    wrong = [f"{n}" for n in range(1000, 1100) if f"{n}" != action.approval_code][:WRONG_CODES_ALLOWED]
+    for code in wrong:  # a sender guessing codes
+        deliver(providers.twilio.inbound(NUMBER, f"YES {code}"))
+
+    deliver(providers.twilio.inbound(NUMBER, f"YES {action.approval_code}"))
+
+    assert Action.objects.get(pk=action.pk).state == ActionState.AWAITING_APPROVAL
+    assert reminders_of(person) == 0
+    assert providers.twilio.sent[-1].text.startswith("Too many wrong codes from here")
+
+
 def test_a_stale_code_is_too_late_and_runs_nothing(providers, send, deliver, settings):
     person = linked("sms", NUMBER)
     action = ask(send, person)
