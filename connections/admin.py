@@ -5,7 +5,7 @@ from django.db.models import QuerySet
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
 
-from connections.models import CalendarAccount, Connection, MailAccount, Tool
+from connections.models import CalendarAccount, Connection, MailAccount, OAuthGrant, Tool
 
 
 class ToolInline(admin.TabularInline):
@@ -115,3 +115,41 @@ class MailAccountAdmin(_AccountAdmin):
     list_display = ["owner", "address", "imap_host", "smtp_host", "created_at"]
     search_fields = [*_AccountAdmin.search_fields, "address"]
     fields = readonly_fields = _MAILBOX_FIELDS
+
+
+_GRANT_FIELDS = (
+    "owner",
+    "kind",
+    "status",
+    "status_detail",
+    "issuer",
+    "token_endpoint",
+    "revocation_endpoint",
+    "client_id",
+    "token_auth_method",
+    "resource",
+    "scope",
+    "expires_at",
+    "refreshed_at",
+    "created_at",
+)
+
+
+@admin.register(OAuthGrant)
+class OAuthGrantAdmin(admin.ModelAdmin):
+    """OAuth sign-ins (connections/oauth/): where and for whom, whether they must sign in again. The tokens and the
+    client secret are never shown, not even encrypted, and cannot be searched or filtered on."""
+
+    list_display = ["owner", "kind", "status", "issuer", "expires_at", "refreshed_at"]
+    list_filter = ["kind", "status"]
+    list_select_related = ["owner"]
+    search_fields = ["owner__email", "issuer"]
+    fields = readonly_fields = _GRANT_FIELDS
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        if any(part.endswith("_encrypted") for part in lookup.split(LOOKUP_SEP)):
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a grant comes from a sign-in in the console

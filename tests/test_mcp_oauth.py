@@ -269,3 +269,41 @@ def test_a_refused_refresh_is_said_in_the_thread_not_a_failed_delivery(console, 
     delivery = Delivery.objects.order_by("-pk").first()
     assert delivery.status == DeliveryStatus.DELIVERED
     assert OAuthGrant.objects.get().status == GrantStatus.SIGN_IN_AGAIN
+
+
+def test_oauth_tools_follow_the_approval_rules_of_every_mcp_tool(console, server, user):
+    """A key's message: on a server the person trusts, its read-only tool runs with the bearer token; the one that
+    acts waits for the person, as any MCP server's would."""
+    from assistant.models import Action, ActionState
+    from assistant.tools.toolbox import toolbox_for
+    from tests.factories import delivery_under_way, make_key
+    from tests.test_tool_ledger import call
+
+    connection = sign_in(console, server)
+    Connection.objects.filter(pk=connection.pk).update(trusted=True)  # its readOnlyHint is believed
+    key, _ = make_key(user, "ci", tools_need_approval=True)
+    delivery = delivery_under_way(user, key=key)
+    box = toolbox_for(user, Delivery.objects.select_related("message__api_key").get(pk=delivery.pk), 1)
+
+    assert call(box, "notes__whoami", {}) == "signed in"
+    told = call(box, "notes__create_note", {"text": "buy milk"}, "call_2")
+
+    assert "must approve it first" in told
+    assert [name for name, _ in server.calls] == ["whoami"]  # create_note did not run
+    states = dict(Action.objects.values_list("tool", "state"))
+    assert states == {"whoami": ActionState.DONE, "create_note": ActionState.AWAITING_APPROVAL}
+
+
+def test_staff_see_the_sign_in_never_its_tokens(console, server, admin_client):
+    grant = sign_in(console, server).oauth_grant
+    secrets_of_it = [crypto.decrypt(grant.access_token_encrypted), crypto.decrypt(grant.refresh_token_encrypted)]
+
+    page = admin_client.get(f"/admin/connections/oauthgrant/{grant.pk}/change/")
+
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert grant.client_id in text
+    assert not any(secret in text for secret in secrets_of_it)
+    assert grant.access_token_encrypted not in text
+    probe = admin_client.get("/admin/connections/oauthgrant/", {"access_token_encrypted__startswith": "g"})
+    assert probe.status_code in (302, 400)  # no filtering on the encrypted tokens
