@@ -212,7 +212,7 @@ def _both_times(draft: _Draft) -> _Draft:
 def _connected(text: str) -> tuple[str, str]:
     found = _CONNECTOR.match(text)
     if found is None:
-        return "about", text  # "set a reminder: team standup at 9:15"
+        return "of", text  # "set a reminder: team standup at 9:15", "reminder: take the meds at 9pm": quoted
     return ("about" if found[1].lower() == "for" else found[1].lower()), found[2]
 
 
@@ -514,6 +514,8 @@ def _scheduled(draft: _Draft, now: datetime, tools: Collection[str]) -> Intent:
 def _action(draft: _Draft, what: str) -> str:
     if draft.kind == "event":
         return f"put “{what[:1].upper()}{what[1:]}” in your calendar"
+    if draft.connector == "of":  # the person's own words, which may be a noun or a verb: said back as a quote
+        return f"remind you of “{yours(what)}”"
     return f"remind you {draft.connector} {yours(what)}"
 
 
