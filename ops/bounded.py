@@ -329,7 +329,8 @@ def _read_body(response: Any, bound: Bound) -> None:
     """Read the body of a streamed requests/niquests response through the bound, into ``response._content``."""
     connection = getattr(getattr(response, "raw", None), "_connection", None)
     sock = getattr(connection, "sock", None)
-    if isinstance(sock, socket.socket):
+    watched = isinstance(connection, tuple(_watched_classes.values()))  # already, since the request was sent
+    if isinstance(sock, socket.socket) and not watched:
         bound.watch(sock)
     parts: list[bytes] = []
     try:

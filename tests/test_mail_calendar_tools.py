@@ -386,7 +386,8 @@ def test_a_wrong_password_or_a_server_that_is_down_or_hangs_is_told_to_the_model
 
 
 def test_a_server_that_answers_a_byte_at_a_time_is_cut_off_at_the_deadline(person, mailbox):
-    """Each byte comes well within a socket timeout; the watchdog ends the exchange at the call's deadline."""
+    """Each byte comes well within a socket timeout; the bound (ops/bounded.py) ends the exchange at the call's
+    deadline."""
     with trickling_server() as port:
         mailbox.imap_port = port
         mailbox.save()
