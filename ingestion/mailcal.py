@@ -20,6 +20,7 @@ from accounts import audit
 from connections import mailcal
 from connections.checks import ChecksBusy
 from connections.models import CalendarAccount, MailAccount
+from connections.oauth import mail as oauth_mail
 from ingestion import openapi
 from ingestion.exceptions import ApiError, InvalidBody, NotFound
 from ingestion.mcp import _busy, _McpView
@@ -133,7 +134,10 @@ class _AccountView[Account: (CalendarAccount, MailAccount)](_McpView):
         account = self.account(request)
         if account is None:
             raise NotFound(f"No {self.kind} is connected.")
-        mailcal.remove(account, by=_by(request))
+        if account.oauth_grant_id is not None:  # signed in with Google or Microsoft: its sign-in goes (and is revoked)
+            oauth_mail.remove_account(account, by=_by(request))  # when nothing else uses it
+        else:
+            mailcal.remove(account, by=_by(request))
         return Response({"success": True, "message": f"The {self.kind} was removed."})
 
 

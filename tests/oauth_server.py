@@ -400,12 +400,12 @@ class _Introspection(IntrospectionEndpoint):  # type: ignore[misc]
         return client.resource_server
 
 
+# Links, not a form: a browser applies the page's form-action policy to the redirect that follows a form's submission,
+# and the browser tests hold every page to a strict one (tests/browser/conftest.py).
 _CONSENT = """<!doctype html><html><head><title>Sign in to Test Accounts</title></head><body>
 <h1>Test Accounts</h1><p>Signed in as <b id="who">{who}</b>.</p>
 <p><b>{client}</b> asks for: <span id="scopes">{scopes}</span></p>
-<form method="post" action="/authorize">{hidden}
-<button type="submit" name="decision" value="allow">Allow</button>
-<button type="submit" name="decision" value="deny">Deny</button></form></body></html>"""
+<p><a id="allow" href="{allow}">Allow</a> <a id="deny" href="{deny}">Deny</a></p></body></html>"""
 
 
 def _application(server: OAuthServer) -> Any:
@@ -420,23 +420,22 @@ def _application(server: OAuthServer) -> Any:
             headers["Content-Type"] = environ["CONTENT_TYPE"]
         uri = server.url + path + ("?" + environ["QUERY_STRING"] if environ.get("QUERY_STRING") else "")
         request = _Request(method, uri, headers, query, form)
-        if path == "/authorize" and method == "GET":
+        if path == "/authorize" and method == "GET" and "decision" not in query:
             server.authorize_requests.append(query)
             try:
                 grant = server.get_consent_grant(request, end_user=server.signed_in)
             except Exception as error:  # an invalid request: shown, never redirected
                 return _answer(start_response, 400, f"invalid authorization request: {error}".encode(), "text/plain")
-            hidden = "".join(f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in query.items())
             page = _CONSENT.format(
                 who=escape(server.signed_in),
                 client=escape(grant.client.client_id),
                 scopes=escape(query.get("scope", "")),
-                hidden=hidden,
+                allow=escape("/authorize?" + urlencode({**query, "decision": "allow"})),
+                deny=escape("/authorize?" + urlencode({**query, "decision": "deny"})),
             )
             return _answer(start_response, 200, page.encode(), "text/html; charset=utf-8")
-        if path == "/authorize" and method == "POST":
-            request = _Request(method, uri, headers, {}, form)
-            user = server.signed_in if form.get("decision") == "allow" else None
+        if path == "/authorize" and method == "GET":
+            user = server.signed_in if query.get("decision") == "allow" else None
             grant = server.get_consent_grant(request, end_user=user)
             status, body, out = server.create_authorization_response(request, grant_user=user, grant=grant)
             return _respond(start_response, status, body, out)

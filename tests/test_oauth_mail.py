@@ -94,19 +94,20 @@ def person(user, client):
 def start(client, kind: str, capabilities: list[str]) -> str:
     """Click "Connect": the authorization URL our server sends the browser to."""
     response = client.post(reverse("connections:oauth-mail-start", args=[kind]), {"capability": capabilities})
-    assert response.status_code == 302, response.content[:500]
-    return str(response["Location"])
+    assert response.status_code == 200, response.content[:500]
+    found = re.search(r'<a class="btn btn--primary" href="([^"]+)"', response.content.decode())
+    assert found is not None, response.content.decode()
+    return html.unescape(found.group(1))
 
 
 def consent(authorization_url: str, decision: str = "allow") -> str:
     """The provider's consent page, answered: the callback URL it sends the browser back to."""
     page = requests.get(authorization_url, timeout=10)
     assert page.status_code == 200, page.text
-    hidden = {k: html.unescape(v) for k, v in re.findall(r'name="([^"]+)" value="([^"]*)"', page.text)}
-    hidden.pop("decision", None)
-    answer = requests.post(
-        authorization_url.split("?")[0], data={**hidden, "decision": decision}, allow_redirects=False, timeout=10
-    )
+    link = re.search(rf'<a id="{decision}" href="([^"]+)"', page.text)
+    assert link is not None, page.text
+    base = authorization_url.split("/authorize")[0]
+    answer = requests.get(base + html.unescape(link.group(1)), allow_redirects=False, timeout=10)
     assert answer.status_code == 302, answer.text
     return str(answer.headers["Location"])
 
@@ -471,3 +472,15 @@ def test_a_code_for_another_client_is_refused_and_nothing_stored(client, person,
     response = back(client, callback)
     assert "Signing in with Google failed" in page_text(response) and "invalid_grant" in page_text(response)
     assert not OAuthGrant.objects.exists()
+
+
+def test_removing_through_the_api_revokes_when_the_last_account_goes(client, person, google, oauth, v2):
+    sign_in(client)
+    grant = OAuthGrant.objects.get(owner=person)
+    access = crypto.decrypt(grant.access_token_encrypted)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {v2[1]}"}
+
+    assert client.delete("/api/v1/connections/mailbox", **auth).status_code == 200
+    assert oauth.active(access) is not None  # the calendar still uses the sign-in
+    assert client.delete("/api/v1/connections/calendar", **auth).status_code == 200
+    assert oauth.active(access) is None and not OAuthGrant.objects.exists()

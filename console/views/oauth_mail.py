@@ -3,6 +3,7 @@
 connected); "Disconnect" removes the mailbox, the calendar and the tokens, revoking them where the provider can."""
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -60,7 +61,10 @@ def start(request: HttpRequest, kind: str) -> HttpResponse:
     except oauth_mail.SignInRefused as refused:
         messages.error(request, str(refused))
         return redirect("connections:list")
-    return redirect(url)
+    # A page that moves on by itself, not a redirect: the console's Content Security Policy lets forms submit only
+    # to us (form-action 'self'), and browsers apply that to the redirects that follow a submission too.
+    context = {"authorization_url": url, "host": urlsplit(url).netloc}
+    return render(request, "connections/sign_in_redirect.html", context)
 
 
 @login_required
