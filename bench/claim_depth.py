@@ -34,7 +34,8 @@ INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, 
 SELECT '', false, 'u' || g, '', '', '', false, true, now() FROM generate_series(1, %(people)s) AS g;
 INSERT INTO conversations_conversation (user_id, created_at) SELECT id, now() FROM auth_user;
 INSERT INTO conversations_message (public_id, conversation_id, role, source, text, created_at)
-SELECT 'msg_' || substr(md5(g::text), 1, 24), c.id, 'user', 'api', 'hello ' || g, now()
+SELECT 'msg_' || substr(md5(g::text), 1, 24), c.id, 'user', 'api', 'hello ' || g,
+       now() - interval '1 millisecond' * (%(rows)s - g)
 FROM generate_series(1, %(rows)s) AS g
 JOIN conversations_conversation AS c ON c.user_id = (SELECT min(id) FROM auth_user) + (g - 1) %% %(people)s;
 INSERT INTO conversations_delivery (message_id, conversation_id, endpoint, status, attempts, takeovers, last_error,
@@ -83,6 +84,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="claims measured per shape (default 5)")
     parser.add_argument("--statement-seconds", type=float, default=30, help="a claim's limit (default 30)")
     parser.add_argument("--json", metavar="PATH", help="append each shape's result as a JSON line")
+    parser.add_argument("--shapes", default="0,1,2,3", help="which of the four shapes, by number (default all)")
     args = parser.parse_args()
     commit = subprocess.run(
         ["git", "-C", str(args.checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
@@ -91,7 +93,7 @@ def main() -> None:
         env = harness.service_environment(database_url, {})
         run = ["manage.py", "migrate", "--no-input", "-v", "0"]
         subprocess.run([sys.executable, *run], cwd=args.checkout, env=env, check=True, timeout=600)
-        for shape, rows in SHAPES:
+        for shape, rows in [SHAPES[int(n)] for n in args.shapes.split(",")]:
             people = 1 if shape == "one thread" else rows
             with psycopg.connect(database_url, autocommit=True) as db:
                 db.execute(SEED % {"people": people, "rows": rows})  # type: ignore[arg-type]  # our own constant

@@ -151,6 +151,11 @@ class OutboundMessage(models.Model):
                 fields=["person", "id"], name="outbox_pending_by_person", condition=models.Q(status__in=OUTBOX_PENDING)
             ),
             models.Index(
+                fields=["person"],
+                name="outbox_processing_by_person",
+                condition=models.Q(status=OutboundStatus.PROCESSING),
+            ),
+            models.Index(
                 fields=["provider_message_id"],
                 name="outbox_by_provider_id",
                 condition=~models.Q(provider_message_id=""),

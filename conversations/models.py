@@ -194,6 +194,12 @@ class Delivery(models.Model):
             models.Index(
                 fields=["conversation", "id"], name="delivery_pending_by_thread", condition=models.Q(status__in=PENDING)
             ),
+            # The per-thread rule's other half: is a later delivery of the thread in flight (delivery/leases.py)?
+            models.Index(
+                fields=["conversation"],
+                name="delivery_processing_by_thread",
+                condition=models.Q(status=DeliveryStatus.PROCESSING),
+            ),
         ]
 
     def __str__(self) -> str:

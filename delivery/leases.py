@@ -39,7 +39,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -90,6 +90,116 @@ def claimable_sql(alias: str) -> str:
         f" OR ({alias}.status = 'processing' AND {alias}.lease_expires_at < %(now)s"
         f" AND {alias}.takeovers < %(max_takeovers)s))"
     )
+
+
+# Thread ids are positive: a claim looks at threads from FIRST_THREAD up to (not including) LAST_THREAD.
+FIRST_THREAD, LAST_THREAD = 0, 2**62
+
+
+# A thread's pending rows ('queued' or 'processing'); the queue's (thread, id) index is partial on this condition.
+_PENDING = "status IN ('queued', 'processing')"
+
+# PostgreSQL: a loose index scan whose every step is one probe of the (thread, id) index, bringing the next thread
+# with pending rows and its head together (ordered as that index is, the planner can only walk that index).
+_HEADS_POSTGRESQL = """
+    WITH RECURSIVE heads(thread, id) AS (
+        (SELECT t.{thread}, t.id FROM {table} AS t
+         WHERE t.{pending} AND t.{thread} >= %(from_thread)s AND t.{thread} < %(until_thread)s
+         ORDER BY t.{thread}, t.id LIMIT 1)
+        UNION ALL
+        SELECT n.thread, n.id FROM heads CROSS JOIN LATERAL (
+            SELECT t.{thread} AS thread, t.id FROM {table} AS t
+            WHERE t.{pending} AND t.{thread} > heads.thread AND t.{thread} < %(until_thread)s
+            ORDER BY t.{thread}, t.id LIMIT 1
+        ) AS n
+    )
+    SELECT c.id FROM heads JOIN {table} AS c ON c.id = heads.id
+    WHERE {ready} AND {no_later_in_flight}
+    LIMIT %(limit)s
+    {lock}
+"""
+# SQLite (no LATERAL, and a recursive reference may not sit in a subquery): the next thread by min(), its head by
+# min() again.
+_HEADS_SQLITE = """
+    WITH RECURSIVE threads(thread) AS (
+        SELECT (SELECT min(t.{thread}) FROM {table} AS t
+                WHERE t.{pending} AND t.{thread} >= %(from_thread)s AND t.{thread} < %(until_thread)s)
+        UNION ALL
+        SELECT (SELECT min(t.{thread}) FROM {table} AS t
+                WHERE t.{pending} AND t.{thread} > threads.thread AND t.{thread} < %(until_thread)s)
+        FROM threads WHERE threads.thread IS NOT NULL
+    )
+    SELECT c.id FROM threads
+    JOIN {table} AS c ON c.id = (SELECT min(h.id) FROM {table} AS h WHERE h.{pending} AND h.{thread} = threads.thread)
+    WHERE {ready} AND {no_later_in_flight}
+    LIMIT %(limit)s
+"""
+# A staff retry may queue an earlier row again while a later one of its thread is in flight: that head waits.
+_NO_LATER_IN_FLIGHT = """
+    NOT EXISTS (
+        SELECT 1 FROM {table} AS e
+        WHERE e.{thread} = c.{thread} AND e.status = 'processing' AND e.id > c.id AND e.lease_expires_at >= %(now)s)
+"""
+_IS_HEAD = """
+    NOT EXISTS (
+        SELECT 1 FROM {table} AS e
+        WHERE e.{thread} = {alias}.{thread} AND e.{pending} AND e.id <> {alias}.id
+          AND (e.id < {alias}.id OR (e.status = 'processing' AND e.lease_expires_at >= %(now)s)))
+"""
+
+
+def heads_sql(table: str, thread: str, *, lock: str, postgresql: bool) -> str:
+    """The per-thread order, written once for every queue: the SELECT of up to ``%(limit)s`` claimable rows, each the
+    head of its thread (its first pending row), ready (``claimable_sql``), with no later row of its thread attempted
+    under a live lease (a staff retry may queue an earlier row again while a later one is in flight).
+
+    Only heads are ever candidates, so a claim's cost does not grow with how deep a thread is: a loose index scan
+    over the pending rows' (thread, id) index walks the threads (an index probe each: the next thread with pending
+    rows, then its first row) from ``%(from_thread)s`` up to ``%(until_thread)s``, and stops once ``%(limit)s`` rows
+    are found. Its cost is the number of threads it passes: those it claims, and those whose head is in flight or
+    waiting for its retry. ``lock``: ``FOR UPDATE OF c SKIP LOCKED`` on PostgreSQL (SQLite has one writer)."""
+    names = {"table": table, "thread": thread, "pending": _PENDING}
+    rule = {"ready": claimable_sql("c"), "no_later_in_flight": _NO_LATER_IN_FLIGHT.format(**names)}
+    if postgresql:
+        return _HEADS_POSTGRESQL.format(lock=lock, **rule, **names)
+    return _HEADS_SQLITE.format(**rule, **names)
+
+
+def is_head_sql(table: str, thread: str, alias: str) -> str:
+    """The same rule for one given row (``alias``): first among its thread's pending rows, and no later row of its
+    thread attempted under a live lease."""
+    return _IS_HEAD.format(table=table, thread=thread, alias=alias, pending=_PENDING)
+
+
+class Windows:
+    """Where a process's next claim starts looking, so that when there is more ready work than room no thread
+    waits behind the others for long: a claim that found less than it wanted has seen every thread, and the next
+    starts from the first again; one that was filled (the queue is busy) makes the next start from a thread drawn at
+    random, then wrap around to the first threads if it finds too few."""
+
+    def __init__(self) -> None:
+        self._rotate = False
+
+    def claim(self, run: Callable[[int, int, int], list[Any]], wanted: int, highest: Callable[[], int]) -> list[Any]:
+        """``run(from_thread, until_thread, limit)`` claims up to ``limit`` rows in that window of threads;
+        ``highest()``: the highest thread with pending rows (asked only when the queue is busy)."""
+        start = FIRST_THREAD
+        if self._rotate:
+            start = random.randint(FIRST_THREAD, max(highest(), FIRST_THREAD))  # noqa: S311 (fairness, not a secret)
+        claimed = run(start, LAST_THREAD, wanted)
+        if len(claimed) < wanted and start > FIRST_THREAD:
+            claimed += run(FIRST_THREAD, start, wanted - len(claimed))
+        self._rotate = len(claimed) >= wanted
+        return claimed
+
+
+def highest_thread(table: str, thread: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT max({thread}) FROM {table} WHERE status IN ('queued', 'processing')"  # noqa: S608 (names)
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row and row[0] is not None else FIRST_THREAD
 
 
 def claim_assignments_sql() -> str:

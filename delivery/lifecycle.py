@@ -105,20 +105,8 @@ def _tables() -> dict[str, str]:
     }
 
 
-# The claimable deliveries, first in acceptance order (their ids), locked for this claim: ready (leases.py), and
-# first in its thread: no earlier delivery of the thread pending, no later one attempted under a live lease.
-_CLAIMABLE = """
-    SELECT c.id FROM {delivery} AS c
-    WHERE {ready}
-      {only_one}
-      AND NOT EXISTS (
-          SELECT 1 FROM {delivery} AS e
-          WHERE e.conversation_id = c.conversation_id AND e.status IN ('queued', 'processing') AND e.id <> c.id
-            AND (e.id < c.id OR e.lease_expires_at >= %(now)s))
-    ORDER BY c.id
-    LIMIT %(limit)s
-    {lock}
-"""
+# One given delivery, if it is claimable (the in-process task's claim).
+_ONE_CLAIMABLE = "SELECT c.id FROM {delivery} AS c WHERE c.id = %(id)s AND {ready} AND {head} {lock}"
 
 _MARK_CLAIMED = """
     UPDATE {delivery}
@@ -154,18 +142,26 @@ _CLAIM_WITH_REQUESTS = """
 
 
 def _claim_sql(*, only_one: bool) -> str:
+    """The claim: the claimable deliveries (delivery/leases.py's per-thread rule: each thread's head, ready), locked,
+    marked claimed, and on PostgreSQL returned with what their attempts need."""
     postgres = connection.vendor == "postgresql"
-    claimable = _CLAIMABLE.format(
-        ready=leases.claimable_sql("c"),
-        only_one="AND c.id = %(id)s" if only_one else "",
-        lock="FOR UPDATE OF c SKIP LOCKED" if postgres else "",
-        **_tables(),
-    )
+    table = _tables()["delivery"]
+    lock = "FOR UPDATE OF c SKIP LOCKED" if postgres else ""
+    if only_one:
+        claimable = _ONE_CLAIMABLE.format(
+            delivery=table,
+            ready=leases.claimable_sql("c"),
+            head=leases.is_head_sql(table, "conversation_id", "c"),
+            lock=lock,
+        )
+    else:
+        claimable = leases.heads_sql(table, "conversation_id", lock=lock, postgresql=postgres)
     mark = _MARK_CLAIMED.format(claimable=claimable, assignments=leases.claim_assignments_sql(), **_tables())
     return _CLAIM_WITH_REQUESTS.format(mark_claimed=mark, **_tables()) if postgres else mark
 
 
 _last_reaped = 0.0
+_windows = leases.Windows()
 
 
 def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | None = None) -> list[tuple[Any, ...]]:
@@ -189,14 +185,21 @@ def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | 
         "now": adapt(now),
         "lease": adapt(now + timedelta(seconds=lease_seconds or policy().lease_seconds)),
         "max_takeovers": settings.DELIVERY_MAX_TAKEOVERS,
-        "limit": limit,
         "backend": settings.ASSISTANT_BACKEND,
         "thread": settings.ASSISTANT_THREAD_MESSAGES,
         "id": delivery_id,
     }
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(_claim_sql(only_one=delivery_id is not None), params)
-        rows = cursor.fetchall()
+    sql = _claim_sql(only_one=delivery_id is not None)
+
+    def run(from_thread: int, until_thread: int, wanted: int) -> list[tuple[Any, ...]]:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, {**params, "limit": wanted, "from_thread": from_thread, "until_thread": until_thread})
+            return cursor.fetchall()
+
+    if delivery_id is not None:
+        rows = run(leases.FIRST_THREAD, leases.LAST_THREAD, limit)
+    else:
+        rows = _windows.claim(run, limit, lambda: leases.highest_thread(_tables()["delivery"], "conversation_id"))
     return sorted(rows, key=lambda row: row[0])
 
 

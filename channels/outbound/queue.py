@@ -55,19 +55,6 @@ class Claim:
     last_inbound_at: datetime | None
 
 
-# The claimable rows, first in order, locked for this claim: ready (delivery/leases.py) and first among their
-# person's pending rows.
-_CLAIMABLE = """
-    SELECT c.id FROM {outbox} AS c
-    WHERE {ready}
-      AND NOT EXISTS (
-          SELECT 1 FROM {outbox} AS e
-          WHERE e.person_id = c.person_id AND e.status IN ('queued', 'processing') AND e.id < c.id)
-    ORDER BY c.id
-    LIMIT %(limit)s
-    {lock}
-"""
-
 # PostgreSQL: the choice made once (MATERIALIZED). Written as ``WHERE id IN (…)``, the planner may run the locking
 # subquery again for each row it compares, which took seconds on a freshly filled, not yet analyzed outbox. The
 # claimed rows come back with what their sends need (_DETAILS) in the same statement: one round trip a claim, and no
@@ -104,6 +91,7 @@ _DETAILS = """
 """
 
 _last_reaped = 0.0
+_windows = leases.Windows()
 _TAKEN_OVER_TOO_OFTEN = "Its worker was lost mid-send {} times (killed or cut off); given up."
 
 
@@ -119,23 +107,25 @@ def claim(limit: int) -> list[Claim]:
             OutboundMessage, policy(), _TAKEN_OVER_TOO_OFTEN.format(settings.CHANNEL_MAX_TAKEOVERS + 1), updated_at=now
         )
     adapt = connection.ops.adapt_datetimefield_value
-    params = {
-        "now": adapt(now),
-        "lease": adapt(policy().lease_until(now)),
-        "max_takeovers": settings.CHANNEL_MAX_TAKEOVERS,
-        "limit": limit,
-    }
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_claim_postgresql(), params)
+    lease = adapt(policy().lease_until(now))
+    params = {"now": adapt(now), "lease": lease, "max_takeovers": settings.CHANNEL_MAX_TAKEOVERS}
+
+    def run(from_thread: int, until_thread: int, wanted: int) -> list[Claim]:
+        window = {**params, "limit": wanted, "from_thread": from_thread, "until_thread": until_thread}
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(_claim_postgresql(), window)
+                return [_claim_of(row) for row in cursor.fetchall()]
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_claim_sqlite(), window)
+            ids = [int(row[0]) for row in cursor.fetchall()]
+            if not ids:
+                return []
+            cursor.execute(_details("c.id IN ({})".format(", ".join(["%s"] * len(ids)))), ids)
             return [_claim_of(row) for row in cursor.fetchall()]
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(_claim_sqlite(), params)
-        ids = [int(row[0]) for row in cursor.fetchall()]
-        if not ids:
-            return []
-        cursor.execute(_details("c.id IN ({})".format(", ".join(["%s"] * len(ids)))), ids)
-        return [_claim_of(row) for row in cursor.fetchall()]
+
+    claimed = _windows.claim(run, limit, lambda: leases.highest_thread(_table(OutboundMessage), "person_id"))
+    return sorted(claimed, key=lambda claim: claim.row_id)
 
 
 @cache
@@ -156,7 +146,9 @@ def _claim_sqlite() -> str:
 
 
 def _claimable(lock: str) -> str:
-    return _CLAIMABLE.format(outbox=_table(OutboundMessage), ready=leases.claimable_sql("c"), lock=lock)
+    """delivery/leases.py's per-thread rule, a person's pending texts being their thread."""
+    postgresql = connection.vendor == "postgresql"
+    return leases.heads_sql(_table(OutboundMessage), "person_id", lock=lock, postgresql=postgresql)
 
 
 def _details(where: str, rows: str = "") -> str:
