@@ -135,8 +135,13 @@ class Gunicorn:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited with {self.process.returncode}; see {self.log.name}")
+            # Any answer says it serves: an unknown API path's 404 costs nothing, where the OpenAPI schema took 14 s
+            # to build on a loaded machine and two polls building it at once broke drf-spectacular's lazy loading
+            # for good in that worker (every later schema a 500).
             try:
-                urllib.request.urlopen(f"{self.url}/api/schema/", timeout=2).close()
+                urllib.request.urlopen(f"{self.url}/api/", timeout=5).close()
+                return
+            except urllib.error.HTTPError:
                 return
             except OSError:
                 time.sleep(0.2)
