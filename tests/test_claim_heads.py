@@ -6,7 +6,7 @@ from a thread drawn at random (``Windows``) so that no thread waits behind all t
 import pytest
 
 from conversations.models import Delivery, DeliveryStatus
-from delivery import leases, lifecycle, queue
+from delivery import leases, lifecycle
 from delivery.lifecycle import Held
 from tests.factories import UserFactory
 from tests.test_claim_rules import accept, claimed
