@@ -1,6 +1,7 @@
 """The periodic housekeeping a worker does by itself, so that nothing needs cron: approvals that nobody answered
 expire (``expireapprovals``), reminders a lost task left unfired fire (``sendreminders``), and what is kept for a
-while is pruned (``prunetriggerdeliveries``, ``pruneidempotencykeys``, ``prunedevicelogins``, ``prunechannels``).
+while is pruned (``prunetriggerdeliveries``, ``pruneidempotencykeys``, ``prunedevicelogins``, ``prunechannels``,
+``pruneoauthsignins``).
 
 Each job is the operator command of that name, run by ``call_command`` (so this module, in the delivery layer,
 imports none of the apps above it, and cron and the worker do exactly the same thing). Operators who prefer cron
@@ -62,6 +63,7 @@ JOBS = (
     Job("pruneidempotencykeys", 60),
     Job("prunedevicelogins", 60),
     Job("prunechannels", 60),
+    Job("pruneoauthsignins", 60),
 )
 
 

@@ -307,3 +307,20 @@ def test_staff_see_the_sign_in_never_its_tokens(console, server, admin_client):
     assert grant.access_token_encrypted not in text
     probe = admin_client.get("/admin/connections/oauthgrant/", {"access_token_encrypted__startswith": "g"})
     assert probe.status_code in (302, 400)  # no filtering on the encrypted tokens
+
+
+def test_unfinished_sign_ins_are_pruned_once_too_old(console, server):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    start(console, server)
+    fresh = start(console, server, "Other")
+    OAuthSignIn.objects.filter(pk=OAuthSignIn.objects.order_by("pk").first().pk).update(
+        created_at=timezone.now() - timedelta(minutes=11)
+    )
+
+    call_command("pruneoauthsignins", stdout=StringIO())
+
+    assert OAuthSignIn.objects.count() == 1
+    assert console.get(authorize(fresh)).status_code == 302  # the recent one still finishes

@@ -316,6 +316,11 @@ def _oldest_live() -> Any:
     return timezone.now() - timedelta(minutes=SIGN_IN_MINUTES)
 
 
+def prune_sign_ins() -> int:
+    """Delete the sign-ins nobody can finish any more (``pruneoauthsignins``, hourly in the worker)."""
+    return OAuthSignIn.objects.filter(created_at__lt=_oldest_live()).delete()[0]
+
+
 def take(owner_id: int, state: object, session_digests: list[str]) -> OAuthSignIn:
     """The sign-in this callback ends, removed so that it counts once: it must be the person's, started in this
     browser session, and recent. SignInRefused otherwise (a foreign, forged, reused or stale state)."""
