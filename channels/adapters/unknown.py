@@ -12,7 +12,7 @@ provider must have finished with the late request before it can say whether it t
 """
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.core.cache import cache
 from django.utils import timezone
@@ -71,3 +71,10 @@ def send_once(adapter: Adapter, address: str, text: str, *, reference: str, as_t
     if since is not None:
         forget(reference)
     return sent
+
+
+def resend_not_before(error: Exception, now: datetime) -> datetime | None:
+    """The outbox's retry decision asks this for a failed send: the earliest moment it may go again (after an unknown
+    outcome, once the provider has finished with the late request), or None for the usual backoff alone."""
+    wait = getattr(error, "retry_after", None) if isinstance(error, SendError) and error.unknown else None
+    return now + timedelta(seconds=wait) if wait else None

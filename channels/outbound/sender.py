@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from channels.adapters import configured
 from channels.adapters.base import Adapter, SendError, Sent
-from channels.adapters.unknown import send_once
+from channels.adapters.unknown import resend_not_before, send_once
 from channels.models import OutboundMessage
 from channels.outbound import queue
 from channels.outbound.decide import Decision, Hold, Send, Wait, decide
@@ -112,9 +112,10 @@ def record(outcome: Outcome) -> str:
             return "skipped"
         logger.warning("outbox %s failed after %s attempt(s): %s", claim.row_id, claim.attempt, reason)
         return "failed"
-    # A send whose outcome is unknown waits until the provider can say whether it took it (SendError.retry_after).
-    wait = max(rules.backoff_seconds(claim.attempt), getattr(result, "retry_after", None) or 0.0)
-    due = timezone.now() + timedelta(seconds=wait)
+    now = timezone.now()
+    due = now + timedelta(seconds=rules.backoff_seconds(claim.attempt))
+    # A send whose outcome is unknown waits until the provider can say whether it took it.
+    due = max(due, resend_not_before(result, now) or due)
     if not queue.record_retry(claim, reason, due):
         return "skipped"
     logger.info("outbox %s: attempt %s failed (%s); retry at %s", claim.row_id, claim.attempt, reason, due.isoformat())
