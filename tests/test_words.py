@@ -115,3 +115,20 @@ def test_an_unknown_locale_is_reported_at_start_up(settings) -> None:
     settings.PERSON_LOCALE = "xx_NOPE"
     [error] = check_person_locale()
     assert error.id == "accounts.E001" and "xx_NOPE" in error.msg
+
+
+@given(
+    st.sampled_from(["HOURLY", "DAILY", "WEEKLY", "MONTHLY", "YEARLY"]),
+    st.integers(min_value=1, max_value=12),
+    st.sets(st.sampled_from(["MO", "TU", "WE", "TH", "FR", "SA", "SU"]), max_size=7),
+    st.one_of(st.none(), st.integers(min_value=1, max_value=20)),
+)
+def test_every_ordinary_rule_is_said_in_words(frequency: str, interval: int, weekdays: set[str], count) -> None:
+    rule = f"FREQ={frequency};INTERVAL={interval}"
+    if weekdays and frequency != "YEARLY":
+        rule += ";BYDAY=" + ",".join(sorted(weekdays))
+    if count is not None:
+        rule += f";COUNT={count}"
+    said = words.repetition(rule, MONDAY_9, now=MONDAY_9)
+    assert said != words.UNSAID and said.startswith("every"), rule
+    assert "FREQ" not in said and "=" not in said and ";" not in said
