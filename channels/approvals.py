@@ -14,7 +14,7 @@ A denial is not acknowledged by text on the phone: the assistant's "You denied i
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 from django.conf import settings
@@ -65,30 +65,36 @@ class Answered:
     outcome: str
     said: str
     request: Action | None = None
-    notices: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def answer(channel: str, address: str, user: User, press: Press) -> Answered:
     """Decide the person's request the press or reply names (call inside a transaction; what the person is told goes
     out after its commit)."""
-    guessing = _guessing(channel, address)
-    request = None if guessing else _request_of(channel, user, press)
-    if guessing:
-        answered = Answered("refused", f"Too many wrong codes from here: answer in the console for now. {_see()}")
-    elif request is None:
-        count_in_window(_wrong_codes_key(channel, address), WRONG_CODES_WINDOW_SECONDS)
-        answered = Answered("unknown code", f"No request of yours is waiting for the code {press.code}. {_see()}")
-    else:
-        given = approvals.answer(
-            user, request, approve=press.approve, by=audit.from_phone(CHANNEL_NAMES.get(channel, channel))
-        )
-        answered = Answered(_OUTCOMES.get(given, given.value), _said(given, request), request)
-    if press.query:  # Telegram: the tap is answered, and the request's message says the outcome
-        transaction.on_commit(partial(_answer_tap, press, answered), robust=True)
-    elif answered.outcome != "denied":  # a denial is told by the assistant's own message, sent to the phone
+    told: list[Answered] = []
+    if press.query:
+        # Telegram: the tap is answered, and the request's message says the outcome. Registered before the answer
+        # is decided, so that after the commit the button's spinner stops before what the answer starts (the
+        # approved call's hand-off to the assistant, which runs at once under the immediate task backend).
+        transaction.on_commit(lambda: _answer_tap(press, told[0]) if told else None, robust=True)
+    answered = _decide(channel, address, user, press)
+    told.append(answered)
+    if not press.query and answered.outcome != "denied":  # a denial is told by the assistant's own message
         transaction.on_commit(partial(deliver_notice.enqueue, channel, address, answered.said), robust=True)
     logger.info("approval answered on %s: %s", channel, answered.outcome)
     return answered
+
+
+def _decide(channel: str, address: str, user: User, press: Press) -> Answered:
+    if _guessing(channel, address):
+        return Answered("refused", f"Too many wrong codes from here: answer in the console for now. {_see()}")
+    request = _request_of(channel, user, press)
+    if request is None:
+        count_in_window(_wrong_codes_key(channel, address), WRONG_CODES_WINDOW_SECONDS)
+        return Answered("unknown code", f"No request of yours is waiting for the code {press.code}. {_see()}")
+    given = approvals.answer(
+        user, request, approve=press.approve, by=audit.from_phone(CHANNEL_NAMES.get(channel, channel))
+    )
+    return Answered(_OUTCOMES.get(given, given.value), _said(given, request), request)
 
 
 # A code is four digits: a sender that could forge the owner's number (SMS senders can be spoofed on some networks)

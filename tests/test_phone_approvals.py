@@ -227,6 +227,20 @@ def test_whatsapp_request_has_reply_buttons_and_a_tap_approves_it_once(providers
     assert reminders_of(person) == 1
 
 
+def test_a_forged_whatsapp_tap_without_metas_signature_runs_nothing(providers, send, client):
+    person = linked("whatsapp", NUMBER)
+    action = ask(send, person)
+    request = the_request(providers.whatsapp.sent, action)
+    tap = providers.whatsapp.button_reply(
+        NUMBER, f"approve:{action.approval_code}", "Approve", to=request.provider_message_id
+    )
+    tap.headers["X-Hub-Signature-256"] = "sha256=" + "0" * 64  # a guess, not the HMAC with Meta's app secret
+
+    assert tap.send(client).status_code == 403
+    assert Action.objects.get(pk=action.pk).state == ActionState.AWAITING_APPROVAL
+    assert reminders_of(person) == 0
+
+
 def test_a_whatsapp_tap_answers_only_the_request_of_the_message_it_was_on(providers, send, deliver):
     person = linked("whatsapp", NUMBER)
     first = ask(send, person)
