@@ -34,6 +34,9 @@ myst_enable_extensions = ["colon_fence", "deflist", "fieldlist", "attrs_inline",
 # External links are never fetched: the build works offline and CI does not run a linkcheck.
 linkcheck_ignore = [r".*"]
 
+# Curly quotes and ellipses, but "--only" stays two hyphens: options and flags are written in running text too.
+smartquotes_action = "qe"
+
 html_theme = "furo"
 html_title = "Message ingestion API"
 html_static_path: list[str] = []

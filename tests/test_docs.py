@@ -133,6 +133,18 @@ def test_the_api_reference_is_generated_from_the_openapi_document_the_service_se
         assert f"\n### {name}\n" in rendered
 
 
+def test_the_commands_reference_is_generated_from_every_command_of_the_project(monkeypatch):
+    from django.core.management import get_commands
+
+    assert "\n<!-- generated: management-commands -->\n" in (DOCS / "reference" / "commands.md").read_text()
+    monkeypatch.setenv("DEBUG", "1")
+    rendered = _generated_pages().management_commands()
+    ours = {name for name, app in get_commands().items() if (ROOT / app / "__init__.py").exists()}
+    assert {"createapikey", "worker", "settelegramwebhook"} <= ours
+    for name in ours:
+        assert f"### {name}\n" in rendered and f"`manage.py {name}`" in rendered
+
+
 def test_the_console_guide_says_how_to_try_password_reset_locally():
     page = (DOCS / "howto" / "use-the-console.md").read_text()
     section = page.split("## Try password reset locally", 1)[1].split("\n## ", 1)[0]

@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
+DOCS_ROOT = Path(__file__).resolve().parent.parent
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
 
 # The error codes' texts (ops/errors.py) link to sections by their anchor alone, which is right inside one page and
@@ -150,7 +152,45 @@ def render_openapi(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# Options every Django command has; the reference lists only a command's own.
+_DJANGO_OPTIONS = {"help", "version", "verbosity", "settings", "pythonpath", "traceback", "no_color", "force_color",
+                   "skip_checks"}  # fmt: skip
+
+
+def _expanded(action: Any, command: str) -> str:
+    """An option's help with argparse's %(default)s-style fields filled in, as `--help` prints it."""
+    try:
+        return str(action.help or "") % {**vars(action), "prog": f"manage.py {command}"}
+    except (KeyError, TypeError, ValueError):
+        return str(action.help or "")
+
+
+def management_commands() -> str:
+    """Every management command of the project's own apps, with its help and its options, from its parser."""
+    served_openapi_document()  # sets Django up the same way
+    from django.conf import settings
+    from django.core.management import get_commands, load_command_class
+
+    ours = {app for app in settings.INSTALLED_APPS if (DOCS_ROOT.parent / app / "__init__.py").exists()}
+    lines: list[str] = []
+    for name, app in sorted(get_commands().items()):
+        if app not in ours:
+            continue
+        command = load_command_class(app, name)
+        parser = command.create_parser("manage.py", name)
+        lines += [f"### {name}", "", f"`manage.py {name}` ({app}): {_cell(command.help)}", ""]
+        options = [action for action in parser._actions if action.dest not in _DJANGO_OPTIONS]
+        if options:
+            lines += ["| option | meaning |", "|---|---|"]
+            for action in options:
+                flags = ", ".join(f"`{flag}`" for flag in action.option_strings) or f"`{action.dest}`"
+                lines.append(f"| {flags} | {_cell(_expanded(action, name))} |")
+            lines.append("")
+    return "\n".join(lines)
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
+    "management-commands": management_commands,
     "error-codes": error_codes,
     "api-endpoints": api_endpoints,
 }
