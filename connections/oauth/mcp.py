@@ -48,6 +48,7 @@ SIGN_IN_MINUTES = 10  # how long a sign-in under way may wait for the person to 
 MAX_CLIENT_ID_LENGTH = 2000
 MAX_CODE_LENGTH = 2000
 CLIENT_NAME = "Poke-compatible assistant"
+_VERSION = {"MCP-Protocol-Version": LATEST_PROTOCOL_VERSION}  # on discovery requests too, as the specification asks
 
 
 class SignInRefused(Exception):
@@ -93,7 +94,7 @@ def _resource_metadata(server_url: str, challenge: httpx2.Response | None) -> Pr
     header_url = extract_resource_metadata_from_www_auth(challenge) if challenge is not None else None
     for url in build_protected_resource_metadata_discovery_urls(header_url, server_url):
         try:
-            answer = exchange("GET", url, "protected-resource metadata", secure=False)
+            answer = exchange("GET", url, "protected-resource metadata", headers=_VERSION, secure=False)
         except OAuthHttpError:
             if url == header_url:
                 raise  # the server named it: its refusal (a private address, a timeout) is the answer
@@ -116,7 +117,7 @@ def _resource_metadata(server_url: str, challenge: httpx2.Response | None) -> Pr
 
 def _authorization_server_metadata(auth_server: str | None, server_url: str) -> OAuthMetadata:
     for url in build_oauth_authorization_server_metadata_discovery_urls(auth_server, server_url):
-        answer = exchange("GET", url, "authorization server metadata", secure=False)
+        answer = exchange("GET", url, "authorization server metadata", headers=_VERSION, secure=False)
         if answer.status == 200:
             try:
                 found = OAuthMetadata.model_validate_json(answer.body)
