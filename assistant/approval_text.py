@@ -35,9 +35,8 @@ def console_link(action: Action) -> str:
 
 
 def request_text(action: Action, zone: ZoneInfo) -> str:
-    """The asking message: what, who, until when, the console link, and (with a code) the reply line last."""
-    who = action.requested_by or "An automation"
-    lines = [f"{who} asks me to:", what_happens(action, zone)]
+    """The asking message: what, who asked, until when, the console link, and (with a code) the reply line last."""
+    lines = [f"Approve this? {what_happens(action, zone)}", f"Asked by {_asker(action.requested_by)}."]
     if action.approval_expires_at is not None:
         lines.append(f"Nothing happens unless you approve it by {moment(action.approval_expires_at, zone)}.")
     else:
@@ -46,6 +45,13 @@ def request_text(action: Action, zone: ZoneInfo) -> str:
     if action.approval_code:
         lines.append(reply_line(action.approval_code))
     return "\n".join(lines)
+
+
+def _asker(requested_by: str) -> str:
+    """Who asked, to follow "Asked by": "API key “ci” (psk_…ab12)", "the webhook trigger “…”", "your request, after
+    reading what the tool mail_read returned"."""
+    who = requested_by.strip().removesuffix(".") or "an automation"
+    return who[:1].lower() + who[1:] if who.startswith(("Your ", "The ", "An ", "A ")) else who
 
 
 def what_happens(action: Action, zone: ZoneInfo) -> str:

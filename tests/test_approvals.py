@@ -56,8 +56,8 @@ def test_a_side_effecting_tool_for_a_keys_message_waits_and_the_person_is_asked(
     assert not Reminder.objects.exists()  # not run
     question = action.approval_message
     assert question.role == Role.ASSISTANT and question.context == {approvals.APPROVAL_CONTEXT: action.pk}
-    assert question.text.startswith("API key “ci”")
-    assert "Remind you “renew the domain” on Mon, 5 Jan 2099, 15:00 UTC." in question.text  # words, not JSON
+    assert question.text.startswith("Approve this? Remind you “renew the domain” on Mon, 5 Jan 2099, 15:00 UTC.")
+    assert "\nAsked by API key “ci” (psk_" in question.text  # words, not JSON
     assert "{" not in question.text and "schedule_reminder" not in question.text
     assert f"/conversation/approvals/{action.pk}/" in question.text
     assert question.text.endswith(f"Reply YES {action.approval_code} to approve or NO {action.approval_code} to deny.")

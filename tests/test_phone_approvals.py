@@ -70,7 +70,7 @@ def ask(send, person) -> Action:
 
 
 def the_request(sent: list[Outgoing], action: Action) -> Outgoing:
-    [request] = [m for m in sent if "renew the domain" in m.text.lower() and "asks me to" in m.text]
+    [request] = [m for m in sent if "renew the domain" in m.text.lower() and "Approve this?" in m.text]
     return request
 
 
@@ -91,8 +91,8 @@ def test_telegram_request_has_buttons_and_a_tap_approves_it_once(providers, send
         {"text": "✖️ Deny", "callback_data": f"deny:{action.approval_code}"},
     ]
     assert "Reply YES" not in request.text  # the buttons say it
-    assert request.text.startswith("API key “nightly backup”")
-    assert "Remind you “Renew the domain”" in request.text and "{" not in request.text
+    assert request.text.startswith("Approve this? Remind you “Renew the domain” on ")
+    assert "\nAsked by API key “nightly backup” (psk_" in request.text and "{" not in request.text
     assert f"http://testserver/conversation/approvals/{action.pk}/" in request.text
 
     response = deliver(providers.telegram.press(request, f"approve:{action.approval_code}"))
@@ -466,9 +466,9 @@ def test_two_answers_racing_decide_it_once(providers, settings):
 
 
 def test_the_request_line_becomes_buttons_only_at_its_end():
-    text = "API key “ci” asks me to:\nRemind you “x”.\nReply YES 4821 to approve or NO 4821 to deny."
-    assert approval_buttons(text) == ("API key “ci” asks me to:\nRemind you “x”.", "4821")
-    assert approval_buttons(text + " (2/2)") == ("API key “ci” asks me to:\nRemind you “x”. (2/2)", "4821")
+    text = "Approve this? Remind you “x”.\nAsked by API key “ci”.\nReply YES 4821 to approve or NO 4821 to deny."
+    assert approval_buttons(text) == ("Approve this? Remind you “x”.\nAsked by API key “ci”.", "4821")
+    assert approval_buttons(text + " (2/2)") == ("Approve this? Remind you “x”.\nAsked by API key “ci”. (2/2)", "4821")
     assert approval_buttons("Reply YES 4821 to approve or NO 4821 to deny.") is None  # nothing but the line
     assert approval_buttons(text.replace("NO 4821", "NO 4822")) is None
     assert approval_buttons(text + "\nP.S.") is None
