@@ -38,6 +38,9 @@ class AuditKind(models.TextChoices):
     WEBHOOK_REMOVED = "webhook_removed", "Webhook revoked"
     CONNECTION_ADDED = "connection_added", "Connection added"
     CONNECTION_REMOVED = "connection_removed", "Connection removed"
+    # Whether a connection's read-only claims are believed, or one of its tools is treated as acting
+    # (docs/explanation/approval.md).
+    CONNECTION_TRUST_CHANGED = "connection_trust_changed", "Connection's tools: read-only trust changed"
 
 
 class AuditEvent(models.Model):

@@ -192,24 +192,32 @@ def remove_connection(connection: Connection, *, by: str = audit.COMMAND) -> Non
     logger.info("mcp connection %s removed", connection.public_id)
 
 
-def set_trusted(connection: Connection, trusted: bool) -> None:
+def set_trusted(connection: Connection, trusted: bool, *, by: str = audit.COMMAND) -> None:
     """The person's word on the server: trusted, its tools' read-only claims hold for automations' messages too
     (assistant/approvals.py); untrusted (the default), a tool that says it only reads waits for approval there."""
-    Connection.objects.filter(pk=connection.pk).update(trusted=trusted)
+    with transaction.atomic():
+        if Connection.objects.filter(pk=connection.pk).exclude(trusted=trusted).update(trusted=trusted):
+            said = "trusted: its tools' read-only claims are believed" if trusted else "no longer trusted"
+            summary = f"MCP server “{connection.name}” {said}"
+            audit.record(connection.owner_id, AuditKind.CONNECTION_TRUST_CHANGED, summary, by=by)
     connection.trusted = trusted
 
 
-def mark_acting(connection: Connection, tool: str, acting: bool) -> bool:
+def mark_acting(connection: Connection, tool: str, acting: bool, *, by: str = audit.COMMAND) -> bool:
     """The person marks one of the server's tools as acting (treated as changing something whatever the server
     says), or takes the mark back. By name, so that a sync keeps it. False for a tool the server does not list."""
     with transaction.atomic():
         locked = Connection.objects.select_for_update().get(pk=connection.pk)
-        marked = {name for name in locked.acting_tools or [] if isinstance(name, str)}
+        before = {name for name in locked.acting_tools or [] if isinstance(name, str)}
         if acting and not locked.tools.filter(name=tool).exists():
             return False
-        marked = marked | {tool} if acting else marked - {tool}
-        locked.acting_tools = sorted(marked)
-        locked.save(update_fields=["acting_tools"])
+        marked = before | {tool} if acting else before - {tool}
+        if marked != before:
+            locked.acting_tools = sorted(marked)
+            locked.save(update_fields=["acting_tools"])
+            said = "treated as acting, whatever the server says" if acting else "as the server describes it again"
+            summary = f"MCP server “{locked.name}”: {tool[:100]} {said}"
+            audit.record(locked.owner_id, AuditKind.CONNECTION_TRUST_CHANGED, summary, by=by)
     connection.acting_tools = locked.acting_tools
     return True
 

@@ -5,6 +5,7 @@ outlives a sync. A real FastMCP server on 127.0.0.1 (its ``add`` tool says readO
 
 import pytest
 
+from accounts.models import AuditEvent, AuditKind
 from assistant.models import Action, ActionState
 from connections import services as connections
 from connections.models import Connection
@@ -96,6 +97,13 @@ def test_the_console_shows_the_claim_as_the_servers_and_lets_the_person_decide(c
     assert Connection.objects.get(pk=connection.pk).trusted
     client.post(f"/connections/{connection.public_id}/trust/", {"trusted": "0"})
     assert not Connection.objects.get(pk=connection.pk).trusted
+    logged = AuditEvent.objects.filter(kind=AuditKind.CONNECTION_TRUST_CHANGED).order_by("at", "id")
+    assert [(event.summary, event.actor) for event in logged] == [
+        ("MCP server “Tracker”: add treated as acting, whatever the server says", "you, in the console"),
+        ("MCP server “Tracker”: add as the server describes it again", "you, in the console"),
+        ("MCP server “Tracker” trusted: its tools' read-only claims are believed", "you, in the console"),
+        ("MCP server “Tracker” no longer trusted", "you, in the console"),
+    ]
 
 
 def test_another_persons_connection_cannot_be_trusted_or_marked(client, owner, tracker):

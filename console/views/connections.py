@@ -177,7 +177,7 @@ def remove(request: HttpRequest, public_id: str) -> HttpResponse:
 def trust(request: HttpRequest, public_id: str) -> HttpResponse:
     connection = _owned(request, public_id)
     trusted = request.POST.get("trusted") == "1"
-    services.set_trusted(connection, trusted)
+    services.set_trusted(connection, trusted, by=audit.CONSOLE)
     if trusted:
         messages.success(
             request,
@@ -198,7 +198,7 @@ def trust(request: HttpRequest, public_id: str) -> HttpResponse:
 def mark_tool(request: HttpRequest, public_id: str) -> HttpResponse:
     connection = _owned(request, public_id)
     name, acting = request.POST.get("tool", ""), request.POST.get("acting") == "1"
-    if not services.mark_acting(connection, name, acting):
+    if not services.mark_acting(connection, name, acting, by=audit.CONSOLE):
         messages.error(request, f"{connection.name} has no tool named {name[:100]!r}; sync its tools first.")
     elif acting:
         messages.success(request, f"{name} is treated as acting: it waits for your approval where anything else does.")
