@@ -255,6 +255,7 @@ def start_sign_in(
     redirect_uri: str,
     client_id: str = "",
     client_secret: str = "",
+    client_metadata_url: str = "",
 ) -> oauth_mcp.Started:
     """Begin the OAuth sign-in for a new connection (connections/oauth/mcp.py); ConnectionRefused when it cannot."""
     check_room(owner)
@@ -268,6 +269,7 @@ def start_sign_in(
                 name=new.name,
                 client_id=client_id,
                 client_secret=client_secret,
+                client_metadata_url=client_metadata_url,
             )
     except oauth_mcp.ClientCredentialsNeeded as needed:
         raise ClientCredentialsNeeded(str(needed)) from None

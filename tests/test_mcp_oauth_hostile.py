@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
+from django.test import Client
 
 from connections.models import Connection, OAuthGrant, OAuthSignIn
 from connections.oauth import mcp as oauth_mcp
@@ -238,3 +239,22 @@ def test_an_authorization_server_inside_our_network_is_refused(settings):
 
     with pytest.raises(OAuthHttpError, match="private, loopback or link-local"):
         oauth_mcp._authorization_server_metadata("http://10.1.2.3/", "https://mcp.example.com/mcp")
+
+
+def test_a_server_that_takes_client_metadata_documents_gets_ours_and_no_registration(console):
+    """The specification's preferred client: our Client ID Metadata Document's URL as client_id."""
+    behaviour = Behaviour(
+        metadata={"client_id_metadata_document_supported": True},
+        registration={"client_name": "registering would be refused here"},
+    )
+    with hostile(behaviour) as server:
+        started = add(console, server)
+
+    assert started.status_code == 200
+    url = "http://testserver/connections/oauth/client.json"
+    assert parse_qs(urlsplit(started.context["authorization_url"]).query)["client_id"] == [url]
+    assert OAuthSignIn.objects.get().client_id == url
+    document = Client().get("/connections/oauth/client.json").json()  # public: the server fetches it, signed out
+    assert document["client_id"] == url
+    assert document["redirect_uris"] == ["http://testserver/connections/oauth/callback/"]
+    assert document["token_endpoint_auth_method"] == "none"

@@ -20,6 +20,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
@@ -41,7 +42,7 @@ from pydantic import ValidationError
 
 from connections import crypto
 from connections.models import Connection, GrantKind, OAuthSignIn
-from connections.oauth.http import OAuthHttpError, check_endpoint, exchange
+from connections.oauth.http import OAuthHttpError, check_endpoint, exchange, http_allowed
 from connections.oauth.tokens import Client, GrantRefused, Tokens, error_text, token_request
 
 SIGN_IN_MINUTES = 10  # how long a sign-in under way may wait for the person to come back
@@ -233,6 +234,28 @@ def register(metadata: OAuthMetadata, redirect_uri: str, scope: str) -> Client:
     return Client(client_id, secret, auth_method)
 
 
+def usable_metadata_url(url: str) -> bool:
+    """Whether our metadata document's URL can serve as a client id: https with a path (plain http only where
+    OAUTH_ALLOW_HTTP is on, for development)."""
+    parts = urlsplit(url)
+    if parts.path in ("", "/"):
+        return False
+    return parts.scheme == "https" or (parts.scheme == "http" and http_allowed())
+
+
+def client_metadata(client_metadata_url: str, redirect_uri: str) -> dict[str, Any]:
+    """Our Client ID Metadata Document: who we are to an authorization server that fetches it."""
+    return {
+        "client_id": client_metadata_url,
+        "client_name": CLIENT_NAME,
+        "redirect_uris": [redirect_uri],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": "web",
+    }
+
+
 # --- the sign-in under way ----------------------------------------------------------------------------------------
 
 
@@ -256,9 +279,13 @@ def begin(
     client: Client | None = None,
     client_id: str = "",
     client_secret: str = "",
+    client_metadata_url: str = "",
 ) -> Started:
-    """Discover, register (or take the pasted or stored client), store the sign-in under way and build the URL to
-    send the person's browser to."""
+    """Discover, pick the client, store the sign-in under way and build the URL to send the person's browser to.
+
+    The client, in the specification's order: the stored one (signing in again) or the one the person pasted; else
+    our Client ID Metadata Document (``client_metadata_url``, when the server says it takes one); else one the
+    server registers for us (RFC 7591); else ClientCredentialsNeeded."""
     found = discover(server_url)
     metadata = found.metadata
     try:
@@ -274,6 +301,8 @@ def begin(
     if client is None:
         if client_id.strip():
             client = pasted_client(metadata, client_id, client_secret)
+        elif metadata.client_id_metadata_document_supported and usable_metadata_url(client_metadata_url):
+            client = Client(client_metadata_url, "", "none")
         else:
             client = register(metadata, redirect_uri, found.scope)
     pkce = PKCEParameters.generate()

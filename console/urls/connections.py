@@ -11,6 +11,7 @@ urlpatterns = [
     path("connections/mailbox/", mailcal.add_mailbox, name="add-mailbox"),
     path("connections/<str:kind>/remove-account/", mailcal.remove, name="remove-account"),
     path("connections/oauth/callback/", views.oauth_callback, name="oauth-callback"),
+    path("connections/oauth/client.json", views.oauth_client, name="oauth-client"),
     path("connections/oauth/<str:kind>/connect/", oauth_mail.start, name="oauth-mail-start"),
     path("connections/oauth/<str:kind>/callback/", oauth_mail.callback, name="oauth-mail-callback"),
     path("connections/oauth/<str:kind>/disconnect/", oauth_mail.disconnect, name="oauth-mail-disconnect"),

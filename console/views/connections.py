@@ -10,11 +10,11 @@ from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts import audit
 from connections import services
@@ -31,6 +31,17 @@ MAX_SIGN_INS_IN_SESSION = 5
 def callback_url() -> str:
     """The redirect URI we register and send: fixed by PUBLIC_BASE_URL, not by the Host of the request."""
     return public_url.base_url() + reverse("connections:oauth-callback")
+
+
+def client_metadata_url() -> str:
+    return public_url.base_url() + reverse("connections:oauth-client")
+
+
+@require_GET
+def oauth_client(request: HttpRequest) -> HttpResponse:
+    """Our OAuth Client ID Metadata Document, public: an authorization server that takes such documents fetches it
+    to learn our redirect URI (the MCP authorization specification prefers this to registering)."""
+    return JsonResponse(services.oauth_mcp.client_metadata(client_metadata_url(), callback_url()))
 
 
 def _to_sign_in(request: HttpRequest, started: services.oauth_mcp.Started) -> HttpResponse:
@@ -105,6 +116,7 @@ def _start_sign_in(request: HttpRequest, form: ConnectionForm) -> HttpResponse |
             callback_url(),
             form.cleaned_data["oauth_client_id"],
             form.cleaned_data["oauth_client_secret"],
+            client_metadata_url(),
         )
     except (services.ConnectionRefused, ChecksBusy) as refused:
         form.add_error(None, str(refused))
