@@ -23,7 +23,7 @@ from wsgiref.simple_server import make_server
 
 from authlib.common.encoding import json_dumps
 from authlib.oauth2 import AuthorizationServer, OAuth2Request
-from authlib.oauth2.rfc6749 import ClientMixin, grants
+from authlib.oauth2.rfc6749 import ClientMixin, InvalidRequestError, grants
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload, JsonRequest
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
@@ -167,6 +167,7 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         self.signed_in = "person@example.com"  # who the consent page says is signed in
         self.access_seconds = 3600
         self.rotate_refresh_tokens = False
+        self.require_refresh_scope = False  # Microsoft's v2.0 endpoint refuses a refresh that does not name scopes
         self.granted: dict[tuple[str, str], set[str]] = {}  # (client, user): every scope granted so far
         self.authorize_requests: list[dict[str, str]] = []
         self.token_requests: list[dict[str, str]] = []
@@ -333,6 +334,12 @@ class _RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
     @property
     def INCLUDE_NEW_REFRESH_TOKEN(self) -> bool:
         return self.server.rotate_refresh_tokens
+
+    def validate_token_request(self) -> None:
+        if self.server.require_refresh_scope and not self.request.payload.scope:
+            # Microsoft's v2.0 endpoint: AADSTS90014, the required field 'scope' is missing
+            raise InvalidRequestError("AADSTS90014: The required field 'scope' is missing.")
+        super().validate_token_request()
 
     def authenticate_refresh_token(self, refresh_token: str) -> Token | None:
         if self.server.hold_refresh is not None:

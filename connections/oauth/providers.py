@@ -59,9 +59,18 @@ class Provider:
         return " ".join(wanted)
 
     def granted(self, scope: str) -> list[str]:
-        """The capabilities a granted scope string covers in full."""
-        have = set(scope.split())
-        return [capability for capability in self.capabilities if set(self.scopes[capability]) <= have]
+        """The capabilities a granted scope string covers in full. Compared without case, and a provider that
+        answers a scope's short name (Microsoft may say "IMAP.AccessAsUser.All" for
+        "https://outlook.office.com/IMAP.AccessAsUser.All") counts as granting it."""
+        have = {item.lower() for item in scope.split()}
+
+        def covered(wanted: str) -> bool:
+            short = wanted.rstrip("/").rsplit("/", 1)[-1].lower()
+            return wanted.lower() in have or (
+                wanted.startswith("https://") and not wanted.endswith("/") and short in have
+            )
+
+        return [c for c in self.capabilities if all(covered(wanted) for wanted in self.scopes[c])]
 
     def calendar_url(self, address: str) -> str:
         """The person's primary calendar on the provider's CalDAV interface (Google names it by the address)."""

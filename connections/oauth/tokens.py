@@ -32,7 +32,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from connections import crypto
-from connections.models import GrantStatus, OAuthGrant
+from connections.models import GrantKind, GrantStatus, OAuthGrant
 from connections.oauth.http import Answer, OAuthHttpError, exchange
 from ops.database_work import database
 
@@ -247,6 +247,10 @@ def _refresh(grant_id: int, snapshot: _Snapshot, lease: str) -> str:
     form = {"grant_type": "refresh_token", "refresh_token": crypto.decrypt(snapshot.refresh_token_encrypted)}
     if grant.resource:
         form["resource"] = grant.resource  # RFC 8707: the token stays bound to the same server
+    if grant.kind == GrantKind.MICROSOFT and grant.scope:
+        # Microsoft's v2.0 endpoint wants the scopes again on a refresh (it answers AADSTS90014 without them), and
+        # offline_access among them for the next refresh token.
+        form["scope"] = " ".join(dict.fromkeys([*grant.scope.split(), "offline_access"]))
     try:
         tokens = token_request(grant.token_endpoint, client_of(grant), form)
     except GrantRefused as refused:
