@@ -30,12 +30,15 @@ BLOCK = re.compile(r"^<!-- runnable -->\n```(?:sh|bash|console)\n(.*?)^```$", re
 def runnable_blocks(page: Path) -> list[str]:
     text = page.read_text()
     blocks = BLOCK.findall(text)
-    assert len(blocks) == text.count(MARKER), f"{page}: {MARKER} must sit right above a ```sh block"
+    markers = sum(line == MARKER for line in text.splitlines())
+    assert len(blocks) == markers, f"{page}: {MARKER} must sit on its own line right above a ```sh block"
     return blocks
 
 
 PAGES = sorted(
-    page for page in (ROOT / "docs").rglob("*.md") if "_build" not in page.parts and MARKER in page.read_text()
+    page
+    for page in (ROOT / "docs").rglob("*.md")
+    if "_build" not in page.parts and MARKER in page.read_text().splitlines()
 )
 
 
