@@ -45,7 +45,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection, models
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -214,6 +214,34 @@ def claim_assignments_sql() -> str:
 def holding(model: type[models.Model], row_id: int, attempt: int) -> QuerySet[Any]:
     """The row, while attempt ``attempt`` still holds it: every outcome is written through this."""
     return model._default_manager.filter(pk=row_id, status=PROCESSING, attempts=attempt)
+
+
+# --- the state changes an attempt's outcome makes, written once for every queue (each only while it holds the row) ---
+
+
+def retried(model: type[models.Model], row_id: int, attempt: int, error: str, due: datetime, **extra: Any) -> bool:
+    """Retried: a failure with attempts left; queued again, due after its backoff, the error kept."""
+    return _release(model, row_id, attempt, QUEUED, due, last_error=error, **extra)
+
+
+def failed(model: type[models.Model], row_id: int, attempt: int, error: str, **extra: Any) -> bool:
+    """Failed: a failure that will not pass, or the last attempt failed."""
+    return _release(model, row_id, attempt, FAILED, None, last_error=error, **extra)
+
+
+def put_back(model: type[models.Model], row_id: int, attempt: int, **extra: Any) -> bool:
+    """Put back: the attempt never began, or could not finish before its worker stopped (SIGTERM); queued again, due
+    at once, and the attempt not counted."""
+    return _release(model, row_id, attempt, QUEUED, None, attempts=F("attempts") - 1, **extra)
+
+
+def _release(
+    model: type[models.Model], row_id: int, attempt: int, status: str, due: datetime | None, **fields: Any
+) -> bool:
+    fields.setdefault("updated_at", timezone.now())
+    return bool(
+        holding(model, row_id, attempt).update(status=status, next_attempt_at=due, lease_expires_at=None, **fields)
+    )
 
 
 def fail_exhausted(model: type[models.Model], policy: LeasePolicy, reason: str, **extra: Any) -> list[int]:

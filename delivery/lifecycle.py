@@ -7,21 +7,27 @@ delivery in the layers.)
 
 ::
 
-                 accepted (ingestion/hotpath/recording.py writes the row)
+                 accepted ``accepted`` (the API's one statement writes it with the message)
                     │
                     ▼
     ┌──────────► queued ◄───────────────────────────────┐
-    │               │ claim: due, first in its thread     │ retry: transient failure, attempts left
-    │               │ (attempt n+1, lease)                │ (next_attempt_at = backoff)
+    │               │ claimed ``claim``: due, the head of   │ retried ``retry_later``: a transient failure,
+    │               │ its thread (attempt n+1, a lease)     │ attempts left (next_attempt_at = backoff)
     │               ▼                                     │
     │  put back ─ processing ─────────────────────────────┘
-    │  (SIGTERM,    │  │  │ lease renewed every third of a lease while the worker lives
-    │  uncounted)   │  │  └──► taken over: lease expired (worker dead) → processing, attempt n+1, takeovers+1
-    │               │  │                   after DELIVERY_MAX_TAKEOVERS: failed ("its worker was lost N times")
-    │               │  └──► failed: permanent failure, or the last attempt failed
-    │               └─────► delivered: a reply (into the thread) or accepted (the reply comes by callback)
+    │  ``put_back`` │  │  │ renewed ``renew``: every third of a lease while the worker lives
+    │  (SIGTERM,    │  │  └──► taken over (``claim``): lease expired (worker dead) → processing, attempt n+1,
+    │  uncounted)   │  │       takeovers+1; after DELIVERY_MAX_TAKEOVERS failed ``fail_exhausted``
+    │               │  └──► failed ``failed``: a permanent failure, or the last attempt failed
+    │               └─────► delivered ``delivered`` / ``delivered_with_replies``: a reply (into the thread), or
+    │                       accepted by the runtime (the reply comes by callback, ``record_callback_reply``)
     │
-    └─ staff retry (admin, retrydeliveries): failed → queued, a fresh round; queued/abandoned → queued, same count
+    └─ staff retry ``queue_again`` (admin, retrydeliveries): failed → queued, a fresh round; queued/abandoned →
+       queued, same count
+
+Which of retried, failed and put back an attempt's outcome becomes is decided in one place for every queue:
+delivery/queue_worker.py ``settle``; the column writes each state change makes are delivery/leases.py's, shared
+with the outbox (channels/outbound/queue.py), whose rows live the same life.
 
 A reply by callback marks the delivery delivered from any state (a reply proves the message arrived).
 
@@ -86,6 +92,24 @@ class Held:
 
     delivery_id: int
     attempt: int
+
+
+def accepted(
+    *, message: Message, conversation_id: int, api_key_id: int | None, endpoint: str, request_id: str
+) -> Delivery:
+    """Accepted: a message's delivery, queued and due at once, no attempt yet; unsaved, for the API's one statement
+    that writes it with its message (ingestion/hotpath/recording.py)."""
+    return Delivery(
+        message=message,  # an instance: its key exists only once the statement has inserted it
+        conversation_id=conversation_id,
+        api_key_id=api_key_id,
+        endpoint=endpoint,
+        request_id=request_id,
+        backend=settings.ASSISTANT_BACKEND,
+        status=DeliveryStatus.QUEUED,
+        attempts=0,
+        takeovers=0,
+    )
 
 
 def _holding(held: Held) -> Any:
@@ -349,44 +373,19 @@ def delivered_with_replies(replies: Sequence[tuple[Held, str]]) -> set[int]:
 
 
 def retry_later(held: Held, error: str, next_attempt_at: datetime) -> bool:
-    """A transient failure with attempts left: back to queued, due again at ``next_attempt_at``. One statement."""
-    return _unanswered(held, DeliveryStatus.QUEUED, error, next_attempt_at)
+    """Retried: a transient failure with attempts left; queued, due again at ``next_attempt_at``. One statement."""
+    return leases.retried(Delivery, held.delivery_id, held.attempt, error, next_attempt_at, finished_at=timezone.now())
 
 
 def failed(held: Held, error: str) -> bool:
-    """A permanent failure, or the last attempt failed: failed. One statement."""
-    return _unanswered(held, DeliveryStatus.FAILED, error, None)
-
-
-def _unanswered(held: Held, status: str, error: str, next_attempt_at: datetime | None) -> bool:
-    now = timezone.now()
-    return bool(
-        _holding(held).update(
-            status=status,
-            next_attempt_at=next_attempt_at,
-            finished_at=now,
-            last_error=error,
-            lease_expires_at=None,
-            updated_at=now,
-        )
-    )
+    """Failed: a permanent failure, or the last attempt failed. One statement."""
+    return leases.failed(Delivery, held.delivery_id, held.attempt, error, finished_at=timezone.now())
 
 
 def put_back(held: Sequence[Held]) -> int:
-    """Attempts that could not finish before the worker stopped (SIGTERM): queued again, due at once, and the attempt
-    not counted. One statement per delivery (a stop puts back at most DELIVERY_CONCURRENCY of them)."""
-    now = timezone.now()
-    returned = 0
-    for one in held:
-        returned += _holding(one).update(
-            status=DeliveryStatus.QUEUED,
-            attempts=F("attempts") - 1,
-            started_at=None,
-            next_attempt_at=None,
-            lease_expires_at=None,
-            updated_at=now,
-        )
-    return returned
+    """Put back: attempts that could not finish before the worker stopped (SIGTERM), or never began; queued again,
+    due at once, not counted. One statement per delivery (a stop puts back at most DELIVERY_CONCURRENCY of them)."""
+    return sum(leases.put_back(Delivery, one.delivery_id, one.attempt, started_at=None) for one in held)
 
 
 # --- from outside an attempt ------------------------------------------------------------------------------------

@@ -251,11 +251,13 @@ def record_all_sent(sent: Sequence[tuple[Claim, str, bool]]) -> set[int]:
 
 
 def record_retry(claim: Claim, error: str, next_attempt_at: datetime) -> bool:
-    return _record_unsent(claim, OutboundStatus.QUEUED, next_attempt_at, last_error=error)
+    """Retried (delivery/leases.py)."""
+    return leases.retried(OutboundMessage, claim.row_id, claim.attempt, error, next_attempt_at)
 
 
 def record_failed(claim: Claim, error: str) -> bool:
-    return _record_unsent(claim, OutboundStatus.FAILED, None, last_error=error)
+    """Failed (delivery/leases.py)."""
+    return leases.failed(OutboundMessage, claim.row_id, claim.attempt, error)
 
 
 def record_held(claim: Claim, reason: str) -> bool:
@@ -268,8 +270,8 @@ def record_quiet(claim: Claim, until: datetime) -> bool:
 
 
 def put_back(claims: Sequence[Claim]) -> int:
-    """Sends that could not finish before the worker stopped: queued again, due at once, the attempt not counted."""
-    return sum(_record_unsent(claim, OutboundStatus.QUEUED, None, attempts=F("attempts") - 1) for claim in claims)
+    """Put back (delivery/leases.py): sends never begun, or not finished when the worker stopped; uncounted."""
+    return sum(leases.put_back(OutboundMessage, claim.row_id, claim.attempt) for claim in claims)
 
 
 def _record_unsent(claim: Claim, status: str, next_attempt_at: datetime | None, **fields: Any) -> bool:

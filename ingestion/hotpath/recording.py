@@ -5,12 +5,12 @@ through here."""
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import Model
 
-from conversations.models import Delivery, Endpoint, Message, Role, Source
+from conversations.models import Endpoint, Message, Role, Source
 from conversations.services import conversation_of
+from delivery import lifecycle
 from delivery.tasks import enqueue_delivery
 from ingestion.hotpath import recent
 from ingestion.hotpath.inserts import Condition, Update, insert_together
@@ -83,13 +83,12 @@ def record_user_message(
         api_key_id=api_key_id,
         trigger_id=None if trigger is None else trigger.pk,
     )
-    delivery = Delivery(
-        message=message,  # an instance: its key exists only once the statement has inserted it
+    delivery = lifecycle.accepted(
+        message=message,
         conversation_id=conversation.pk,
         api_key_id=api_key_id,
         endpoint=endpoint,
         request_id=request_id,
-        backend=settings.ASSISTANT_BACKEND,
     )
     rows: list[Model] = [message, delivery]
     if log_line is not None:
