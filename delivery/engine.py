@@ -39,15 +39,8 @@ class Deliveries:
 
     name = "delivery"
     logger = logger
-
-    def policy(self) -> Any:
-        return lifecycle.policy()
-
-    def held(self, claim: Claim) -> tuple[int, int]:
-        return claim.delivery_id, claim.attempt
-
-    def claim(self, limit: int) -> Sequence[Claim]:
-        return queue.claim(limit)
+    policy = staticmethod(lifecycle.policy)
+    claim = staticmethod(queue.claim)
 
     def before_attempt(self, claim: Claim) -> None:
         return None

@@ -41,6 +41,10 @@ class Claim:
     def held(self) -> Held:
         return Held(self.delivery_id, self.attempt)
 
+    @property
+    def row_id(self) -> int:  # the queue worker's name for it (delivery/queue_worker.py)
+        return self.delivery_id
+
 
 def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | None = None) -> list[Claim]:
     """Claim up to ``limit`` claimable deliveries (or only ``delivery_id``, if it is claimable), each under a lease

@@ -67,11 +67,9 @@ class Kind(Protocol):
 
     def policy(self) -> leases.LeasePolicy: ...
 
-    def held(self, claim: Any) -> tuple[int, int]:
-        """The claim's row id and attempt number (its token)."""
-
     def claim(self, limit: int) -> Sequence[Any]:
-        """Claim up to ``limit`` claimable rows (delivery/leases.py's per-thread rule)."""
+        """Claims of up to ``limit`` claimable rows (delivery/leases.py's per-thread rule), each with its ``row_id``
+        and ``attempt`` (the claim's token)."""
 
     def before_attempt(self, claim: Any) -> Any | None:
         """An outcome decided without an attempt (quiet hours, a closed window), or None: attempt it."""
@@ -137,7 +135,7 @@ class QueueWorker:
             capacity=concurrency + ahead,
             batch=batch,
             claim=kind.claim,
-            key=kind.held,
+            key=_held,
             hand_over=self._hand_over,
             renewals=leases.Renewals(model, kind.policy()),
             logger=kind.logger,
@@ -273,14 +271,19 @@ class QueueWorker:
                 connection.close()
                 if self._stopped.is_set():
                     break
-                row_id = self.kind.held(finished.claim)[0]
+                row_id = _held(finished.claim)[0]
                 self.kind.logger.warning("%s %s: recording failed (%s)", self.kind.name, row_id, type(error).__name__)
                 time.sleep(min(0.1 * 2**failures, 5.0))
                 close_old_connections()
         # Its lease expires and another attempt runs it again (a delivery: same webhook-id; a text: a documented
         # duplicate).
-        row_id = self.kind.held(finished.claim)[0]
+        row_id = _held(finished.claim)[0]
         self.kind.logger.error("%s %s: its outcome could not be recorded", self.kind.name, row_id)
+
+
+def _held(claim: Any) -> tuple[int, int]:
+    """A claim's row and attempt number (its token)."""
+    return claim.row_id, claim.attempt
 
 
 def settle(kind: Kind, finished: Finished) -> str:
@@ -290,7 +293,7 @@ def settle(kind: Kind, finished: Finished) -> str:
     "written", "retried", "failed", or "skipped" when the attempt no longer held the row (taken over, put back at a
     stop, or answered meanwhile): then nothing is written."""
     claim, outcome = finished.claim, finished.outcome
-    row_id, attempt = kind.held(claim)
+    row_id, attempt = _held(claim)
     if isinstance(outcome, NotStarted):
         return "put back" if kind.put_back([claim]) else _skipped(kind, row_id, attempt)
     written = kind.write(finished)

@@ -68,18 +68,12 @@ class Texts:
     name = "outbox"
     logger = logger
 
+    policy = staticmethod(queue.policy)
+    claim = staticmethod(queue.claim)
+
     def __init__(self) -> None:
         self.adapters = configured()
         self.templates = template_channels(self.adapters)
-
-    def policy(self) -> Any:
-        return queue.policy()
-
-    def held(self, claim: Claim) -> tuple[int, int]:
-        return claim.row_id, claim.attempt
-
-    def claim(self, limit: int) -> Sequence[Claim]:
-        return queue.claim(limit)
 
     def before_attempt(self, claim: Claim, now: datetime | None = None) -> Wait | Hold | None:
         """Quiet hours or WhatsApp's window decide some rows without a send; None: send it."""
