@@ -1,6 +1,8 @@
-"""The chaos run: thousands of messages sent with Idempotency-Keys while the web workers (gunicorn) and the delivery
-workers (`manage.py db_worker`) are killed with SIGKILL and started again and the database goes away and comes
-back; then it counts what was lost, duplicated or left stuck. Everything on 127.0.0.1, bounded in time and count.
+"""The chaos run: thousands of messages sent with Idempotency-Keys while the web workers (gunicorn) and the workers
+(`manage.py worker`, the Procfile's: deliveries and channel sends) are killed with SIGKILL or stopped with SIGTERM
+and started again and the database goes away and comes back; every person has a linked phone number, so every reply
+is also texted through a Twilio stand-in (tests/providers.py). Then it counts what was lost, duplicated or left
+stuck, messages and texts. Everything on 127.0.0.1, bounded in time and count.
 
     .venv/bin/python -m bench.chaos --messages 3000 --rate 25          # prints the counts; exit 1 if one is not 0
     .venv/bin/python -m bench.chaos --messages 3000 --rate 25 --docs   # and writes them to docs/chaos.md
@@ -20,7 +22,15 @@ settled:
 - duplicated: a message recorded more than once, or one key answered with two different ids;
 - stuck: deliveries still queued or being attempted once the workers had SETTLE seconds to finish;
 - half-written: messages without their delivery;
-- unanswered: messages never answered 200 before the sending time ran out (not a loss: the caller knows).
+- unanswered: messages never answered 200 before the sending time ran out (not a loss: the caller knows);
+- texts lost: replies whose text never reached the phone (or was failed); texts stuck: still queued or being sent;
+- texts twice: a reply's text that reached the provider more than once. Explained when its outbox row was taken over
+  (a worker killed with SIGKILL mid-send: the request had reached the provider, the answer never got recorded);
+  unexplained otherwise (a SIGTERM never sends twice), and that fails the run.
+
+The database's "restart" is a TCP proxy that drops every connection and refuses new ones for 1 to 3 s: the shared
+PostgreSQL server is never stopped (other databases live on it); a cut looks the same to the service's processes.
+CI runs a short version on PostgreSQL (.ci/run).
 """
 
 import argparse
@@ -45,6 +55,7 @@ import psycopg
 
 from bench import harness
 from tests.live_stack import CuttableProxy
+from tests.providers import TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_SMS_FROM, FakeTwilio
 
 DOCS = harness.ROOT / "docs" / "chaos.md"
 CURRENT = "/api/v1/inbound/api-message"
@@ -57,9 +68,10 @@ seen, lock = {}, threading.Lock()
 class H(Handler):
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
+        webhook_id = self.headers.get("webhook-id", "")
         with lock:
-            seen[self.headers.get("webhook-id", "")] = seen.get(self.headers.get("webhook-id", ""), 0) + 1
-        self.answer(200, b'{"reply": "done"}')
+            seen[webhook_id] = seen.get(webhook_id, 0) + 1
+        self.answer(200, json.dumps({"reply": "done " + webhook_id}).encode())  # each reply's text its own
     def do_GET(self):
         with lock:
             stats = {"attempts": sum(seen.values()), "messages": len(seen)}
@@ -77,7 +89,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--settle", type=float, default=90, help="seconds the workers get to finish afterwards")
     parser.add_argument("--every", type=float, default=4, help="seconds between two blows (default 4)")
     parser.add_argument("--web-processes", type=int, default=2, help="gunicorn workers (default 2)")
-    parser.add_argument("--workers", type=int, default=2, help="db_worker processes (default 2)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument("--channel-concurrency", type=int, default=64, help="sends in flight per worker (default 64)")
+    parser.add_argument("--provider-ms", type=float, default=200, help="the Twilio stand-in's answer ms (default 200)")
     parser.add_argument("--seed", type=int, default=None, help="the blows' random order (default: a new one)")
     parser.add_argument("--docs", action="store_true", help=f"write the result to {DOCS.relative_to(harness.ROOT)}")
     return parser.parse_args()
@@ -92,7 +106,7 @@ def through(proxy: CuttableProxy, database_url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{credentials}{at}127.0.0.1:{proxy.port}"))
 
 
-def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -> dict[str, str]:
+def environment(database_url: str, runtime_url: str, twilio_url: str, args: argparse.Namespace) -> dict[str, str]:
     return harness.service_environment(
         database_url,
         {
@@ -113,6 +127,19 @@ def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -
             "ASSISTANT_MAX_ATTEMPTS": "50",
             "DELIVERY_GRACE_SECONDS": "2",
             "WEB_CONCURRENCY": str(args.web_processes),
+            # Every person's phone, on the Twilio stand-in; the same short waits for the texts.
+            "PUBLIC_BASE_URL": "https://assistant.example",
+            "TWILIO_ACCOUNT_SID": TWILIO_ACCOUNT_SID,
+            "TWILIO_AUTH_TOKEN": TWILIO_AUTH_TOKEN,
+            "TWILIO_SMS_FROM": TWILIO_SMS_FROM,
+            "TWILIO_API_BASE_URL": twilio_url,
+            "CHANNEL_CONCURRENCY": str(args.channel_concurrency),
+            "CHANNEL_LEASE_SECONDS": "6",
+            "CHANNEL_MAX_TAKEOVERS": "50",
+            "CHANNEL_MAX_ATTEMPTS": "50",
+            "CHANNEL_RETRY_BASE_SECONDS": "1",
+            "CHANNEL_RETRY_MAX_SECONDS": "5",
+            "CHANNEL_GRACE_SECONDS": "2",
         },
     )
 
@@ -125,7 +152,7 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
 
 @dataclass
 class Stack:
-    """gunicorn (one master, its workers) and the db_worker processes, each killable and replaceable."""
+    """gunicorn (one master, its workers) and the worker processes, each killable and replaceable."""
 
     env: dict[str, str]
     port: int
@@ -141,7 +168,7 @@ class Stack:
         """Top the workers up to their number, replacing any that exited (as a platform restarts a dead process)."""
         self.workers = [worker for worker in self.workers if worker.poll() is None]
         while len(self.workers) < self.worker_count:
-            self.workers.append(harness.start(["manage.py", "db_worker", "--no-reload"], self.env))
+            self.workers.append(harness.start(["manage.py", "worker", "--no-reload"], self.env))
 
     def kill_a_web_worker(self) -> None:
         """SIGKILL one of gunicorn's workers mid-request; the master starts another."""
@@ -159,12 +186,25 @@ class Stack:
         self.start_web()
         self.blows["gunicorn killed and restarted"] += 1
 
-    def kill_a_delivery_worker(self) -> None:
-        """SIGKILL one db_worker mid-attempt, and start another."""
+    def kill_a_worker(self) -> None:
+        """SIGKILL one worker mid-attempt and mid-send, and start another."""
         victim = self.workers.pop(random.randrange(len(self.workers)))
         kill_group(victim)
         self.start_workers()
-        self.blows["db_worker killed and restarted"] += 1
+        self.blows["worker killed (SIGKILL) and restarted"] += 1
+
+    def stop_a_worker(self) -> None:
+        """SIGTERM one worker (a deploy, a scale-down): it finishes or puts back what it holds; then another starts."""
+        victim = self.workers.pop(random.randrange(len(self.workers)))
+        with suppress(ProcessLookupError):
+            victim.send_signal(signal.SIGTERM)
+        try:
+            victim.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            kill_group(victim)
+            self.blows["worker not stopped 15 s after SIGTERM"] += 1
+        self.start_workers()
+        self.blows["worker stopped (SIGTERM) and restarted"] += 1
 
     def stop(self) -> None:
         for process in [*self.workers, *([self.web] if self.web else [])]:
@@ -258,12 +298,45 @@ def send_all(port: int, keys: list[str], run: str, args: argparse.Namespace, led
 # --- the counts ---------------------------------------------------------------------------------------------------
 
 
+PENDING_TEXTS = "SELECT count(*) FROM channels_outboundmessage WHERE status IN ('queued', 'processing')"
+
+
 def settle(database_url: str, seconds: float) -> float:
-    """Wait (at most ``seconds``) until no delivery is queued or being attempted; how long it took."""
+    """Wait (at most ``seconds``) until no delivery is queued or being attempted and no text is waiting to be sent;
+    how long it took."""
     started = time.monotonic()
     with psycopg.connect(database_url, autocommit=True) as db:
         harness.wait_settled(db, seconds, poll=1)
+        while time.monotonic() - started < seconds and (db.execute(PENDING_TEXTS).fetchone() or [0])[0]:
+            time.sleep(1)
     return time.monotonic() - started
+
+
+def count_texts(database_url: str, twilio: FakeTwilio) -> dict[str, int]:
+    """The replies' texts against what reached the Twilio stand-in (each reply's text is its own: "done <id>")."""
+    with psycopg.connect(database_url, autocommit=True) as db:
+        rows = db.execute("SELECT text, status, takeovers FROM channels_outboundmessage").fetchall()
+        replies = db.execute(
+            "SELECT count(*) FROM conversations_message WHERE role = 'assistant' AND text LIKE 'done %%'"
+        ).fetchone()
+    with twilio.lock:
+        reached = Counter(message.text for message in twilio.sent)
+    got = set(reached)
+    taken_over = {text for text, _, takeovers in rows if takeovers > 0}
+    replies_count = replies[0] if replies else 0
+    twice = {text: times for text, times in reached.items() if times > 1}
+    return {
+        "replies": replies_count,
+        "texts queued for phones": len(rows),
+        "texts reached the provider": len(reached),
+        # failed, or "sent" without reaching the provider, or a reply that never got its outbox row
+        "texts lost": sum(1 for text, status, _ in rows if status == "failed" or (status == "sent" and text not in got))
+        + max(replies_count - len(rows), 0),
+        "texts stuck": sum(1 for _, status, _ in rows if status in ("queued", "processing")),
+        "texts twice, explained by a kill -9 mid-send": sum(n - 1 for text, n in twice.items() if text in taken_over),
+        "texts twice, unexplained": sum(n - 1 for text, n in twice.items() if text not in taken_over),
+        "texts taken over": len(taken_over),
+    }
 
 
 def count(database_url: str, run: str, ledger: Ledger) -> dict[str, Any]:
@@ -309,6 +382,17 @@ def runtime_stats(url: str) -> dict[str, int]:
 # --- the run ------------------------------------------------------------------------------------------------------
 
 
+LINK_PHONES = """
+import json
+from django.contrib.auth import get_user_model
+from channels.models import LinkedAddress
+people = get_user_model().objects.filter(username__startswith="chaos").order_by("id")
+for n, person in enumerate(people):
+    LinkedAddress.objects.create(user=person, channel="sms", address=f"+1415555{n:04d}")
+print(json.dumps(len(people)))
+"""
+
+
 def main() -> int:
     args = arguments()
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
@@ -321,12 +405,16 @@ def main() -> int:
     proxy = CuttableProxy(server.hostname or "127.0.0.1", server.port or 5432)
     stack: Stack | None = None
     started_at = datetime.now(UTC)
+    twilio = FakeTwilio()
+    twilio.delay = args.provider_ms / 1000
+    threading.Thread(target=twilio.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         with harness.scratch_database("chaos") as database_url:
-            direct = environment(database_url, runtime_url, args)
+            direct = environment(database_url, runtime_url, twilio.url, args)
             harness.migrate(direct)
             keys = harness.people_with_keys(direct, args.users, "chaos")
-            env = environment(through(proxy, database_url), runtime_url, args)
+            harness.run_python(LINK_PHONES, direct)
+            env = environment(through(proxy, database_url), runtime_url, twilio.url, args)
             stack = Stack(env, harness.free_port(), args.workers)
             stack.start_web()
             stack.start_workers()
@@ -337,11 +425,17 @@ def main() -> int:
             sending.start()
             # Restarting gunicorn whole is the rarest blow: its new workers take seconds to answer their first
             # request on a busy machine, and a run of such restarts would leave nothing to hit but refusals.
-            blows = [stack.kill_a_web_worker, stack.kill_a_delivery_worker, lambda: cut_the_database(proxy, stack)]
+            blows = [
+                stack.kill_a_web_worker,
+                stack.kill_a_worker,
+                stack.stop_a_worker,
+                lambda: cut_the_database(proxy, stack),
+                stack.kill_the_web_server,
+            ]
             while sending.is_alive():
                 sending.join(args.every)
                 if sending.is_alive():
-                    random.choices([*blows, stack.kill_the_web_server], weights=[3, 3, 3, 1])[0]()
+                    random.choices(blows, weights=[3, 3, 2, 3, 1])[0]()
                     stack.start_workers()
             sending_seconds = time.monotonic() - began
             proxy.restore()
@@ -349,9 +443,12 @@ def main() -> int:
             settled_in = settle(database_url, args.settle)
             result = count(database_url, run, ledger)
             result["runtime attempts"], result["runtime messages"] = runtime_stats(runtime_url).values()
+            result |= count_texts(database_url, twilio)
     finally:
         if stack is not None:
             stack.stop()
+        twilio.shutdown()
+        twilio.server_close()
         proxy.close()
         runtime.kill()
         runtime.wait()
@@ -369,6 +466,7 @@ def main() -> int:
     if args.docs:
         write_docs(report, args)
     bad = result["lost"] + result["duplicated"] + result["stuck"] + result["half-written"]
+    bad += result["texts lost"] + result["texts stuck"] + result["texts twice, unexplained"]
     return 1 if bad else 0
 
 
@@ -378,15 +476,17 @@ def write_docs(report: dict[str, Any], args: argparse.Namespace) -> None:
         "# The chaos run",
         "",
         "`bench/chaos.py` (see its docstring): messages sent with Idempotency-Keys while gunicorn's workers, gunicorn",
-        "whole and the `db_worker` processes are killed with SIGKILL and started again and the database is cut off",
-        "(a TCP proxy dropped and restored); refused requests are retried with their key. Run it with",
+        "whole and the `worker` processes are killed with SIGKILL (or stopped with SIGTERM) and started again and the",
+        "database is cut off (a TCP proxy dropped and restored); refused requests are retried with their key; every",
+        "person has a linked phone number on a Twilio stand-in, so every reply is texted too. Run it with",
         f"`.venv/bin/python -m bench.chaos --messages {args.messages} --rate {args.rate:g} --senders {args.senders} "
         f"--seconds {args.seconds:g} --docs`.",
         "",
         f"## Last result ({report['when']}, seed {report['seed']})",
         "",
         f"**lost {counts['lost']} · duplicated {counts['duplicated']} · stuck {counts['stuck']} · half-written "
-        f"{counts['half-written']}**",
+        f"{counts['half-written']} · texts lost {counts['texts lost']} · texts stuck {counts['texts stuck']} · "
+        f"texts twice unexplained {counts['texts twice, unexplained']}**",
         "",
         "| | |",
         "|---|---|",
@@ -401,7 +501,9 @@ def write_docs(report: dict[str, Any], args: argparse.Namespace) -> None:
         + ".",
         "",
         "The runtime is sent a message more than once when a worker was killed mid-attempt (at least once, by",
-        "design; the `webhook-id` lets it drop the repeat): `runtime attempts` against `runtime messages`.",
+        "design; the `webhook-id` lets it drop the repeat): `runtime attempts` against `runtime messages`. A text",
+        "reaches the phone twice only when its worker was killed with SIGKILL after the provider took it and before",
+        "the answer was recorded: its row was then taken over (`texts twice, explained by a kill -9 mid-send`).",
         "",
     ]
     DOCS.write_text("\n".join(lines))

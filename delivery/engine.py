@@ -38,6 +38,7 @@ class Deliveries:
     """What is particular to a delivery, for the queue worker (delivery/queue_worker.py ``Kind``)."""
 
     name = "delivery"
+    label = "delivery engine"
     logger = logger
     policy = staticmethod(lifecycle.policy)
     claim = staticmethod(queue.claim)

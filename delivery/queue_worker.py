@@ -63,6 +63,7 @@ class Kind(Protocol):
     """What one queue supplies to the worker."""
 
     name: str  # in thread names and log lines: "delivery", "outbox"
+    label: str  # what the worker of this kind is called in the log: "delivery engine", "channel worker"
     logger: logging.Logger
 
     def policy(self) -> leases.LeasePolicy: ...
@@ -151,7 +152,7 @@ class QueueWorker:
             thread = threading.Thread(target=self._record_loop, name=f"{self.kind.name}-recorder-{n}", daemon=True)
             thread.start()
             self._threads.append(thread)
-        self.kind.logger.info("%s worker started: up to %s attempts in flight", self.kind.name, self.concurrency)
+        self.kind.logger.info("%s started: up to %s attempts in flight", self.kind.label, self.concurrency)
 
     def in_flight(self) -> int:
         return self.claimer.in_flight()
@@ -190,9 +191,9 @@ class QueueWorker:
         unfinished = self.claimer.stop()  # late outcomes of these are dropped: the rows are no longer ours
         if unfinished:
             returned = self.kind.put_back(unfinished)
-            self.kind.logger.warning("%s worker stopped: %s unfinished attempt(s) put back", self.kind.name, returned)
+            self.kind.logger.warning("%s stopped: %s unfinished attempt(s) put back", self.kind.label, returned)
         else:
-            self.kind.logger.info("%s worker stopped: nothing in flight", self.kind.name)
+            self.kind.logger.info("%s stopped: nothing in flight", self.kind.label)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.kind.close()
         connection.close()

@@ -66,6 +66,7 @@ class Texts:
     """What is particular to a text, for the queue worker (delivery/queue_worker.py ``Kind``)."""
 
     name = "outbox"
+    label = "channel worker"
     logger = logger
 
     policy = staticmethod(queue.policy)
