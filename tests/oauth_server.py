@@ -168,6 +168,7 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         self.access_seconds = 3600
         self.rotate_refresh_tokens = False
         self.require_refresh_scope = False  # Microsoft's v2.0 endpoint refuses a refresh that does not name scopes
+        self.withheld: set[str] = set()  # scopes the person unticks on the consent page (Google lets them)
         self.granted: dict[tuple[str, str], set[str]] = {}  # (client, user): every scope granted so far
         self.authorize_requests: list[dict[str, str]] = []
         self.token_requests: list[dict[str, str]] = []
@@ -274,7 +275,7 @@ class _CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
 
     def save_authorization_code(self, code: str, request: OAuth2Request) -> Code:
         data = request.payload.data
-        scope = set((request.scope or "").split())
+        scope = set((request.scope or "").split()) - self.server.withheld
         key = (request.client.client_id, request.user)
         if data.get("include_granted_scopes") == "true":  # Google's incremental consent
             scope |= self.server.granted.get(key, set())

@@ -50,6 +50,7 @@ def address(oauth, oauth_dovecot, xoauth2_smtp, caldav_server) -> str:
     oauth.signed_in = address
     oauth.rotate_refresh_tokens = False
     oauth.require_refresh_scope = False
+    oauth.withheld = set()
     oauth.access_seconds = 3600
     oauth.hold_refresh = None
     return address
@@ -355,6 +356,16 @@ def test_short_scope_names_in_the_token_answer_count_as_granted(settings):
     assert found is not None
     assert found.granted("IMAP.AccessAsUser.All SMTP.Send openid") == ["mail"]
     assert found.granted("https://outlook.office.com/IMAP.AccessAsUser.All") == []  # sending not granted
+
+
+def test_a_permission_left_unticked_at_google_is_not_connected_and_said(client, person, google, oauth, address):
+    oauth.withheld = {"https://mail.google.com/"}
+    response = sign_in(client, capabilities=("mail", "calendar"))
+    text = page_text(response)
+    assert f"Connected your Google calendar ({address})" in text
+    assert "You did not allow mail at Google, so it is not connected" in text
+    assert not MailAccount.objects.exists() and CalendarAccount.objects.filter(owner=person).exists()
+    assert "Add mail (asks Google for access to it)" in text
 
 
 # Removing ----------------------------------------------------------------------------------------------------------

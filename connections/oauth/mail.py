@@ -169,6 +169,7 @@ class Connected:
     address: str
     added: list[str] = field(default_factory=list)  # capabilities connected by this sign-in
     renewed: bool = False  # an existing connection's sign-in was renewed
+    declined: list[str] = field(default_factory=list)  # asked for, but left unticked on the consent page
 
 
 def finish(session: Any, owner: User, kind: str, query: dict[str, str]) -> Connected:
@@ -261,7 +262,8 @@ def _connect(
     except IntegrityError:
         raise SignInRefused("A mailbox or calendar was connected meanwhile; nothing was changed.") from None
     logger.info("%s sign-in for user %s: %s", found.name, owner.pk, ", ".join(new) or "renewed")
-    return Connected(provider=found.name, address=address, added=new, renewed=bool(have))
+    declined = [c for c in asked if c not in granted]
+    return Connected(provider=found.name, address=address, added=new, renewed=bool(have), declined=declined)
 
 
 def _check(owner: User, found: Provider, address: str, token: str, new: list[str]) -> dict[str, Any]:

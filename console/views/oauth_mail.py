@@ -83,6 +83,12 @@ def callback(request: HttpRequest, kind: str) -> HttpResponse:
         )
     else:
         messages.success(request, f"Signed in again with {connected.provider} as {connected.address}.")
+    if connected.declined:  # Google lets the person untick a permission on its consent page
+        messages.warning(
+            request,
+            f"You did not allow {describe(connected.declined)} at {connected.provider}, so it is not connected; "
+            "choose Add on the card to ask again.",
+        )
     return redirect("connections:list")
 
 
