@@ -48,7 +48,45 @@ def _root() -> str:
 
 def check_storable(body: Any) -> None:
     """Refuse a parsed body that the database cannot store (also for bodies that are not messages)."""
-    _check_storable(body, 1, settings.INGEST_MAX_JSON_DEPTH, _root)
+    max_depth = settings.INGEST_MAX_JSON_DEPTH
+    if _needs_a_closer_look(body, 1, max_depth):
+        _check_storable(body, 1, max_depth, _root)
+
+
+def _needs_a_closer_look(value: Any, depth: int, max_depth: int) -> bool:
+    """Whether ``_check_storable`` would refuse ``value``: the same rules in one quick pass that builds no path and
+    calls nothing per string, for the accept path, where nearly every body is fine. On True the full pass runs and
+    names what it found."""
+    if depth > max_depth:
+        return True
+    if isinstance(value, str):
+        return "\x00" in value or not (value.isascii() or _encodes(value))
+    if isinstance(value, dict):
+        members = value.items()
+    elif isinstance(value, list):
+        members = enumerate(value)  # type: ignore[assignment]
+    else:
+        return False
+    if value and depth + 1 > max_depth:  # its members are one level deeper
+        return True
+    for name, member in members:
+        if isinstance(name, str) and ("\x00" in name or not (name.isascii() or _encodes(name))):
+            return True
+        if isinstance(member, str):
+            if "\x00" in member or not (member.isascii() or _encodes(member)):
+                return True
+        elif isinstance(member, dict | list) and _needs_a_closer_look(member, depth + 1, max_depth):
+            return True
+    return False
+
+
+def _encodes(text: str) -> bool:
+    """Whether the text is valid UTF-8 once encoded: False for a lone surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_text(text: str, path: Callable[[], str]) -> None:
