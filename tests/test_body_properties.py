@@ -92,3 +92,27 @@ def test_any_bytes_get_an_answer_never_a_5xx(client, v2, unlimited, raw):
         assert_refused_cleanly(response, before)
     else:
         assert isinstance(json.loads(raw), dict)
+
+
+DEEP_VALUES = st.recursive(
+    st.none() | st.integers() | ANY_TEXT,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(ANY_TEXT, children, max_size=3),
+    max_leaves=20,
+)
+
+
+@pytest.mark.django_db(databases=[])
+@LOOSE
+@given(value=DEEP_VALUES, max_depth=st.integers(min_value=1, max_value=5))
+def test_the_quick_storability_pass_refuses_what_the_full_pass_refuses(value, max_depth):
+    """ingestion/body.py checks a body in a quick pass and runs the full pass (which names the value) only when the
+    quick one finds something: the two must agree on every value and depth limit, or a bad body would be stored."""
+    from ingestion import body as body_rules
+    from ingestion.exceptions import InvalidBody
+
+    try:
+        body_rules._check_storable(value, 1, max_depth, body_rules._root)
+        refused = False
+    except InvalidBody:
+        refused = True
+    assert body_rules._needs_a_closer_look(value, 1, max_depth) is refused
