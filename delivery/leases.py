@@ -177,15 +177,23 @@ class Windows:
     starts from the first again; one that was filled (the queue is busy) makes the next start from a thread drawn at
     random, then wrap around to the first threads if it finds too few."""
 
+    # How long the highest thread with pending rows is remembered (one query at most this often when busy).
+    HIGHEST_SECONDS = 5.0
+
     def __init__(self) -> None:
         self._rotate = False
+        self._highest = (FIRST_THREAD, float("-inf"))  # (thread, when asked: time.monotonic())
 
     def claim(self, run: Callable[[int, int, int], list[Any]], wanted: int, highest: Callable[[], int]) -> list[Any]:
         """``run(from_thread, until_thread, limit)`` claims up to ``limit`` rows in that window of threads;
         ``highest()``: the highest thread with pending rows (asked only when the queue is busy)."""
         start = FIRST_THREAD
         if self._rotate:
-            start = random.randint(FIRST_THREAD, max(highest(), FIRST_THREAD))  # noqa: S311 (fairness, not a secret)
+            thread, asked = self._highest
+            if time.monotonic() - asked > self.HIGHEST_SECONDS:
+                thread = max(highest(), FIRST_THREAD)
+                self._highest = (thread, time.monotonic())
+            start = random.randint(FIRST_THREAD, thread)  # noqa: S311 (fairness, not a secret)
         claimed = run(start, LAST_THREAD, wanted)
         if len(claimed) < wanted and start > FIRST_THREAD:
             claimed += run(FIRST_THREAD, start, wanted - len(claimed))

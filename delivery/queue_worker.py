@@ -118,6 +118,7 @@ class QueueWorker:
         ahead: int = 0,
         recorders: int = 1,
         grace_seconds: Callable[[], float],
+        gather_seconds: float = GATHER_SECONDS,
     ) -> None:
         self.kind = kind
         self.concurrency = concurrency
@@ -141,7 +142,7 @@ class QueueWorker:
             renewals=leases.Renewals(model, kind.policy()),
             logger=kind.logger,
             poll_seconds=POLL_SECONDS,
-            gather_seconds=GATHER_SECONDS,
+            gather_seconds=gather_seconds,
         )
 
     # --- life cycle -----------------------------------------------------------------------------------------------

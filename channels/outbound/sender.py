@@ -75,17 +75,24 @@ class Texts:
     def __init__(self) -> None:
         self.adapters = configured()
         self.templates = template_channels(self.adapters)
+        self._as_template: dict[int, bool] = {}  # decided at the claim, for the send thread (no second decision)
 
     def before_attempt(self, claim: Claim, now: datetime | None = None) -> Wait | Hold | None:
         """Quiet hours or WhatsApp's window decide some rows without a send; None: send it."""
         decision = decide(claim, now or timezone.now(), set(self.adapters), self.templates)
-        return None if isinstance(decision, Send) else decision
+        if not isinstance(decision, Send):
+            return decision
+        self._as_template[claim.row_id] = decision.as_template
+        return None
 
     def attempt(self, claim: Claim) -> Finished:
-        decision = decide(claim, timezone.now(), set(self.adapters), self.templates)
-        if not isinstance(decision, Send):  # quiet hours began since the claim
-            return Finished(claim, decision)
-        return send_now(self.adapters[claim.channel], claim, decision.as_template)
+        as_template = self._as_template.pop(claim.row_id, None)
+        if as_template is None:  # not decided at the claim (``drain``)
+            decision = decide(claim, timezone.now(), set(self.adapters), self.templates)
+            if not isinstance(decision, Send):
+                return Finished(claim, decision)
+            as_template = decision.as_template
+        return send_now(self.adapters[claim.channel], claim, as_template)
 
     def write(self, finished: Finished) -> bool | None:
         claim, result = finished.claim, finished.outcome
@@ -164,6 +171,7 @@ class Sender(QueueWorker):
             ahead=max(int(concurrency * AHEAD_SHARE), 1),
             recorders=1,
             grace_seconds=lambda: float(settings.CHANNEL_GRACE_SECONDS),
+            gather_seconds=0.01,  # after finished sends woke the claimer, let more finish: one claim for several
         )
         self.adapters = texts.adapters
         self.templates = texts.templates
