@@ -115,8 +115,10 @@ def connections_opened() -> Iterator[list[str]]:
 
 def accept(text: str) -> Delivery:
     conversation = conversation_of(UserFactory())
-    message = Message.objects.create(conversation=conversation, role=Role.USER, source=Source.API, text=text)
-    return Delivery.objects.create(message=message, conversation=conversation, endpoint=Endpoint.CURRENT)
+    # The person's own words (typed in the app): their tools run without asking (docs/explanation/approval.md), so
+    # every attempt calls them; a key's message would wait for the person's approval instead.
+    message = Message.objects.create(conversation=conversation, role=Role.USER, source=Source.APP, text=text)
+    return Delivery.objects.create(message=message, conversation=conversation, endpoint=Endpoint.CONSOLE)
 
 
 def wait_for(condition: Any, seconds: float) -> None:
