@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts import audit
@@ -207,50 +208,39 @@ def was_withdrawn(action: Action) -> bool:
 
 def withdraw(action: Action, why: str, now: datetime | None = None) -> bool:
     """Expire one waiting request because what asked for it is gone (``why``, in the person's words)."""
+    return _end_unanswered(
+        action,
+        Q(),
+        now or timezone.now(),
+        said=f"I did not do it, and it can no longer be approved: {describe(action)}. The reason: {why}.",
+        context={"approvalWithdrawn": action.pk},
+        logged=f"{describe(action)}, asked for by {action.requested_by}: withdrawn, {why}",
+    )
+
+
+def expire(action: Action, now: datetime | None = None) -> bool:
     now = now or timezone.now()
+    return _end_unanswered(
+        action,
+        Q(approval_expires_at__lte=now),
+        now,
+        said=f"Nobody answered in time, so I did not do it: {describe(action)}.",
+        context={"approvalExpired": action.pk},
+        logged=f"{describe(action)}, asked for by {action.requested_by}",
+    )
+
+
+def _end_unanswered(action: Action, still: Q, now: datetime, *, said: str, context: dict[str, int], logged: str) -> bool:
+    """Expired or withdrawn: the request ends unanswered (only if it still waits and `still` holds), the thread
+    says so and the audit log keeps it; False when someone answered or ended it first."""
     with transaction.atomic():
-        changed = Action.objects.filter(pk=action.pk, state=ActionState.AWAITING_APPROVAL).update(
+        changed = Action.objects.filter(still, pk=action.pk, state=ActionState.AWAITING_APPROVAL).update(
             state=ActionState.EXPIRED, decided_at=now
         )
         if not changed:
             return False
         delivery = Delivery.objects.select_related("conversation").get(pk=action.delivery_id)
         assert delivery.conversation is not None and delivery.conversation_id is not None
-        assistant_message(
-            delivery.conversation_id,
-            f"I did not do it, and it can no longer be approved: {describe(action)}. The reason: {why}.",
-            source=Source.ASSISTANT,
-            context={"approvalWithdrawn": action.pk},
-        )
-        audit.record(
-            delivery.conversation.user_id,
-            AuditKind.APPROVAL_EXPIRED,
-            f"{describe(action)}, asked for by {action.requested_by}: withdrawn, {why}",
-            by=audit.SYSTEM,
-        )
-    return True
-
-
-def expire(action: Action, now: datetime | None = None) -> bool:
-    now = now or timezone.now()
-    with transaction.atomic():
-        changed = Action.objects.filter(
-            pk=action.pk, state=ActionState.AWAITING_APPROVAL, approval_expires_at__lte=now
-        ).update(state=ActionState.EXPIRED, decided_at=now)
-        if not changed:
-            return False
-        delivery = Delivery.objects.select_related("conversation").get(pk=action.delivery_id)
-        assert delivery.conversation is not None and delivery.conversation_id is not None
-        assistant_message(
-            delivery.conversation_id,
-            f"Nobody answered in time, so I did not do it: {describe(action)}.",
-            source=Source.ASSISTANT,
-            context={"approvalExpired": action.pk},
-        )
-        audit.record(
-            delivery.conversation.user_id,
-            AuditKind.APPROVAL_EXPIRED,
-            f"{describe(action)}, asked for by {action.requested_by}",
-            by=audit.SYSTEM,
-        )
+        assistant_message(delivery.conversation_id, said, source=Source.ASSISTANT, context=context)
+        audit.record(delivery.conversation.user_id, AuditKind.APPROVAL_EXPIRED, logged, by=audit.SYSTEM)
     return True
