@@ -230,7 +230,9 @@ def expire(action: Action, now: datetime | None = None) -> bool:
     )
 
 
-def _end_unanswered(action: Action, still: Q, now: datetime, *, said: str, context: dict[str, int], logged: str) -> bool:
+def _end_unanswered(
+    action: Action, still: Q, now: datetime, *, said: str, context: dict[str, int], logged: str
+) -> bool:
     """Expired or withdrawn: the request ends unanswered (only if it still waits and `still` holds), the thread
     says so and the audit log keeps it; False when someone answered or ended it first."""
     with transaction.atomic():
