@@ -13,7 +13,7 @@ channels/inbound.py then looks again. So unlinking an address or deactivating
 an account takes effect from the next message, in every process, as with a lookup every time.
 
 At most CHANNEL_SENDER_CACHE_SIZE addresses are remembered per process, each for CHANNEL_SENDER_CACHE_SECONDS (0
-switches remembering off); the oldest goes first. Nothing here is a secret: addresses and row ids.
+switches remembering off); the least recently used goes first. Nothing here is a secret: addresses and row ids.
 """
 
 from dataclasses import dataclass

@@ -5,7 +5,7 @@ import time
 from ingestion.hotpath.memo import Memo
 
 
-def test_the_oldest_entry_goes_first_and_a_renewed_one_is_the_newest():
+def test_the_least_recently_used_entry_goes_first_and_a_renewed_one_is_the_newest():
     memo: Memo[str, int] = Memo()
     memo.remember("a", 1, seconds=60, size=2)
     memo.remember("b", 2, seconds=60, size=2)
@@ -32,3 +32,22 @@ def test_forget_and_forget_all():
     assert (memo.recall("a"), memo.recall("b")) == (None, 1)
     memo.forget_all()
     assert memo.recall("c") is None
+
+
+def test_an_entry_recalled_lately_outlives_an_older_unused_one():
+    memo: Memo[str, int] = Memo()
+    memo.remember("a", 1, seconds=60, size=2)
+    memo.remember("b", 2, seconds=60, size=2)
+    assert memo.recall("a") == 1  # "b" is now the least recently used
+    memo.remember("c", 3, seconds=60, size=2)
+    assert (memo.recall("a"), memo.recall("b"), memo.recall("c")) == (1, None, 3)
+
+
+def test_a_changed_size_or_lifetime_applies_at_the_next_remember():
+    now = [1000.0]
+    memo: Memo[str, int] = Memo(timer=lambda: now[0])
+    memo.remember("a", 1, seconds=60, size=10)
+    memo.remember("b", 2, seconds=5, size=1)  # made afresh with the new figures: "a" is gone
+    assert (memo.recall("a"), memo.recall("b")) == (None, 2)
+    now[0] += 5
+    assert memo.recall("b") is None

@@ -170,7 +170,7 @@ def test_an_entry_expires(v2, settings, monkeypatch):
     settings.API_KEY_CACHE_SECONDS = 60
     key, plaintext = v2
     now = [1000.0]
-    monkeypatch.setattr(memo.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(recent, "_keys", memo.Memo(timer=lambda: now[0]))
     recent.remember(digest_of(plaintext), key)
 
     now[0] += 59.9

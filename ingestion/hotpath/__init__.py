@@ -29,7 +29,8 @@ The modules:
 - ``recent.py``: V2 keys a worker found valid lately are remembered for ``API_KEY_CACHE_SECONDS``; such a key is
   unconfirmed until the message's own insert confirms it (``inserts.Condition``), so revocation still takes effect
   on the next request.
-- ``memo.py``: the expiring, size-bounded map that ``recent.py`` and ``channels/senders.py`` remember lookups in.
+- ``memo.py``: cachetools' TTLCache (expiring, size-bounded) behind a lock, which ``recent.py`` and
+  ``channels/senders.py`` remember lookups in.
 - ``inserts.py``: the message and its delivery record in one PostgreSQL statement (data-modifying WITH queries),
   sending ``pre_save``/``post_save`` as ``save()`` does; elsewhere, and for a model that overrides a step of
   ``save()``, the ORM's own saves in one transaction. Other rows may go with them, and changes to existing rows

@@ -16,7 +16,7 @@ What is remembered is the lookup's model instances, shared by the worker's threa
 except ``last_used_at``, which keys.services.note_key_used moves forward (so a busy key is still noted once per
 resolution window). Entries expire after API_KEY_CACHE_SECONDS (0 switches remembering off), which bounds how long a
 key's name or owner details read on this path may lag behind an edit, and at most API_KEY_CACHE_SIZE keys are kept
-per process (the oldest goes first). Only digests are keys here; no plaintext key is kept.
+per process (the least recently used goes first). Only digests are keys here; no plaintext key is kept.
 """
 
 from functools import cache
