@@ -28,7 +28,7 @@ from assistant.outcomes import Outcome, PermanentFailure, Reply, TransientFailur
 from conversations.models import Delivery
 from delivery import lifecycle, queue
 from delivery.queue import Claim
-from delivery.queue_worker import Failure, Finished, QueueWorker, settle
+from delivery.queue_worker import Failure, Finished, Naming, QueueWorker, settle
 from ops import database_work, metrics
 
 logger = logging.getLogger("delivery.handoff")
@@ -37,9 +37,7 @@ logger = logging.getLogger("delivery.handoff")
 class Deliveries:
     """What is particular to a delivery, for the queue worker (delivery/queue_worker.py ``Kind``)."""
 
-    name = "delivery"
-    label = "delivery engine"
-    logger = logger
+    naming = Naming("delivery", "delivery engine", logger)
     policy = staticmethod(lifecycle.policy)
     claim = staticmethod(queue.claim)
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, models
 from django.db.models import F, QuerySet
 from django.utils import timezone
@@ -61,6 +62,20 @@ class LeasePolicy:
     retry_base_seconds: float
     retry_max_seconds: float
     retry_jitter: float = 0.0
+
+    @classmethod
+    def from_settings(cls, lease: str, retry: str) -> "LeasePolicy":
+        """The policy a queue's settings describe: ``{lease}_LEASE_SECONDS`` and ``{lease}_MAX_TAKEOVERS`` for the
+        lease, ``{retry}_MAX_ATTEMPTS`` and ``{retry}_RETRY_BASE_SECONDS``/``_MAX_SECONDS``/``_JITTER`` for the
+        retries (docs/reference/settings.md). Read at each call, so a test's override_settings takes effect."""
+        return cls(
+            lease_seconds=getattr(settings, f"{lease}_LEASE_SECONDS"),
+            max_takeovers=getattr(settings, f"{lease}_MAX_TAKEOVERS"),
+            max_attempts=getattr(settings, f"{retry}_MAX_ATTEMPTS"),
+            retry_base_seconds=getattr(settings, f"{retry}_RETRY_BASE_SECONDS"),
+            retry_max_seconds=getattr(settings, f"{retry}_RETRY_MAX_SECONDS"),
+            retry_jitter=getattr(settings, f"{retry}_RETRY_JITTER"),
+        )
 
     @property
     def renew_every(self) -> float:

@@ -67,14 +67,7 @@ STALE_PROCESSING = timedelta(minutes=15)
 
 
 def policy() -> leases.LeasePolicy:
-    return leases.LeasePolicy(
-        lease_seconds=settings.DELIVERY_LEASE_SECONDS,
-        max_takeovers=settings.DELIVERY_MAX_TAKEOVERS,
-        max_attempts=settings.ASSISTANT_MAX_ATTEMPTS,
-        retry_base_seconds=settings.ASSISTANT_RETRY_BASE_SECONDS,
-        retry_max_seconds=settings.ASSISTANT_RETRY_MAX_SECONDS,
-        retry_jitter=settings.ASSISTANT_RETRY_JITTER,
-    )
+    return leases.LeasePolicy.from_settings(lease="DELIVERY", retry="ASSISTANT")
 
 
 def unrenewed_lease_seconds() -> float:

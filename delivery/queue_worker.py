@@ -59,12 +59,19 @@ class Finished:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Kind(Protocol):
-    """What one queue supplies to the worker."""
+@dataclass(frozen=True, slots=True)
+class Naming:
+    """How a kind's threads and log lines name it."""
 
     name: str  # in thread names and log lines: "delivery", "outbox"
     label: str  # what the worker of this kind is called in the log: "delivery engine", "channel worker"
     logger: logging.Logger
+
+
+class Kind(Protocol):
+    """What one queue supplies to the worker."""
+
+    naming: Naming
 
     def policy(self) -> leases.LeasePolicy: ...
 
@@ -125,7 +132,7 @@ class QueueWorker:
         self.batch = batch
         self.recorders = max(recorders, 1)
         self._grace_seconds = grace_seconds
-        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix=f"{kind.name}-attempt")
+        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix=f"{kind.naming.name}-attempt")
         self._finished: queues.SimpleQueue[Finished | None] = queues.SimpleQueue()
         self._stopping = threading.Event()
         self._hurry = threading.Event()
@@ -133,14 +140,14 @@ class QueueWorker:
         self._stopped = threading.Event()
         self._threads: list[threading.Thread] = []
         self.claimer: Claimer[Any] = Claimer(
-            name=f"{kind.name}-claimer",
+            name=f"{kind.naming.name}-claimer",
             capacity=concurrency + ahead,
             batch=batch,
             claim=kind.claim,
             key=_held,
             hand_over=self._hand_over,
             renewals=leases.Renewals(model, kind.policy()),
-            logger=kind.logger,
+            logger=kind.naming.logger,
             poll_seconds=POLL_SECONDS,
             gather_seconds=gather_seconds,
         )
@@ -150,10 +157,14 @@ class QueueWorker:
     def start(self) -> None:
         self.claimer.start()
         for n in range(self.recorders):
-            thread = threading.Thread(target=self._record_loop, name=f"{self.kind.name}-recorder-{n}", daemon=True)
+            thread = threading.Thread(
+                target=self._record_loop, name=f"{self.kind.naming.name}-recorder-{n}", daemon=True
+            )
             thread.start()
             self._threads.append(thread)
-        self.kind.logger.info("%s started: up to %s attempts in flight", self.kind.label, self.concurrency)
+        self.kind.naming.logger.info(
+            "%s started: up to %s attempts in flight", self.kind.naming.label, self.concurrency
+        )
 
     def in_flight(self) -> int:
         return self.claimer.in_flight()
@@ -192,9 +203,11 @@ class QueueWorker:
         unfinished = self.claimer.stop()  # late outcomes of these are dropped: the rows are no longer ours
         if unfinished:
             returned = self.kind.put_back(unfinished)
-            self.kind.logger.warning("%s stopped: %s unfinished attempt(s) put back", self.kind.label, returned)
+            self.kind.naming.logger.warning(
+                "%s stopped: %s unfinished attempt(s) put back", self.kind.naming.label, returned
+            )
         else:
-            self.kind.logger.info("%s stopped: nothing in flight", self.kind.label)
+            self.kind.naming.logger.info("%s stopped: nothing in flight", self.kind.naming.label)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.kind.close()
         connection.close()
@@ -254,9 +267,9 @@ class QueueWorker:
             try:
                 finished = self.kind.record_together(finished)
             except Exception as error:
-                self.kind.logger.warning(
+                self.kind.naming.logger.warning(
                     "%s: recording %s outcomes together failed (%s); one by one",
-                    self.kind.name,
+                    self.kind.naming.name,
                     len(finished),
                     type(error).__name__,
                 )
@@ -274,13 +287,15 @@ class QueueWorker:
                 if self._stopped.is_set():
                     break
                 row_id = _held(finished.claim)[0]
-                self.kind.logger.warning("%s %s: recording failed (%s)", self.kind.name, row_id, type(error).__name__)
+                self.kind.naming.logger.warning(
+                    "%s %s: recording failed (%s)", self.kind.naming.name, row_id, type(error).__name__
+                )
                 time.sleep(min(0.1 * 2**failures, 5.0))
                 close_old_connections()
         # Its lease expires and another attempt runs it again (a delivery: same webhook-id; a text: a documented
         # duplicate).
         row_id = _held(finished.claim)[0]
-        self.kind.logger.error("%s %s: its outcome could not be recorded", self.kind.name, row_id)
+        self.kind.naming.logger.error("%s %s: its outcome could not be recorded", self.kind.naming.name, row_id)
 
 
 def _held(claim: Any) -> tuple[int, int]:
@@ -307,21 +322,21 @@ def settle(kind: Kind, finished: Finished) -> str:
         reason = failure.reason if not failure.retryable else f"{failure.reason} Gave up after {attempt} attempts."
         if not kind.failed(claim, reason):
             return _skipped(kind, row_id, attempt)
-        kind.logger.warning("%s %s failed after %s attempt(s): %s", kind.name, row_id, attempt, reason)
+        kind.naming.logger.warning("%s %s failed after %s attempt(s): %s", kind.naming.name, row_id, attempt, reason)
         return "failed"
     due = timezone.now() + timedelta(seconds=policy.backoff_seconds(attempt, failure.retry_after))
     if not kind.retried(claim, failure.reason, due):
         return _skipped(kind, row_id, attempt)
-    kind.logger.info(
-        "%s %s: attempt %s failed (%s); retry at %s", kind.name, row_id, attempt, failure.reason, due.isoformat()
+    kind.naming.logger.info(
+        "%s %s: attempt %s failed (%s); retry at %s", kind.naming.name, row_id, attempt, failure.reason, due.isoformat()
     )
     return "retried"
 
 
 def _skipped(kind: Kind, row_id: int, attempt: int) -> str:
-    kind.logger.warning(
+    kind.naming.logger.warning(
         "%s %s: attempt %s no longer holds it (taken over, put back or answered); its outcome is dropped",
-        kind.name,
+        kind.naming.name,
         row_id,
         attempt,
     )

@@ -28,14 +28,7 @@ from ingestion.hotpath.inserts import Update
 
 
 def policy() -> leases.LeasePolicy:
-    return leases.LeasePolicy(
-        lease_seconds=settings.CHANNEL_LEASE_SECONDS,
-        max_takeovers=settings.CHANNEL_MAX_TAKEOVERS,
-        max_attempts=settings.CHANNEL_MAX_ATTEMPTS,
-        retry_base_seconds=settings.CHANNEL_RETRY_BASE_SECONDS,
-        retry_max_seconds=settings.CHANNEL_RETRY_MAX_SECONDS,
-        retry_jitter=settings.CHANNEL_RETRY_JITTER,
-    )
+    return leases.LeasePolicy.from_settings(lease="CHANNEL", retry="CHANNEL")
 
 
 @dataclass(frozen=True, slots=True)

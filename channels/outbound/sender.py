@@ -37,7 +37,7 @@ from channels.models import OutboundMessage
 from channels.outbound import queue
 from channels.outbound.decide import Hold, Send, Wait, decide
 from channels.outbound.queue import Claim
-from delivery.queue_worker import Failure, Finished, QueueWorker, settle
+from delivery.queue_worker import Failure, Finished, Naming, QueueWorker, settle
 
 logger = logging.getLogger("channels.outbound")
 
@@ -65,10 +65,7 @@ def send_now(adapter: Adapter, claim: Claim, as_template: bool) -> Finished:
 class Texts:
     """What is particular to a text, for the queue worker (delivery/queue_worker.py ``Kind``)."""
 
-    name = "outbox"
-    label = "channel worker"
-    logger = logger
-
+    naming = Naming("outbox", "channel worker", logger)
     policy = staticmethod(queue.policy)
     claim = staticmethod(queue.claim)
 
