@@ -26,6 +26,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Q
+from django.dispatch import Signal
 from django.utils import timezone
 
 from accounts import audit
@@ -37,6 +38,11 @@ from conversations.models import Delivery, Message, Source
 from conversations.services import assistant_message
 from keys.models import ApiKey
 from triggers.models import WebhookTrigger
+
+# Sent after the commit that ended a request unanswered, with ``action_id`` and ``outcome`` ("expired" or
+# "withdrawn"): whoever showed the request somewhere else (a Telegram message with buttons, channels/approvals.py)
+# rewrites it. A signal, because those layers sit above this one (docs/explanation/architecture.md#the-layers).
+request_ended = Signal()
 
 APPROVAL_CONTEXT = "approval"  # the asking message's context: {"approval": <action id>}
 APPROVED_CONTEXT = "approvedAction"  # the decision's message: {"approvedAction": <action id>}
@@ -212,6 +218,7 @@ def withdraw(action: Action, why: str, now: datetime | None = None) -> bool:
         action,
         Q(),
         now or timezone.now(),
+        ended="withdrawn",
         said=f"I did not do it, and it can no longer be approved: {describe(action)}. The reason: {why}.",
         context={"approvalWithdrawn": action.pk},
         logged=f"{describe(action)}, asked for by {action.requested_by}: withdrawn, {why}",
@@ -224,6 +231,7 @@ def expire(action: Action, now: datetime | None = None) -> bool:
         action,
         Q(approval_expires_at__lte=now),
         now,
+        ended="expired",
         said=f"Nobody answered in time, so I did not do it: {describe(action)}.",
         context={"approvalExpired": action.pk},
         logged=f"{describe(action)}, asked for by {action.requested_by}",
@@ -231,10 +239,11 @@ def expire(action: Action, now: datetime | None = None) -> bool:
 
 
 def _end_unanswered(
-    action: Action, still: Q, now: datetime, *, said: str, context: dict[str, int], logged: str
+    action: Action, still: Q, now: datetime, *, ended: str, said: str, context: dict[str, int], logged: str
 ) -> bool:
-    """Expired or withdrawn: the request ends unanswered (only if it still waits and `still` holds), the thread
-    says so and the audit log keeps it; False when someone answered or ended it first."""
+    """Expired or withdrawn (``ended``): the request ends unanswered (only if it still waits and `still` holds), the
+    thread says so, the audit log keeps it, and after the commit ``request_ended`` tells where else it was shown;
+    False when someone answered or ended it first."""
     with transaction.atomic():
         changed = Action.objects.filter(still, pk=action.pk, state=ActionState.AWAITING_APPROVAL).update(
             state=ActionState.EXPIRED, decided_at=now
@@ -245,4 +254,5 @@ def _end_unanswered(
         assert delivery.conversation is not None and delivery.conversation_id is not None
         assistant_message(delivery.conversation_id, said, source=Source.ASSISTANT, context=context)
         audit.record(delivery.conversation.user_id, AuditKind.APPROVAL_EXPIRED, logged, by=audit.SYSTEM)
+        transaction.on_commit(lambda: request_ended.send(sender=Action, action_id=action.pk, outcome=ended))
     return True

@@ -47,6 +47,11 @@ CHANNEL_NAMES = {
 }
 # How the request's message on Telegram ends once answered: the mark, then where ("on Telegram", "in the console").
 MARKS = {"approved": "✅ Approved", "denied": "✖️ Denied"}
+# A request that ended with no answer (assistant/approvals.py request_ended): its last line on the phone.
+ENDED = {
+    "expired": "⌛ Nobody answered in time: nothing was done.",
+    "withdrawn": "⊘ Withdrawn (what asked for it is gone): nothing was done.",
+}
 
 
 def as_answer(text: str) -> Press | None:
@@ -170,19 +175,21 @@ def _see() -> str:
 
 
 @task
-def mark_answered(action_id: int, outcome: str, where: str) -> None:
-    """A request answered somewhere else (``where``: "in the console"): its message on Telegram, if it went there,
-    says so, and its buttons go. Telegram lets a bot edit its own messages; other channels cannot be changed."""
+def mark_answered(action_id: int, outcome: str, where: str = "") -> None:
+    """A request answered somewhere else (``where``: "in the console"), or ended unanswered (``outcome`` "expired"
+    or "withdrawn"): its message on Telegram, if it went there, says so, and its buttons go. Telegram lets a bot
+    edit its own messages; other channels cannot be changed."""
     adapter = adapter_for(Channel.TELEGRAM)
     action = Action.objects.filter(pk=action_id).select_related("approval_message").first()
     question = action.approval_message if action is not None else None
-    if not isinstance(adapter, telegram.TelegramAdapter) or question is None or outcome not in MARKS:
+    last_line = f"{MARKS[outcome]} {where}." if outcome in MARKS else ENDED.get(outcome)
+    if not isinstance(adapter, telegram.TelegramAdapter) or question is None or last_line is None:
         return
     sent = OutboundMessage.objects.filter(message=question, channel=Channel.TELEGRAM).exclude(provider_message_id="")
     request = approval_buttons(question.text)
     for reference in sent.values_list("provider_message_id", flat=True):
         try:
-            adapter.show_outcome(reference, f"{request[0] if request else question.text}\n\n{MARKS[outcome]} {where}.")
+            adapter.show_outcome(reference, f"{request[0] if request else question.text}\n\n{last_line}")
         except SendError as error:
             logger.warning("telegram approval request not edited: %s", error.reason)
 
@@ -221,3 +228,9 @@ def unlinked_tap(press: Press) -> None:
 def linked_person(channel: str, address: str) -> User | None:
     link = LinkedAddress.objects.filter(channel=channel, address=address).select_related("user").first()
     return link.user if link is not None and link.user.is_active else None
+
+
+def mark_ended(sender: object, *, action_id: int, outcome: str, **_: object) -> None:
+    """``request_ended``'s receiver (channels/apps.py): the request's Telegram message is rewritten by a task, so a
+    slow Bot API never holds up the sweep or the revocation that ended it."""
+    mark_answered.enqueue(action_id, outcome)

@@ -20,6 +20,11 @@ class ChannelsConfig(AppConfig):
         # Messages written for the person (replies, reminders, follow-ups) are put in the outbox in their own
         # transaction (conversations/outbound.py), when a channel is configured at all.
         outbound.listen(enqueue, active=lambda: bool(configured()))
+        # A request that ends unanswered (expired, withdrawn) loses its buttons on Telegram, as an answered one does.
+        from assistant.approvals import request_ended
+        from channels.approvals import mark_ended
+
+        request_ended.connect(mark_ended, dispatch_uid="channels.approvals.mark_ended")
         # The worker (delivery/work.py) runs the outbox's sender beside the delivery engine.
         work.register("channels", _sender)
 

@@ -431,6 +431,45 @@ def test_the_phone_after_the_console_is_told_it_was_decided(providers, send, del
     assert reminders_of(person) == 0
 
 
+def test_a_request_nobody_answered_loses_its_buttons_on_telegram(
+    providers, send, settings, django_capture_on_commit_callbacks
+):
+    from assistant import approvals as requests
+
+    person = linked("telegram", CHAT)
+    action = ask(send, person)
+    request = the_request(providers.telegram.sent, action)
+    later = timezone.now() + timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS + 5)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert requests.expire_overdue(later) == 1
+
+    [edited] = providers.telegram.edited
+    assert f"{edited['chat_id']}:{edited['message_id']}" == request.provider_message_id
+    assert edited["text"].endswith("⌛ Nobody answered in time: nothing was done.") and "reply_markup" not in edited
+    assert "renew the domain" in edited["text"].lower()
+
+
+def test_a_request_whose_key_was_revoked_loses_its_buttons_on_telegram(
+    providers, send, deliver, django_capture_on_commit_callbacks
+):
+    from keys.models import ApiKey
+    from keys.services import revoke_key
+
+    person = linked("telegram", CHAT)
+    action = ask(send, person)
+    request = the_request(providers.telegram.sent, action)
+    with django_capture_on_commit_callbacks(execute=True):
+        revoke_key(ApiKey.objects.get(owner=person, name="nightly backup"))
+
+    [edited] = providers.telegram.edited
+    assert edited["text"].endswith("⊘ Withdrawn (what asked for it is gone): nothing was done.")
+    assert "reply_markup" not in edited
+    # A tap on a button the app still showed is told why nothing happened.
+    deliver(providers.telegram.press(request, f"approve:{action.approval_code}"))
+    assert providers.telegram.answered[-1]["text"].startswith("Too late: what asked for it is gone")
+    assert reminders_of(person) == 0
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="two answers at once need two database connections")
 @pytest.mark.django_db(transaction=True)
 def test_two_answers_racing_decide_it_once(providers, settings):
