@@ -152,16 +152,18 @@ def test_attempt_threads_open_no_connection_and_the_process_stays_within_its_sta
 
 
 def test_an_attempt_longer_than_its_lease_is_renewed_and_not_taken_over(openai):
-    openai.DELIVERY_LEASE_SECONDS = 0.6  # renewed every 0.2 s; the attempt lasts 2 s
+    # Renewed every 0.5 s; the attempt lasts three leases. With a lease of 0.6 s, a loaded machine holding the renewing
+    # thread back for 0.4 s would let it lapse, and the second engine would take the delivery over.
+    openai.DELIVERY_LEASE_SECONDS = 1.5
     delivery = accept("take your time")
-    with model_server(slow=2.0) as model:
+    with model_server(slow=4.5) as model:
         openai.OPENAI_BASE_URL = model.url
         first, second = Engine(concurrency=2), Engine(concurrency=2)
         first.start()
         wait_for(lambda: Delivery.objects.filter(status=DeliveryStatus.PROCESSING).exists(), 10)
         second.start()  # ready to take the delivery over the moment its lease lapses
         try:
-            wait_for(all_delivered, 15)
+            wait_for(all_delivered, 30)
         finally:
             first.stop(grace=5)
             second.stop(grace=5)

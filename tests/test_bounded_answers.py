@@ -12,6 +12,9 @@ from tests.hostile_servers import endless_http, endless_imap, endless_smtp, peak
 
 MB = 1_000_000
 GROWTH = 50 * MB
+# What a loaded 2-core machine may add to a call's deadline before its thread runs again. Without a bound a call
+# lasts the hostile server's 60 s (and the server's writes go on succeeding), so this much slack still tells.
+SLACK = 3
 
 
 @pytest.fixture(autouse=True)
@@ -40,7 +43,7 @@ def _add_calendar(client, key: str, url: str):
     )
 
 
-def _hung_up_soon(server, measured, within: float = 1.5) -> None:
+def _hung_up_soon(server, measured, within: float = SLACK) -> None:
     assert server.hung_up.wait(within + 5), "the client kept the connection open"
     assert server.hung_up_at - measured.ended_at < within, "the client kept reading after the call returned"
 
@@ -64,10 +67,10 @@ def test_a_calendar_server_that_trickles_is_cut_at_the_deadline(client, v2, sett
     settings.MCP_CHECK_TIMEOUT_SECONDS = 2
     with endless_http(status="207 Multi-Status", content_type="text/xml", drip=True) as server:
         measured = _add_calendar(client, v2[1], server.url)
-        _hung_up_soon(server, measured, within=1)
+        _hung_up_soon(server, measured)
     assert measured.result.status_code == 422
     assert measured.result.json()["message"] == "The CalDAV server did not answer in time."
-    assert measured.seconds < 2 + 1
+    assert measured.seconds < 2 + SLACK
 
 
 def test_a_calendar_tool_call_against_an_endless_server_is_bounded(settings):
@@ -147,7 +150,7 @@ def test_an_mcp_server_streaming_without_end_is_bounded(settings, drip):
     expected = "did not answer in time" if drip else "larger than 4 MB"
     assert expected in str(measured.error)
     assert measured.growth < GROWTH
-    assert measured.seconds < 2 + 1
+    assert measured.seconds < 2 + SLACK
 
 
 @pytest.mark.parametrize("drip", [False, True], ids=["flood", "drip"])
@@ -168,7 +171,7 @@ def test_the_assistant_runtime_streaming_without_end_is_bounded(settings, drip):
         assert isinstance(measured.error, PermanentFailure)
         assert str(measured.error) == "The assistant runtime's answer is larger than 1 MB, the most this server reads."
     assert measured.growth < GROWTH
-    assert measured.seconds < 2 + 1
+    assert measured.seconds < 2 + SLACK
 
 
 @pytest.mark.parametrize("drip", [False, True], ids=["flood", "drip"])
@@ -186,7 +189,7 @@ def test_a_twilio_api_streaming_without_end_is_bounded(providers, settings, drip
     else:
         assert not measured.error.retryable and "larger than 1 MB" in str(measured.error)
     assert measured.growth < GROWTH
-    assert measured.seconds < settings.CHANNEL_TIMEOUT_SECONDS + 1
+    assert measured.seconds < settings.CHANNEL_TIMEOUT_SECONDS + SLACK
 
 
 def test_a_telegram_api_streaming_without_end_is_refused(providers, settings):
@@ -211,9 +214,9 @@ def test_a_calendar_server_that_trickles_its_headers_is_cut_at_the_deadline(sett
 
     with endless_http(status="207 Multi-Status", drip_headers=True) as server:
         measured = peak_growth(lambda: check(CalendarServer(url=server.url, username="a", password="b"), 2))
-        _hung_up_soon(server, measured, within=1)
+        _hung_up_soon(server, measured)
     assert isinstance(measured.error, ServiceError) and "did not answer in time" in str(measured.error)
-    assert measured.seconds < 2 + 1
+    assert measured.seconds < 2 + SLACK
 
 
 def test_a_twilio_api_that_trickles_its_headers_is_cut_at_the_deadline(providers, settings):
@@ -223,6 +226,6 @@ def test_a_twilio_api_that_trickles_its_headers_is_cut_at_the_deadline(providers
     with endless_http(status="201 Created", drip_headers=True) as server:
         settings.TWILIO_API_BASE_URL = server.url.rstrip("/")
         measured = peak_growth(lambda: adapter_for("sms").send_text("+14155550134", "hi", reference="out_1"))
-        _hung_up_soon(server, measured, within=1)
+        _hung_up_soon(server, measured)
     assert isinstance(measured.error, SendError) and measured.error.unknown
-    assert measured.seconds < settings.CHANNEL_TIMEOUT_SECONDS + 1
+    assert measured.seconds < settings.CHANNEL_TIMEOUT_SECONDS + SLACK

@@ -15,6 +15,9 @@ pytestmark = pytest.mark.django_db
 
 CALENDAR = "/api/v1/connections/calendar"
 MAILBOX = "/api/v1/connections/mailbox"
+# What a loaded 2-core machine may add to a deadline before the waiting thread runs again. The hanging and trickling
+# servers hold a client for minutes without a bound, so a deadline kept still shows within this much.
+SLACK = 3
 
 
 def mailbox_fields(dovecot_server, smtp_server, user: str, **changes) -> dict:
@@ -185,7 +188,7 @@ def test_an_smtp_server_that_answers_a_byte_at_a_time_is_refused_in_time(
         )
         took = time.monotonic() - started
     assert response.status_code == 422 and "SMTP server 127.0.0.1 did not answer in time" in response.json()["message"]
-    assert took < 4
+    assert took < 1.5 + SLACK
 
 
 def test_the_api_needs_a_v2_key(client, v1):
