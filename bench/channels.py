@@ -173,6 +173,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--seconds", type=int, default=5, help="each wrk run of phase 3 (default 5)")
     parser.add_argument("--connections", type=int, default=32, help="wrk connections in phase 3 (default 32)")
     parser.add_argument("--rounds", type=int, default=1, help="phase 3's runs of each endpoint, in turn (default 1)")
+    parser.add_argument("--sends-only", action="store_true", help="phase 1 only (bench/channels_ab.py runs it so)")
     parser.add_argument("--json", metavar="PATH", help="append the result as one JSON line to PATH")
     return parser.parse_args()
 
@@ -379,6 +380,14 @@ def parse_wrk(stdout: str) -> dict[str, float]:
     return {"requests": requests, "seconds": seconds, "non_2xx": non_2xx}
 
 
+def worker_command() -> list[str]:
+    """The channel worker of this checkout: the one worker's channels kind, or (a checkout from before it, compared
+    side by side by bench/channels_ab.py) its own command."""
+    if (ROOT / "delivery" / "management" / "commands" / "worker.py").exists():
+        return ["manage.py", "worker", "--only", "channels", "--no-reload"]
+    return ["manage.py", "sendchannels"]
+
+
 def main() -> None:
     args = arguments()
     log = Path(tempfile.mkstemp(prefix="bench-channels-", suffix=".log")[1])
@@ -395,18 +404,19 @@ def main() -> None:
             with psycopg.connect(database_url, autocommit=True) as connection:
                 connection.execute("ANALYZE")
             result: dict[str, Any] = {"provider_ms": args.provider_ms, "concurrency": args.concurrency}
-            command = ["manage.py", "worker", "--only", "channels", "--no-reload"]
-            worker = subprocess.Popen([sys.executable, *command], cwd=ROOT, env=env)
+            worker = subprocess.Popen([sys.executable, *worker_command()], cwd=ROOT, env=env)
             try:
                 result["outbound"] = throughput(worker, log, args.sends)
                 print("outbound:", json.dumps(result["outbound"]), flush=True)
-                result["end_to_end"] = end_to_end(worker, env, log, args)
-                print("end to end:", json.dumps(result["end_to_end"]), flush=True)
+                if not args.sends_only:
+                    result["end_to_end"] = end_to_end(worker, env, log, args)
+                    print("end to end:", json.dumps(result["end_to_end"]), flush=True)
             finally:
                 worker.terminate()
                 worker.wait(timeout=30)
-            result["inbound"] = inbound(env, key, args)
-            print("inbound:", json.dumps(result["inbound"]), flush=True)
+            if not args.sends_only:
+                result["inbound"] = inbound(env, key, args)
+                print("inbound:", json.dumps(result["inbound"]), flush=True)
     finally:
         provider.terminate()
         provider.wait(timeout=10)

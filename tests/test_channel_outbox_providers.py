@@ -19,6 +19,7 @@ from channels.outbound.decide import WINDOW_CLOSED
 from channels.outbound.sender import Sender
 from channels.outbound.text import flatten_markdown
 from conversations.models import Message, Role
+from delivery.queue_worker import settle
 from tests.factories import UserFactory, make_key
 from tests.providers import WHATSAPP_ACCESS_TOKEN, WHATSAPP_PHONE_NUMBER_ID
 
@@ -298,6 +299,27 @@ def test_twilio_answering_after_the_timeout_ends_with_one_copy(providers, send, 
     assert providers.twilio.texts_to(NUMBER) == [row.text]  # one copy
     listed = [path for path, _headers, body in providers.twilio.requests if "Messages.json?" in path]
     assert len(listed) == 1 and "To=%2B14155551234" in listed[0] and "DateSent%3E=" in listed[0]
+
+
+def test_the_running_worker_reads_the_unknown_outcome_at_the_claim_and_sends_no_second_copy(providers, send, settings):
+    """The worker's own path (its claim, its hand-over to a send thread), not ``drain``: the earlier attempt's unknown
+    outcome is read for the whole claim before the send thread starts, and the send thread asks Twilio first."""
+    settings.CHANNEL_TIMEOUT_SECONDS = 1
+    providers.twilio.late = 1.7
+    reply = reply_in_thread(send, linked_person("sms", NUMBER))
+    send_due()
+    row = outbox_row(reply)
+    (taken,) = providers.twilio.sent
+
+    _due_now(row)
+    sender = Sender(concurrency=2)
+    claims = sender.kind.claim(5)
+    sender._hand_over(claims)
+    finished = sender._finished.get(timeout=10)
+    assert settle(sender.kind, finished) == "written"
+    row.refresh_from_db()
+    assert (row.status, row.attempts, row.provider_message_id) == (OutboundStatus.SENT, 2, taken.provider_message_id)
+    assert providers.twilio.texts_to(NUMBER) == [row.text]  # one copy
 
 
 def test_twilio_that_never_took_the_timed_out_attempt_gets_the_text_once(providers, send, settings):

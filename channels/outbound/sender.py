@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from channels.adapters import configured
 from channels.adapters.base import Adapter, SendError, Sent
-from channels.adapters.unknown import resend_not_before, send_once
+from channels.adapters.unknown import earliest_of, resend_not_before, send_once
 from channels.models import OutboundMessage
 from channels.outbound import queue
 from channels.outbound.decide import Hold, Send, Wait, decide
@@ -51,12 +51,15 @@ def template_channels(adapters: dict[str, Adapter]) -> set[str]:
     return {name for name, adapter in adapters.items() if adapter.can_send_template()}
 
 
-def send_now(adapter: Adapter, claim: Claim, as_template: bool) -> Finished:
+def send_now(adapter: Adapter, claim: Claim, as_template: bool, unknown_since: datetime | None) -> Finished:
+    """``unknown_since``: when an earlier attempt of this send whose outcome was unknown began (read at the claim)."""
     started = time.monotonic()
     result: Sent | Exception
     try:
         # An earlier attempt that timed out may have arrived: asked before sending again (channels/adapters/unknown.py).
-        result = send_once(adapter, claim.address, claim.text, reference=claim.reference, as_template=as_template)
+        result = send_once(
+            adapter, claim.address, claim.text, reference=claim.reference, as_template=as_template, since=unknown_since
+        )
     except Exception as error:
         result = error
     return Finished(claim, result, time.monotonic() - started, {"as_template": as_template})
@@ -67,17 +70,32 @@ class Texts:
 
     naming = Naming("outbox", "channel worker", logger)
     policy = staticmethod(queue.policy)
-    claim = staticmethod(queue.claim)
 
     def __init__(self) -> None:
         self.adapters = configured()
         self.templates = template_channels(self.adapters)
-        self._as_template: dict[int, bool] = {}  # decided at the claim, for the send thread (no second decision)
+        self._channels = set(self.adapters)
+        # Both for the send thread, by row id: decided at the claim (no second decision), and read at the claim for
+        # the whole batch (one cache round trip a claim, not one a send).
+        self._as_template: dict[int, bool] = {}
+        self._unknown_since: dict[int, datetime] = {}  # only the rows an earlier attempt of which had one
+
+    def claim(self, limit: int) -> list[Claim]:
+        """Claim (channels/outbound/queue.py), then read at once which of the claimed sends had an earlier attempt
+        whose outcome was unknown (channels/adapters/unknown.py): their attempts ask the provider first."""
+        claims = queue.claim(limit)
+        if claims:
+            found = earliest_of(claim.reference for claim in claims)
+            for claim in claims:
+                if claim.reference in found:
+                    self._unknown_since[claim.row_id] = found[claim.reference]
+        return claims
 
     def before_attempt(self, claim: Claim, now: datetime | None = None) -> Wait | Hold | None:
         """Quiet hours or WhatsApp's window decide some rows without a send; None: send it."""
-        decision = decide(claim, now or timezone.now(), set(self.adapters), self.templates)
+        decision = decide(claim, now or timezone.now(), self._channels, self.templates)
         if not isinstance(decision, Send):
+            self._unknown_since.pop(claim.row_id, None)  # read again at its next claim
             return decision
         self._as_template[claim.row_id] = decision.as_template
         return None
@@ -85,11 +103,12 @@ class Texts:
     def attempt(self, claim: Claim) -> Finished:
         as_template = self._as_template.pop(claim.row_id, None)
         if as_template is None:  # not decided at the claim (``drain``)
-            decision = decide(claim, timezone.now(), set(self.adapters), self.templates)
+            decision = decide(claim, timezone.now(), self._channels, self.templates)
             if not isinstance(decision, Send):
                 return Finished(claim, decision)
             as_template = decision.as_template
-        return send_now(self.adapters[claim.channel], claim, as_template)
+        unknown_since = self._unknown_since.pop(claim.row_id, None)
+        return send_now(self.adapters[claim.channel], claim, as_template, unknown_since)
 
     def write(self, finished: Finished) -> bool | None:
         claim, result = finished.claim, finished.outcome
