@@ -22,7 +22,6 @@ import argparse
 import http.client
 import json
 import os
-import secrets
 import subprocess
 import tempfile
 import threading
@@ -66,11 +65,6 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--drain-seconds", type=float, default=30, help="wait this long at most for the backlog")
     parser.add_argument(
         "--timeout-seconds", type=float, default=10, help="ASSISTANT_TIMEOUT_SECONDS (default 10; above --runtime-ms)"
-    )
-    parser.add_argument(
-        "--broker",
-        metavar="URL",
-        help="deliver through Dramatiq on this broker (amqp://… or redis://…) instead of the database queue",
     )
     parser.add_argument("--json", metavar="PATH", help="append the result as one JSON line to PATH")
     return parser.parse_args()
@@ -116,9 +110,6 @@ def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -
             "WEB_CONCURRENCY": str(args.web_processes),
         },
     )
-    if args.broker:
-        env["DELIVERY_BROKER_URL"] = args.broker
-        env["DELIVERY_BROKER_QUEUE"] = f"bench-{secrets.token_hex(4)}"
     return env
 
 
@@ -184,12 +175,7 @@ def main() -> None:
             processes.append(web)
             workers = []
             if not args.no_worker:
-                dramatiq = ["-m", "dramatiq", "delivery.dramatiq_worker", "--processes", "1"]
-                command = (
-                    [*dramatiq, "--threads", str(args.concurrency)]
-                    if args.broker
-                    else ["manage.py", "db_worker", "--no-reload", "--no-startup-delay"]
-                )
+                command = ["manage.py", "db_worker", "--no-reload", "--no-startup-delay"]
                 workers = [start(command, env) for _ in range(args.workers)]
             processes += workers
             wait_until_up(port)
@@ -250,7 +236,7 @@ def main() -> None:
                 "seconds": args.seconds,
                 "runtime_ms": args.runtime_ms,
                 "backend": args.backend,
-                "queue": "dramatiq" if args.broker else "database",
+                "queue": "database",
                 "workers": 0 if args.no_worker else args.workers,
                 "concurrency": args.concurrency,
                 "recorders": args.recorders,

@@ -146,7 +146,7 @@ if "postgresql" in DATABASES["default"]["ENGINE"]:
     # thread.
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
     # A shared pool instead (psycopg_pool, at most this many connections per process): for processes with many
-    # threads that each use the database briefly, such as the Dramatiq delivery worker (delivery/broker.py sets it).
+    # threads that each use the database briefly. Off by default: no process of ours needs it.
     DATABASE_POOL_SIZE = env_int("DATABASE_POOL_SIZE", 0)
     if DATABASE_POOL_SIZE > 0:
         DATABASES["default"]["CONN_MAX_AGE"] = 0
@@ -381,14 +381,6 @@ ASSISTANT_MAX_ANSWER_BYTES = env_int("ASSISTANT_MAX_ANSWER_BYTES", 1_000_000)
 # How many of the latest thread messages (this one included) go to a remote assistant.
 ASSISTANT_THREAD_MESSAGES = env_int("ASSISTANT_THREAD_MESSAGES", 20)
 
-# Deliveries through a broker instead (docs/explanation/handoff.md#deliveries-through-a-broker): a Dramatiq
-# broker URL, amqp://… for RabbitMQ or redis://… for Redis. Empty: the database queue (the delivery engine in
-# `manage.py db_worker`).
-DELIVERY_BROKER_URL = env_str("DELIVERY_BROKER_URL")
-# The broker's queue for deliveries (one per deployment sharing a broker).
-DELIVERY_BROKER_QUEUE = env_str("DELIVERY_BROKER_QUEUE", "deliveries")
-# With a broker: how often each worker process looks for deliveries the broker was never told about.
-DELIVERY_SWEEP_SECONDS = env_float("DELIVERY_SWEEP_SECONDS", 30)
 # The delivery engine (`manage.py db_worker` with TASK_BACKEND=database; docs/explanation/handoff.md).
 # Attempts in flight per worker process: threads waiting on the assistant, each with a keep-alive connection to it.
 # The process's database connections stay at 1 + DELIVERY_RECORDERS whatever this is.

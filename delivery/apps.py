@@ -19,7 +19,7 @@ class DeliveryConfig(AppConfig):
 
 
 def _delivery_engine(concurrency: int | None) -> "Runner | None":
-    """The delivery engine, when deliveries wait in the database (the database task backend, no broker)."""
+    """The delivery engine, when deliveries wait in the database (the database task backend)."""
     from delivery.engine import Engine
     from delivery.tasks import queued_in_database
 

@@ -128,11 +128,6 @@ class Engine(QueueWorker):
     def renewals(self) -> Any:
         return self.claimer.renewals
 
-    @staticmethod
-    def attempt_now(claim: Claim) -> Finished:
-        """One attempt outside the engine's threads (the broker's actor)."""
-        return DELIVERIES.attempt(claim)
-
 
 # What ``settle`` wrote, as the delivery's status afterwards.
 _STATUS = {"written": "delivered", "retried": "queued", "put back": "queued", "failed": "failed", "skipped": "skipped"}
@@ -140,8 +135,8 @@ _STATUS = {"written": "delivered", "retried": "queued", "put back": "queued", "f
 
 def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
     """Record how an attempt ended (delivery/queue_worker.py ``settle``, the one decision) and log it; returns the
-    delivery's status after, or "skipped" when the attempt no longer held it. For the in-process task and the
-    broker's actor, which attempt outside the engine."""
+    delivery's status after, or "skipped" when the attempt no longer held it. For the in-process task, which attempts
+    outside the engine."""
     return _STATUS[settle(DELIVERIES, Finished(claim, outcome, seconds))]
 
 

@@ -310,8 +310,8 @@ class Renewals:
     """The rows one process has in flight, and their renewal every ``policy.renew_every`` seconds.
 
     ``add``/``discard`` as attempts start and end (any thread); ``tick()`` renews when it is time (call it from a
-    loop that holds a database connection anyway, such as a claimer), or ``start()`` runs a thread of its own that
-    does. ``lost`` holds the rows a renewal found taken away."""
+    loop that holds a database connection anyway, such as a claimer). ``lost`` holds the rows a renewal found taken
+    away."""
 
     def __init__(self, model: type[models.Model], policy: LeasePolicy) -> None:
         self.model = model
@@ -320,8 +320,6 @@ class Renewals:
         self._lock = threading.Lock()
         self._next_at = 0.0
         self.lost: set[int] = set()
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
 
     def add(self, row_id: int, attempt: int) -> None:
         with self._lock:
@@ -362,22 +360,3 @@ class Renewals:
                         self.lost.add(row_id)
             logger.warning("%s %s(s) in flight were taken over or put back: %s", len(gone), self.model.__name__, gone)
         return True
-
-    def start(self, name: str = "lease-renewer") -> None:
-        """A thread of its own (one database connection, held between renewals)."""
-        if self._thread is not None:
-            return
-
-        def loop() -> None:
-            while not self._stop.wait(min(0.5, self.policy.renew_every / 2)):
-                self.tick(time.monotonic())
-            connection.close()
-
-        self._thread = threading.Thread(target=loop, name=name, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None

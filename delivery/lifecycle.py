@@ -1,7 +1,7 @@
 """The life cycle of a delivery, and every write of an assistant's reply: the one module that writes a delivery's
 state (status, attempts, takeovers, lease, times, last error, reply) and its reply into the thread. The engine, the
-broker's actor, the in-process task, the callback endpoint and staff retries all come here; nothing else writes
-those columns. (An assistant message that answers no delivery, a reminder firing, is written by
+in-process task, the callback endpoint and staff retries all come here; nothing else writes those columns. (An
+assistant message that answers no delivery, a reminder firing, is written by
 ``conversations.services.assistant_message``, the function this module's ORM path uses too: reminders sit below
 delivery in the layers.)
 

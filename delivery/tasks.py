@@ -5,7 +5,6 @@ import logging
 from datetime import datetime
 from functools import partial
 
-from django.conf import settings
 from django.db import transaction
 from django.tasks import task
 from django_tasks_db import DatabaseBackend
@@ -64,33 +63,20 @@ def queued_in_database() -> bool:
     """Whether deliveries wait in the database for the delivery engine (delivery/engine.py, run by ``manage.py
     db_worker``): with the database task backend. The delivery row is then the queue's entry: it is written with the
     message, in the same statement, and nothing else needs enqueuing."""
-    return isinstance(deliver_message.get_backend(), DatabaseBackend) and not settings.DELIVERY_BROKER_URL
+    return isinstance(deliver_message.get_backend(), DatabaseBackend)
 
 
 def enqueue_delivery(message_id: str, run_after: datetime | None = None, *, delivery_id: int | None = None) -> None:
     """Make sure a queued delivery gets its attempt, as part of the caller's transaction.
 
-    With a broker (DELIVERY_BROKER_URL): its Dramatiq message, sent after the commit (delivery/broker.py); should
-    that fail, the workers' sweep finds the delivery. With the database backend there is nothing to do: the engine
+    With the database backend there is nothing to do: the engine
     claims queued deliveries when they are due (``next_attempt_at``). Any other backend gets a task, told after the
     commit; should that fail, the delivery stays queued and `retrydeliveries --due` picks it up.
     """
-    if settings.DELIVERY_BROKER_URL:
-        transaction.on_commit(partial(_send_to_broker, message_id, delivery_id), robust=True)
-        return
     if queued_in_database():
         return
     queued_task = deliver_message if run_after is None else deliver_message.using(run_after=run_after)
     transaction.on_commit(partial(queued_task.enqueue, message_id), robust=True)
-
-
-def _send_to_broker(message_id: str, delivery_id: int | None) -> None:
-    from delivery.broker import deliver
-
-    if delivery_id is None:
-        delivery_id = Delivery.objects.filter(message__public_id=message_id).values_list("pk", flat=True).first()
-    if delivery_id is not None:
-        deliver.send(delivery_id)
 
 
 def retry_delivery(delivery: Delivery) -> bool:

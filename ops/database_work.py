@@ -75,7 +75,7 @@ def _on_pool_thread[**P, T](fn: Callable[P, T], *args: P.args, **kwargs: P.kwarg
         raise
     finally:
         if connection.settings_dict.get("OPTIONS", {}).get("pool"):
-            connection.close()  # a shared pool (the Dramatiq worker): give the connection back between pieces
+            connection.close()  # a shared pool (DATABASE_POOL_SIZE): give the connection back between pieces
 
 
 def shutdown() -> None:

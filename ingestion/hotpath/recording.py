@@ -101,7 +101,7 @@ def record_user_message(
         only_if = recent.still_holds(api_key, conversation)
     if not insert_together(rows, only_if, log_trim, updates):
         raise recent.NoLongerHolds()
-    # The database queue: nothing (the delivery row is the queue's entry); a broker: its message, after the commit.
+    # The database queue: nothing (the delivery row is the queue's entry); another task backend: its task.
     enqueue_delivery(message.public_id, delivery_id=delivery.pk)
     if api_key is not None and notes_key_use:
         note_key_used(api_key)
