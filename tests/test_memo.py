@@ -1,6 +1,5 @@
 """ingestion.hotpath.memo: what the key and channel-address lookups remember, its size and lifetime."""
 
-from ingestion.hotpath import memo as memo_module
 from ingestion.hotpath.memo import Memo
 
 
@@ -14,8 +13,8 @@ def test_the_least_recently_used_entry_goes_first_and_a_renewed_one_is_the_newes
 
 
 class Clock:
-    """time.monotonic() as the memo reads it, moved by the test: with the real clock an entry of 50 ms could expire
-    before the very next line ran on a loaded machine."""
+    """time.monotonic() as the memo's TTLCache reads it (its timer), moved by the test: with the real clock an entry
+    of 50 ms could expire before the very next line ran on a loaded machine."""
 
     def __init__(self) -> None:
         self.now = 1000.0
@@ -24,10 +23,9 @@ class Clock:
         return self.now
 
 
-def test_an_entry_expires_and_zero_remembers_nothing(monkeypatch):
+def test_an_entry_expires_and_zero_remembers_nothing():
     clock = Clock()
-    monkeypatch.setattr(memo_module, "time", clock)
-    memo: Memo[str, int] = Memo()
+    memo: Memo[str, int] = Memo(timer=clock.monotonic)
     memo.remember("soon", 1, seconds=60, size=10)
     memo.remember("off", 2, seconds=0, size=10)
     memo.remember("none", 3, seconds=60, size=0)
