@@ -4,16 +4,25 @@ runtime and its callbacks to us are signed with the same ``whsec_`` secret.
     webhook-id:        a stable id of the message (the same on every retry, so receivers can deduplicate)
     webhook-timestamp: Unix seconds
     webhook-signature: "v1," + base64(HMAC-SHA256(secret, f"{id}.{timestamp}.{body}")), several space-separated
+
+The signature itself is the reference library's (``standardwebhooks.Webhook.sign``), so what we send is what our
+users' verifiers compute. Its ``verify`` is not used, because it does not fit what the callback endpoint answers:
+its tolerance is a fixed five minutes (ours is ASSISTANT_CALLBACK_TOLERANCE_SECONDS), a stale timestamp and a wrong
+signature raise the same exception (we answer ``timestamp_out_of_tolerance`` apart, docs/howto/assistant-backend.md),
+malformed headers escape as ValueError or binascii.Error (a signature without a comma, one that is not base64: a 500
+unless caught), it takes "1e9" or "1795346431.5" as a timestamp and reads the clock itself. So the checks around the
+signature stay here, as does the secret's (the library also takes a secret without ``whsec_``, or a short one).
 """
 
 import base64
 import binascii
-import hashlib
 import hmac
 from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from standardwebhooks import Webhook
 
 SECRET_PREFIX = "whsec_"
-VERSION = "v1"
 
 
 class SignatureError(Exception):
@@ -38,9 +47,13 @@ def secret_bytes(secret: str) -> bytes:
 
 
 def signature(key: bytes, webhook_id: str, timestamp: int, body: bytes) -> str:
-    signed = f"{webhook_id}.{timestamp}.".encode() + body
-    digest = hmac.new(key, signed, hashlib.sha256).digest()
-    return f"{VERSION},{base64.b64encode(digest).decode()}"
+    """The ``v1,`` signature of a body; SignatureError when the body is not UTF-8 (the library signs text, as every
+    Standard Webhooks signer does, so no signer could have signed such a body)."""
+    try:
+        text = body.decode()
+    except UnicodeDecodeError:
+        raise SignatureError("The body is not UTF-8 text, so no Standard Webhooks signature can match it.") from None
+    return Webhook(key).sign(webhook_id, datetime.fromtimestamp(timestamp, UTC), text)
 
 
 def sign(key: bytes, webhook_id: str, timestamp: int, body: bytes) -> dict[str, str]:

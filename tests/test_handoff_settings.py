@@ -1,10 +1,15 @@
-"""Misconfigured hand-off settings are reported at start-up (system checks, strict env helpers)."""
+"""Misconfigured hand-off settings are reported at start-up (system checks, strict env helpers); the webhook
+signature's wire format."""
+
+import base64
+import time
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from standardwebhooks import Webhook
 
 from assistant.checks import check_assistant_backend, check_task_backend_for_production
-from assistant.signing import secret_bytes, sign
+from assistant.signing import SignatureError, secret_bytes, sign, signature, verify
 from config.env import env_choice, env_float
 
 
@@ -50,6 +55,25 @@ def test_signatures_match_the_standard_webhooks_reference_example():
     key = secret_bytes("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
     headers = sign(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, b'{"test": 2432232314}')
     assert headers["webhook-signature"] == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+
+
+def test_what_we_sign_passes_the_reference_verifier_our_users_run():
+    secret = "whsec_" + base64.b64encode(bytes(range(32))).decode()
+    body = '{"message":"héllo, ünïcode"}'.encode()
+    headers = sign(secret_bytes(secret), "msg_3kTqG0aXb2mW9sYfR1uLc8Hd", int(time.time()), body)
+
+    assert Webhook(secret).verify(body, headers) == {"message": "héllo, ünïcode"}
+    # the same bytes as before the library signed them: HMAC-SHA256 over the id, the timestamp and the UTF-8 body
+    assert signature(secret_bytes(secret), "msg_3kTqG0aXb2mW9sYfR1uLc8Hd", 1795346431, body) == (
+        "v1,S/Ew0fxpcvfXxdxyJV6RRcXFz6qwtyYyO200EVX2yY0="
+    )
+
+
+def test_a_body_that_is_not_utf8_is_refused_as_unsigned_not_a_500():
+    key = secret_bytes("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+    headers = {"webhook-id": "evt_1", "webhook-timestamp": "1614265330", "webhook-signature": "v1,AAAA"}
+    with pytest.raises(SignatureError, match="not UTF-8"):
+        verify(key, headers, b'{"reply": "\xff"}', now=1614265330, tolerance=300)
 
 
 def test_env_helpers_refuse_what_they_cannot_understand(monkeypatch):
