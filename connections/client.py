@@ -7,6 +7,7 @@ never appears in one.
 """
 
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,33 @@ class McpError(Exception):
 
 class AuthenticationRequired(McpError):
     """The server answered 401: it needs an API key (or OAuth, which we do not do)."""
+
+
+class ScopeRequired(AuthenticationRequired):
+    """The server answered 403 ``insufficient_scope``: the token is good but allows too little (the MCP
+    authorization specification's scope challenge). ``scope``: what the server asked for, space-separated, or empty
+    when it did not say. A refreshed token would allow no more: only a new sign-in that asks for it can."""
+
+    def __init__(self, message: str, scope: str) -> None:
+        super().__init__(message)
+        self.scope = scope
+
+
+# RFC 6750 section 3: the challenge's error and scope parameters. A scope token is RFC 6749's printable ASCII
+# without space, '"' or '\'; a server that sends anything else, or more than a few hundred characters of it, is
+# not asking for a scope we could pass on.
+_CHALLENGE_ERROR = re.compile(r'(?:^|[\s,])error="([^"]*)"')
+_CHALLENGE_SCOPE = re.compile(r'(?:^|[\s,])scope="([\x21\x23-\x5b\x5d-\x7e ]{1,500})"')
+
+
+def scope_challenged(challenge: str) -> str | None:
+    """The scope a ``WWW-Authenticate: Bearer error="insufficient_scope"`` challenge asks for ("" when it names
+    none); None when the challenge is not a scope challenge."""
+    error = _CHALLENGE_ERROR.search(challenge)
+    if error is None or error.group(1) != "insufficient_scope":
+        return None
+    scope = _CHALLENGE_SCOPE.search(challenge)
+    return " ".join(scope.group(1).split()) if scope else ""
 
 
 class _AnswerTooLarge(httpx2.StreamError):
@@ -114,6 +142,7 @@ class _Statuses:
 
     def __init__(self) -> None:
         self.refusals: list[int] = []
+        self.challenges: list[str] = []  # the WWW-Authenticate of each refusal ("" when it sent none)
         self.content_types: list[str] = []
         self.refused_with_a_web_page = False
 
@@ -123,6 +152,7 @@ class _Statuses:
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if response.status_code >= 400:
             self.refusals.append(response.status_code)
+            self.challenges.append(response.headers.get("www-authenticate", "")[:2000])
             # An MCP server refuses in JSON-RPC, OAuth's JSON or plain text; an HTML page is a web site's (a
             # framework's CSRF 403, say), whatever its status.
             self.refused_with_a_web_page = self.refused_with_a_web_page or content_type in _WEB_PAGES
@@ -208,7 +238,7 @@ def _explained(error: BaseException, statuses: _Statuses) -> McpError:
             "(check the URL: Streamable HTTP servers usually serve it at /mcp)."
         )
     if statuses.refusals:
-        return _refusal(statuses.refusals[0])
+        return _refusal(statuses.refusals[0], statuses.challenges[0])
     if any(kind not in ("application/json", "text/event-stream") for kind in statuses.content_types):
         return McpError(
             "The server answered, but not as an MCP server: it sent neither JSON nor an event stream "
@@ -221,7 +251,7 @@ def _explained(error: BaseException, statuses: _Statuses) -> McpError:
         if isinstance(leaf, TimeoutError):
             return McpError("The MCP server did not answer in time.")
         if isinstance(leaf, httpx2.HTTPStatusError):
-            return _refusal(leaf.response.status_code)
+            return _refusal(leaf.response.status_code, leaf.response.headers.get("www-authenticate", ""))
         if isinstance(leaf, httpx2.ConnectError):
             return McpError("Could not connect to the MCP server (refused, unreachable or not a public address).")
         if isinstance(leaf, httpx2.TransportError):
@@ -233,7 +263,11 @@ def _explained(error: BaseException, statuses: _Statuses) -> McpError:
     )
 
 
-def _refusal(status: int) -> McpError:
+def _refusal(status: int, challenge: str = "") -> McpError:
+    wanted = scope_challenged(challenge) if status == 403 else None
+    if wanted is not None:
+        asked = f" (it asks for: {wanted})" if wanted else ""
+        return ScopeRequired(f"The MCP server needs more access than this sign-in allows{asked}.", wanted)
     if status in (401, 403):
         return AuthenticationRequired(
             f"The MCP server answered HTTP {status}: it needs an API key, or a different one."

@@ -52,6 +52,9 @@ class OAuthGrant(models.Model):
     token_auth_method = models.CharField(max_length=40, default="none")
     resource = models.CharField(max_length=2000, blank=True, help_text="The RFC 8707 resource the tokens are for.")
     scope = models.TextField(blank=True)
+    # What a server asked for beyond this sign-in (a 403 insufficient_scope, connections/client.py ScopeRequired):
+    # the next sign-in asks for it too. Emptied by that sign-in.
+    scope_wanted = models.TextField(blank=True)
     access_token_encrypted = models.TextField(editable=False)
     refresh_token_encrypted = models.TextField(blank=True, editable=False)
     expires_at = models.DateTimeField(null=True, blank=True, help_text="When the access token expires, if said.")

@@ -75,6 +75,8 @@ def _read_server(owner_id: int, url: str, api_key: str, *, signed_in: bool = Fal
         with check_slot(owner_id):
             info = client.list_tools(url, api_key, timeout=settings.MCP_CHECK_TIMEOUT_SECONDS)
             return info
+    except client.ScopeRequired as more:
+        raise ConnectionRefused(str(more)) from None  # no new token of this sign-in would allow more
     except client.AuthenticationRequired as refused:
         if not api_key and not signed_in and oauth_mcp.offers_oauth(url):
             raise ConnectionRefused(
@@ -222,6 +224,20 @@ def mark_acting(connection: Connection, tool: str, acting: bool, *, by: str = au
     return True
 
 
+def want_more_scope(connection: Connection, challenged: client.ScopeRequired) -> str:
+    """A server's scope challenge during a call: the scopes it asked for that the sign-in lacks are kept on the
+    grant for the next sign-in to ask for, and the connection's page says why. Returns them ("" when the server
+    named none: the next sign-in asks for what the server publishes)."""
+    grant = connection.oauth_grant
+    if grant is None:
+        return ""
+    have = set(grant.scope.split())
+    wanted = oauth_mcp.joined_scopes(grant.scope_wanted, " ".join(s for s in challenged.scope.split() if s not in have))
+    OAuthGrant.objects.filter(pk=grant.pk).update(scope_wanted=wanted[:2000])
+    Connection.objects.filter(pk=connection.pk).update(last_error=f"Sign in again to allow more: {challenged}"[:1000])
+    return wanted
+
+
 def api_key_of(connection: Connection) -> str:
     return crypto.decrypt(connection.api_key_encrypted)
 
@@ -235,11 +251,14 @@ def credential_of(connection: Connection) -> str:
 
 
 def using_credential[T](connection: Connection, work: Callable[[str], T]) -> T:
-    """``work(credential)``; when the server refuses an OAuth access token (401), once more with a refreshed one."""
+    """``work(credential)``; when the server refuses an OAuth access token (401), once more with a refreshed one.
+    A scope challenge (client.ScopeRequired) is the caller's: a refreshed token allows no more."""
     credential = credential_of(connection)
     try:
         return work(credential)
     except (client.AuthenticationRequired, ConnectionRefused) as refused:
+        if isinstance(refused, client.ScopeRequired):
+            raise
         if connection.oauth_grant_id is None or not getattr(refused, "authentication", True):
             raise
     return work(tokens.access_token(connection.oauth_grant_id, rejected=credential))
@@ -282,7 +301,8 @@ class ClientCredentialsNeeded(ConnectionRefused):
 
 
 def start_sign_in_again(connection: Connection, redirect_uri: str) -> oauth_mcp.Started:
-    """A new sign-in for an existing OAuth connection, with the client it was registered with."""
+    """A new sign-in for an existing OAuth connection, with the client it was registered with, asking for what the
+    last sign-in had and what the server asked for since (its scope challenges)."""
     grant = connection.oauth_grant
     if grant is None:
         raise ConnectionRefused("This connection does not sign in with OAuth.")
@@ -294,6 +314,7 @@ def start_sign_in_again(connection: Connection, redirect_uri: str) -> oauth_mcp.
                 server_url=connection.server_url,
                 connection=connection,
                 client=tokens.client_of(grant),
+                more_scope=f"{grant.scope} {grant.scope_wanted}",
             )
     except (oauth_mcp.SignInRefused, crypto.UnreadableSecret) as refused:
         raise ConnectionRefused(str(refused)) from None
@@ -339,7 +360,7 @@ def _store_signed_in(
         if existing is not None:
             existing = Connection.objects.select_related("oauth_grant").get(pk=existing.pk)
             if existing.oauth_grant is not None:
-                tokens.replace_tokens(existing.oauth_grant, issued)
+                tokens.replace_tokens(existing.oauth_grant, issued, asked=sign_in.scope)
             else:
                 existing.oauth_grant = _new_grant(owner, sign_in, issued)
             existing.last_error = ""

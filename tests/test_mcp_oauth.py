@@ -271,6 +271,49 @@ def test_a_refused_refresh_is_said_in_the_thread_not_a_failed_delivery(console, 
     assert OAuthGrant.objects.get().status == GrantStatus.SIGN_IN_AGAIN
 
 
+def test_a_tool_that_needs_more_access_asks_to_sign_in_again_and_then_runs(console, send, llm, v2):
+    """The MCP authorization specification's scope challenge: a 403 insufficient_scope naming the scopes. No
+    refresh (a new token of the same sign-in allows no more); the person is told what to do, the connection's page
+    says it, and signing in again asks for the old scopes and the new one."""
+    with running_oauth_mcp_server(
+        registration=False, redirect_uri=CALLBACK, scopes=["notes:read"], private_scope="notes:private"
+    ) as server:
+        connection = sign_in(console, server, oauth_client_id=CLIENT_ID, oauth_client_secret=CLIENT_SECRET)
+        # Trusted, so that its read-only claim holds for the key's second message, whose thread has the first
+        # call's result in it (assistant/approvals.py: content from a tool counts as outside words).
+        Connection.objects.filter(pk=connection.pk).update(trusted=True)
+        assert OAuthGrant.objects.get().scope == "notes:read"
+        llm.answer(200, completion(tool_calls=[tool_call("notes__private_notes")]))
+        llm.answer(200, completion("Your notes need more access."))
+
+        send(v2[1], {"message": "Read my private notes"})
+
+        said = tool_messages(llm.received[1])[0]["content"]
+        assert (
+            "Notes needs more access than you allowed" in said and "notes:private" in said and "Sign in again" in said
+        )
+        assert ("private_notes", {}) not in server.calls
+        assert not [r for r in server.posted("/token") if r["form"].get("grant_type") == "refresh_token"]
+        grant = OAuthGrant.objects.get()
+        assert grant.scope_wanted == "notes:private" and grant.status == GrantStatus.ACTIVE
+        assert 'data-sign-in="more-access"' in console.get("/connections/").content.decode()
+
+        again = console.post(f"/connections/{connection.public_id}/sign-in/")
+        url = again.context["authorization_url"]
+        assert parse_qs(urlsplit(url).query)["scope"] == ["notes:read notes:private"]
+        assert console.get(authorize(url)).status_code == 302
+        grant.refresh_from_db()
+        assert set(grant.scope.split()) == {"notes:read", "notes:private"} and grant.scope_wanted == ""
+        assert 'data-sign-in="more-access"' not in console.get("/connections/").content.decode()
+
+        llm.answer(200, completion(tool_calls=[tool_call("notes__private_notes")]))
+        llm.answer(200, completion("Here they are."))
+        send(v2[1], {"message": "Read my private notes"})
+
+        assert ("private_notes", {}) in server.calls
+        assert tool_messages(llm.received[3])[0]["content"] == "the private notes"
+
+
 def test_oauth_tools_follow_the_approval_rules_of_every_mcp_tool(console, server, user):
     """A key's message: on a server the person trusts, its read-only tool runs with the bearer token; the one that
     acts waits for the person, as any MCP server's would."""

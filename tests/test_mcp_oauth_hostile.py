@@ -258,3 +258,22 @@ def test_a_server_that_takes_client_metadata_documents_gets_ours_and_no_registra
     assert document["client_id"] == url
     assert document["redirect_uris"] == ["http://testserver/connections/oauth/callback/"]
     assert document["token_endpoint_auth_method"] == "none"
+
+
+@pytest.mark.parametrize(
+    ("challenge", "asked"),
+    [
+        ('Bearer error="insufficient_scope", scope="files:read  files:write"', "files:read files:write"),
+        ('Bearer error="insufficient_scope", error_description="Required scope: files:write"', ""),
+        ('Bearer realm="x",error="insufficient_scope",scope="a"', "a"),
+        ('Bearer error="invalid_token", scope="files:write"', None),
+        ("Basic", None),
+        ('Bearer error="insufficient_scope", scope="a\\"b"', ""),  # a quote is no scope character: none named
+        (f'Bearer error="insufficient_scope", scope="{"s" * 501}"', ""),  # past the bound: none named
+        ('Bearer error="insufficient_scope", scope="files:write\r\nX-Evil: 1"', ""),
+    ],
+)
+def test_a_scope_challenge_names_only_what_rfc_6749_calls_scopes(challenge, asked):
+    from connections.client import scope_challenged
+
+    assert scope_challenged(challenge) == asked

@@ -54,6 +54,13 @@ def _runner(connection: Connection, name: str) -> Any:
         try:
             # The server's key, or its OAuth access token: refreshed when it expires soon, and once after a 401.
             result = services.using_credential(connection, call_with)
+        except client.ScopeRequired as more:
+            wanted = database(services.want_more_scope, connection, more)
+            asked = f" (it asks for: {wanted})" if wanted else ""
+            raise ToolError(
+                f"{connection.name} needs more access than you allowed when you signed in{asked}. Open Connections "
+                "in the console and choose “Sign in again” to allow it, then ask again."
+            ) from None
         except SignInAgain as expired:
             database(_note_error, connection.pk, f"Sign in again: {expired}"[:1000])
             raise ToolError(

@@ -269,6 +269,11 @@ class Started:
     state_digest: str  # for the person's session
 
 
+def joined_scopes(*scopes: str) -> str:
+    """Space-separated scopes, each once, in the order first given."""
+    return " ".join(dict.fromkeys(s for scope in scopes for s in scope.split()))
+
+
 def begin(
     owner_id: int,
     *,
@@ -280,6 +285,7 @@ def begin(
     client_id: str = "",
     client_secret: str = "",
     client_metadata_url: str = "",
+    more_scope: str = "",
 ) -> Started:
     """Discover, pick the client, store the sign-in under way and build the URL to send the person's browser to.
 
@@ -287,6 +293,8 @@ def begin(
     our Client ID Metadata Document (``client_metadata_url``, when the server says it takes one); else one the
     server registers for us (RFC 7591); else ClientCredentialsNeeded."""
     found = discover(server_url)
+    if more_scope.split():  # signing in again: what the last sign-in had, and what the server asked for since
+        found = Discovery(found.server_url, found.resource, joined_scopes(found.scope, more_scope), found.metadata)
     metadata = found.metadata
     try:
         authorization_endpoint = check_endpoint(str(metadata.authorization_endpoint), "authorization endpoint")

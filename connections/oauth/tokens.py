@@ -161,12 +161,15 @@ def store_grant(
     )
 
 
-def replace_tokens(grant: OAuthGrant, tokens: Tokens) -> None:
-    """A new sign-in's tokens for an existing grant (after "sign in again"): active again, a new version."""
+def replace_tokens(grant: OAuthGrant, tokens: Tokens, asked: str = "") -> None:
+    """A new sign-in's tokens for an existing grant (after "sign in again"): active again, a new version. Its scope
+    is what the server says it granted, else what the sign-in asked for (``asked``); what was wanted is asked no
+    more (a server that granted less asks again with its next 403)."""
     grant.access_token_encrypted = crypto.encrypt(tokens.access_token)
     grant.refresh_token_encrypted = crypto.encrypt(tokens.refresh_token)
     grant.expires_at = expiry(tokens)
-    grant.scope = tokens.scope[:2000] or grant.scope
+    grant.scope = tokens.scope[:2000] or asked[:2000] or grant.scope
+    grant.scope_wanted = ""
     grant.status, grant.status_detail = GrantStatus.ACTIVE, ""
     grant.version += 1
     grant.refresh_lease, grant.refresh_lease_until = "", None
