@@ -31,6 +31,9 @@ if not SECRET_KEY:
             "(python -c 'import secrets; print(secrets.token_urlsafe(50))'), or set DEBUG=1 for local development."
         )
     SECRET_KEY = "insecure-development-key-never-use-in-production-0123456789"
+# Earlier keys, comma-separated: what they signed (sessions, password-reset links) still verifies, and the webhook
+# triggers' secrets derived from them still work, while SECRET_KEY is rotated (docs/howto/backups-and-upgrades.md).
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
