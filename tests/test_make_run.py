@@ -1,22 +1,24 @@
-"""A newcomer's first message under `make run`: the same commands the Makefile runs (migrate, then `manage.py serve`
-with DEBUG on and nothing else set, so SQLite and the default backends), a key from `createapikey`, and "Remind me
-to stretch …" sent over HTTP. The built-in assistant asks the person's approval (a key's message), and once it is
-given schedules the reminder; the worker inside the server's process fires it into the thread. Time moves on by
-moving the reminder task's run_after, as in test_reminders.py."""
+"""A newcomer's first message under `make run`, as README.md's Quick start tells it: the same commands the Makefile
+runs (migrate, then `manage.py serve` with DEBUG on and nothing else set, so SQLite and the default backends), then
+the README's own shell commands, read from it and run by bash: the key from `createapikey`, the curl POST of "Remind
+me to stretch at 3pm" and the curl GET of its receipt (only the port and the message id put in). The built-in
+assistant asks the person's approval (a key's message), and once it is given schedules the reminder; the worker
+inside the server's process fires it into the thread. Time moves on by moving the reminder task's run_after, as in
+test_reminders.py."""
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTLE_SECONDS = 30  # every wait below is bounded by this
+SETTLE_SECONDS = 60  # every wait below is bounded by this (a generous bound: a loaded 2-core machine is slow)
 
 
 def free_port() -> int:
@@ -64,6 +66,37 @@ def wait_for_port(port: int, server: subprocess.Popen) -> None:
     pytest.fail("the server did not listen in time")
 
 
+README_ADDRESS = "http://127.0.0.1:8000"
+
+
+def quick_start_commands() -> list[str]:
+    """The shell commands of README.md's Quick start after `make run`, in order: each ```sh block's lines with their
+    backslash continuations joined, the `# answer` comments left out."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", section, re.DOTALL):
+        joined = block.replace("\\\n", " ")
+        commands += [line.strip() for line in joined.splitlines() if line.strip() and not line.startswith("#")]
+    return [command for command in commands if not command.startswith("make run")]
+
+
+def readme_shell(command: str, env: dict[str, str], port: int, **names: str) -> str:
+    """One README command run by bash as a newcomer would, against the server on ``port``; ``names`` are set as
+    shell variables first (the KEY an earlier command set). Its standard output."""
+    assignments = "".join(f"{name}={value}; " for name, value in names.items())
+    done = subprocess.run(
+        ["bash", "-c", assignments + command.replace(README_ADDRESS, f"http://127.0.0.1:{port}")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SETTLE_SECONDS * 4,
+        check=True,
+    )
+    return done.stdout
+
+
 SHELL_WAIT = """
 import time
 from django.utils import timezone
@@ -74,6 +107,7 @@ from reminders.firing import fire_reminder
 from reminders.models import Reminder
 
 deadline = time.monotonic() + {seconds}
+print("thread:", list(Message.objects.order_by("created_at", "pk").values_list("text", flat=True)))
 # A key's message may change nothing without the person's approval (assistant/approvals.py): they approve it, as
 # the console's button does.
 from assistant.models import Action, ActionState
@@ -95,10 +129,14 @@ print("fired:", list(Message.objects.filter(source=Source.REMINDER).values_list(
 """
 
 
-def test_remind_me_to_stretch_under_make_run_creates_a_reminder_that_fires(tmp_path):
+def test_the_readme_quick_start_under_make_run_creates_a_reminder_that_fires(tmp_path):
+    make_key, send, ask, sdk = quick_start_commands()
+    assert make_key.startswith("KEY=$(") and "createapikey" in make_key
+    assert send.startswith("curl -X POST") and '"Remind me to stretch at 3pm"' in send
+    assert ask.startswith("curl ") and "/api/v1/inbound/messages/msg_" in ask
+    assert "from poke import Poke" in sdk
     env = newcomer_environment(tmp_path / "db.sqlite3")
     manage(env, "migrate", "--no-input")
-    key = manage(env, "createapikey", "--email", "you@example.com", "--name", "my-script").strip().splitlines()[-1]
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "manage.py", "serve", f"127.0.0.1:{port}", "--noreload"],
@@ -110,16 +148,21 @@ def test_remind_me_to_stretch_under_make_run_creates_a_reminder_that_fires(tmp_p
     )
     try:
         wait_for_port(port, server)
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/api/v1/inbound/api-message",
-            data=json.dumps({"message": "Remind me to stretch in 20 minutes"}).encode(),
-            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-            method="POST",
-        )
-        with urllib.request.urlopen(request, timeout=SETTLE_SECONDS) as answer:
-            assert json.load(answer)["success"] is True
+        key = readme_shell(make_key + '; printf %s "$KEY"', env, port)
+        assert key.startswith("psk_"), key
+
+        sent = json.loads(readme_shell(send, env, port, KEY=key))
+        assert (sent["success"], sent["message"]) == (True, "Message sent successfully")
+        assert re.fullmatch(r"msg_[0-9A-Za-z]{24}", sent["id"]), sent
+        ask = re.sub(r"msg_[0-9A-Za-z]+", sent["id"], ask)
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while (receipt := json.loads(readme_shell(ask, env, port, KEY=key)))["status"] != "delivered":
+            assert time.monotonic() < deadline, receipt
+            time.sleep(0.2)
+        assert (receipt["success"], receipt["message"]) == (True, "Delivered to the assistant, which replied.")
 
         out = manage(env, "shell", "-c", SHELL_WAIT.format(seconds=SETTLE_SECONDS))
+        by_sdk = readme_shell(sdk, env, port, KEY=key)  # the official SDK, as the README runs it
     finally:
         server.terminate()
         try:
@@ -127,6 +170,8 @@ def test_remind_me_to_stretch_under_make_run_creates_a_reminder_that_fires(tmp_p
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+    assert "Message sent successfully" in by_sdk and "msg_" in by_sdk, by_sdk
+    assert "thread: ['Remind me to stretch at 3pm'" in out, out
     assert "asked: schedule_reminder" in out, out
     assert "scheduled: Stretch" in out, out
     assert "fired: ['Reminder: Stretch']" in out, out
