@@ -48,6 +48,7 @@ from collections import Counter
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -93,6 +94,28 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--channel-concurrency", type=int, default=64, help="sends in flight per worker (default 64)")
     parser.add_argument("--provider-ms", type=float, default=200, help="the Twilio stand-in's answer ms (default 200)")
     parser.add_argument("--seed", type=int, default=None, help="the blows' random order (default: a new one)")
+    parser.add_argument(
+        "--channel-kills",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead of the mixed blows: the channel worker runs in a process of its own, and the only blows are N "
+        "SIGKILLs of it, evenly spread over the sending time (the other worker and gunicorn are left alone)",
+    )
+    parser.add_argument(
+        "--kill-at",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --channel-kills: each blow waits (up to 30 s past its moment) until the provider holds N of the "
+        "worker's sends or more (default 1; with --provider-ms long enough to keep the worker busy, its concurrency)",
+    )
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        default=harness.ROOT,
+        help="the version whose processes run (default: this one; another version: bench/ copied into it)",
+    )
     parser.add_argument("--docs", action="store_true", help=f"write the result to {DOCS.relative_to(harness.ROOT)}")
     return parser.parse_args()
 
@@ -150,15 +173,30 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
+def worker_commands(checkout: Path, channels_apart: bool) -> tuple[list[str], list[str] | None]:
+    """The worker's command and, with ``channels_apart``, the channel worker's own: the one worker's selections, or
+    (a checkout from before the one worker) its two commands."""
+    if (checkout / "delivery" / "management" / "commands" / "worker.py").exists():
+        if not channels_apart:
+            return ["manage.py", "worker", "--no-reload"], None
+        others = ["manage.py", "worker", "--only", "deliveries,tasks,housekeeping", "--no-reload"]
+        return others, ["manage.py", "worker", "--only", "channels", "--no-reload"]
+    return ["manage.py", "db_worker", "--no-reload"], ["manage.py", "sendchannels"]
+
+
 @dataclass
 class Stack:
-    """gunicorn (one master, its workers) and the worker processes, each killable and replaceable."""
+    """gunicorn (one master, its workers) and the worker processes, each killable and replaceable; with
+    ``channel_command``, a channel worker of its own too."""
 
     env: dict[str, str]
     port: int
     worker_count: int
+    worker_command: list[str] = field(default_factory=lambda: ["manage.py", "worker", "--no-reload"])
+    channel_command: list[str] | None = None
     web: subprocess.Popen[bytes] | None = None
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    channel_worker: subprocess.Popen[bytes] | None = None
     blows: Counter[str] = field(default_factory=Counter)
 
     def start_web(self) -> None:
@@ -168,7 +206,17 @@ class Stack:
         """Top the workers up to their number, replacing any that exited (as a platform restarts a dead process)."""
         self.workers = [worker for worker in self.workers if worker.poll() is None]
         while len(self.workers) < self.worker_count:
-            self.workers.append(harness.start(["manage.py", "worker", "--no-reload"], self.env))
+            self.workers.append(harness.start(self.worker_command, self.env))
+        if self.channel_command and (self.channel_worker is None or self.channel_worker.poll() is not None):
+            self.channel_worker = harness.start(self.channel_command, self.env)
+
+    def kill_the_channel_worker(self) -> None:
+        """SIGKILL the channel worker with its sends in flight, and start another."""
+        assert self.channel_worker is not None
+        kill_group(self.channel_worker)
+        self.channel_worker = None
+        self.start_workers()
+        self.blows["channel worker killed (SIGKILL) and restarted"] += 1
 
     def kill_a_web_worker(self) -> None:
         """SIGKILL one of gunicorn's workers mid-request; the master starts another."""
@@ -207,7 +255,7 @@ class Stack:
         self.blows["worker stopped (SIGTERM) and restarted"] += 1
 
     def stop(self) -> None:
-        for process in [*self.workers, *([self.web] if self.web else [])]:
+        for process in [*self.workers, *([self.web] if self.web else []), *filter(None, [self.channel_worker])]:
             kill_group(process)
 
 
@@ -395,6 +443,7 @@ print(json.dumps(len(people)))
 
 def main() -> int:
     args = arguments()
+    harness.use_checkout(args.checkout)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     random.seed(seed)
     run = secrets.token_hex(3)
@@ -415,7 +464,8 @@ def main() -> int:
             keys = harness.people_with_keys(direct, args.users, "chaos")
             harness.run_python(LINK_PHONES, direct)
             env = environment(through(proxy, database_url), runtime_url, twilio.url, args)
-            stack = Stack(env, harness.free_port(), args.workers)
+            worker, channel_worker = worker_commands(args.checkout, channels_apart=args.channel_kills > 0)
+            stack = Stack(env, harness.free_port(), args.workers, worker, channel_worker)
             stack.start_web()
             stack.start_workers()
             harness.wait_until_up(stack.port)
@@ -432,9 +482,12 @@ def main() -> int:
                 lambda: cut_the_database(proxy, stack),
                 stack.kill_the_web_server,
             ]
+            in_flight: list[tuple[int, int]] = []
+            if args.channel_kills:
+                in_flight = channel_kills(stack, sending, began, twilio, database_url, args)
             while sending.is_alive():
                 sending.join(args.every)
-                if sending.is_alive():
+                if sending.is_alive() and not args.channel_kills:
                     random.choices(blows, weights=[3, 3, 2, 3, 1])[0]()
                     stack.start_workers()
             sending_seconds = time.monotonic() - began
@@ -462,12 +515,52 @@ def main() -> int:
         "refusals retried": dict(ledger.refused),
         "counts": result,
     }
+    if args.channel_kills:
+        report["checkout"] = _commit(args.checkout)
+        report["sends at the provider at each kill"] = [twilio_count for twilio_count, _ in in_flight]
+        report["texts held by the channel worker at each kill"] = [held for _, held in in_flight]
     print(json.dumps(report, indent=2))
     if args.docs:
         write_docs(report, args)
     bad = result["lost"] + result["duplicated"] + result["stuck"] + result["half-written"]
     bad += result["texts lost"] + result["texts stuck"] + result["texts twice, unexplained"]
     return 1 if bad else 0
+
+
+def channel_kills(
+    stack: Stack,
+    sending: threading.Thread,
+    began: float,
+    twilio: FakeTwilio,
+    database_url: str,
+    args: argparse.Namespace,
+) -> list[tuple[int, int]]:
+    """``--channel-kills`` SIGKILLs of the channel worker, evenly spread over the expected sending time, each as soon
+    after its moment as the provider holds ``--kill-at`` of the worker's sends or more (a worker still starting has
+    none: a blow then would cut nothing); for each, the sends the provider had received and not yet answered (each one a
+    text sent twice once its row is taken over) and the texts the worker held (claimed, being sent or claimed ahead)
+    just before it."""
+    expected = args.messages / args.rate
+    in_flight = []
+    with psycopg.connect(database_url, autocommit=True) as db:
+        for number in range(1, args.channel_kills + 1):
+            sending.join(max(began + number * expected / (args.channel_kills + 1) - time.monotonic(), 0))
+            at_the_provider, waited_until = 0, time.monotonic() + 30
+            while time.monotonic() < waited_until:
+                with twilio.lock:
+                    at_the_provider = len(twilio.requests) - len(twilio.sent)
+                if at_the_provider >= args.kill_at:
+                    break
+                time.sleep(0.005)
+            held = db.execute("SELECT count(*) FROM channels_outboundmessage WHERE status = 'processing'").fetchone()
+            stack.kill_the_channel_worker()
+            in_flight.append((at_the_provider, held[0] if held else 0))
+    return in_flight
+
+
+def _commit(checkout: Path) -> str:
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip()
 
 
 def write_docs(report: dict[str, Any], args: argparse.Namespace) -> None:

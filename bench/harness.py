@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -65,6 +66,13 @@ def service_environment(database_url: str, settings: dict[str, str]) -> dict[str
         }
     )
     return env
+
+
+def use_checkout(checkout: Path) -> None:
+    """Run the service's processes (``manage``, ``start``) from another version's checkout, to measure it with this
+    harness (bench/ copied into it is not needed then)."""
+    global ROOT
+    ROOT = checkout.resolve()
 
 
 def manage(arguments: list[str], env: dict[str, str]) -> str:
