@@ -224,7 +224,14 @@ class _Deadlines:
     def _run(self) -> None:
         while True:
             with self._changed:
-                while not self._heap or self._heap[0][0] > time.monotonic():
+                while True:
+                    # Watches released before their deadline (nearly all: the answer came in time) have nothing to
+                    # fire: dropped without waiting for their deadlines, so that the thread wakes for the next live
+                    # one, not once for every exchange (300 times a second under the channel worker's sends).
+                    while self._heap and self._heap[0][2].done:
+                        heapq.heappop(self._heap)
+                    if self._heap and self._heap[0][0] <= time.monotonic():
+                        break
                     self._changed.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
                 _, _, watch = heapq.heappop(self._heap)
             watch.fire()
@@ -372,14 +379,18 @@ def _watched(connection_class: type) -> type:
 
 
 def _watch_connections(adapter: Any) -> None:
-    """Make every connection pool of a requests/niquests adapter use watched connections."""
+    """Make every connection pool of a requests/niquests adapter use watched connections (once: a pool already
+    watched is left as it is, or each exchange would be watched twice, a descriptor and a deadline more)."""
     manager = getattr(adapter, "poolmanager", None)
     pools = getattr(manager, "pool_classes_by_scheme", None)
     if not isinstance(pools, dict):
         return
+    watched = tuple(_watched_classes.values())
     # A new dict: the library's is shared by every pool manager.
     manager.pool_classes_by_scheme = {  # type: ignore[union-attr]
-        scheme: type(f"Watched{pool.__name__}", (pool,), {"ConnectionCls": _watched(pool.ConnectionCls)})
+        scheme: pool
+        if issubclass(pool.ConnectionCls, watched)
+        else type(f"Watched{pool.__name__}", (pool,), {"ConnectionCls": _watched(pool.ConnectionCls)})
         for scheme, pool in pools.items()
     }
 
@@ -387,10 +398,15 @@ def _watch_connections(adapter: Any) -> None:
 def bound_session[S](session: S, what: str, *, max_bytes: int, seconds: float = 30.0) -> S:
     """The session, every answer's body read through a bound: the one entered with ``with bound:`` around the call,
     else one per request of ``max_bytes`` and the request's ``timeout`` taken as the whole exchange's deadline
-    (``seconds`` when it has none). Call after mounting any transport adapter of your own."""
+    (``seconds`` when it has none). Call after mounting any transport adapter of your own; one adapter mounted under
+    several prefixes (http:// and https://) gets one bounded transport."""
     adapters = session.adapters  # type: ignore[attr-defined]
+    bounded: dict[int, _BoundedTransport] = {}
     for prefix, adapter in list(adapters.items()):
-        if not isinstance(adapter, _BoundedTransport):
+        if isinstance(adapter, _BoundedTransport):
+            continue
+        if id(adapter) not in bounded:
             _watch_connections(adapter)
-            adapters[prefix] = _BoundedTransport(adapter, what, max_bytes, seconds)
+            bounded[id(adapter)] = _BoundedTransport(adapter, what, max_bytes, seconds)
+        adapters[prefix] = bounded[id(adapter)]
     return session

@@ -229,3 +229,22 @@ def test_a_twilio_api_that_trickles_its_headers_is_cut_at_the_deadline(providers
         _hung_up_soon(server, measured)
     assert isinstance(measured.error, SendError) and measured.error.unknown
     assert measured.seconds < settings.CHANNEL_TIMEOUT_SECONDS + SLACK
+
+
+def test_one_adapter_mounted_for_http_and_https_watches_each_exchange_once():
+    """Twilio's client mounts one transport adapter under both prefixes: bounding the session wraps it once, so each
+    exchange's socket is watched once (one descriptor, one deadline), not once per prefix."""
+    import requests
+    from requests.adapters import HTTPAdapter
+
+    from ops.bounded import bound_session
+
+    session = requests.Session()
+    adapter = HTTPAdapter()
+    for scheme in ("https://", "http://"):
+        session.mount(scheme, adapter)
+    bound_session(session, "The server", max_bytes=MB)
+    assert session.adapters["https://"] is session.adapters["http://"]
+    for pool in adapter.poolmanager.pool_classes_by_scheme.values():
+        layers = [cls for cls in pool.ConnectionCls.__mro__ if cls.__name__.startswith("Watched")]
+        assert len(layers) == 1
