@@ -16,12 +16,18 @@ A runtime as slow as a tool-using assistant (issue 22: tool calls of 45 s, longe
         --drain-seconds 70
 
 (its warm-up is 10 messages, answered before the window opens).
+
+``--procrastinate`` delivers through procrastinate's worker instead of ours (bench/procrastinate_delivery.py, which
+also runs the two side by side). ``--backlog`` holds the worker (SIGSTOP) while the window's messages arrive and then
+times how fast it delivers them, with its CPU per delivery meanwhile: the worker's capacity, when a loaded machine's
+web tier accepts less than the rate offered.
 """
 
 import argparse
 import http.client
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import threading
@@ -32,6 +38,7 @@ from typing import Any
 
 import psycopg
 
+from bench import procrastinate_delivery
 from bench.harness import (
     cpu_seconds,
     free_port,
@@ -65,6 +72,16 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--drain-seconds", type=float, default=30, help="wait this long at most for the backlog")
     parser.add_argument(
         "--timeout-seconds", type=float, default=10, help="ASSISTANT_TIMEOUT_SECONDS (default 10; above --runtime-ms)"
+    )
+    parser.add_argument(
+        "--backlog",
+        action="store_true",
+        help="hold the workers (SIGSTOP) while the window's messages arrive, then time how fast they deliver them",
+    )
+    parser.add_argument(
+        "--procrastinate",
+        action="store_true",
+        help="deliver through procrastinate's worker instead of ours (bench/procrastinate_delivery.py)",
     )
     parser.add_argument("--json", metavar="PATH", help="append the result as one JSON line to PATH")
     return parser.parse_args()
@@ -169,13 +186,19 @@ def main() -> None:
         with scratch_database("bench_delivery") as database_url:
             env = environment(database_url, runtime_url, args)
             migrate(env)
+            if args.procrastinate:
+                procrastinate_delivery.install(database_url)
             keys = people_with_keys(env, args.users, "bench")
             port = free_port()
             web = start_gunicorn(env, port)
             processes.append(web)
             workers = []
             if not args.no_worker:
-                command = ["manage.py", "db_worker", "--no-reload", "--no-startup-delay"]
+                command = (
+                    procrastinate_delivery.worker_command(args.concurrency)
+                    if args.procrastinate
+                    else ["manage.py", "db_worker", "--no-reload", "--no-startup-delay"]
+                )
                 workers = [start(command, env) for _ in range(args.workers)]
             processes += workers
             wait_until_up(port)
@@ -195,11 +218,14 @@ def main() -> None:
                 stop = threading.Event()
                 watcher = threading.Thread(target=watch_in_flight, args=(database_url, peak_in_flight, stop))
                 watcher.start()
+                if args.backlog:
+                    signal_all(worker_pids, signal.SIGSTOP)
                 t0 = db.execute("SELECT now()").fetchone()[0]
                 accepted, refused, took = offer(port, keys, args.rate, args.seconds)
                 t1 = db.execute("SELECT now()").fetchone()[0]
                 web_cpu = cpu_seconds(web_pids) - web_cpu
                 worker_cpu_window = cpu_seconds(worker_pids) - worker_cpu
+                drain = drain_backlog(db, worker_pids, args.drain_seconds) if args.backlog else {}
                 stop.set()
                 watcher.join()
                 loaded_rss = [sum(rss_mb(pid) for pid in tree(w.pid)) for w in workers]
@@ -236,7 +262,7 @@ def main() -> None:
                 "seconds": args.seconds,
                 "runtime_ms": args.runtime_ms,
                 "backend": args.backend,
-                "queue": "database",
+                "queue": "procrastinate" if args.procrastinate else "database",
                 "workers": 0 if args.no_worker else args.workers,
                 "concurrency": args.concurrency,
                 "recorders": args.recorders,
@@ -263,6 +289,7 @@ def main() -> None:
                 "delivered_of_all": f"{delivered_total}/{total}",
                 "offer_seconds": round(took, 1),
                 "loadavg": os.getloadavg(),
+                **drain,
             }
             print(json.dumps(result))
             if args.json:
@@ -277,6 +304,35 @@ def main() -> None:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+def signal_all(pids: list[int], number: int) -> None:
+    for pid in pids:
+        os.kill(pid, number)
+
+
+def drain_backlog(db: psycopg.Connection[Any], worker_pids: list[int], seconds: float) -> dict[str, Any]:
+    """--backlog: the workers, stopped (SIGSTOP) while the window's messages were accepted, continue; how fast they
+    deliver that backlog, and their CPU per delivery meanwhile (the worker's capacity, whatever the web tier
+    managed to accept on a loaded machine)."""
+    backlog = unsettled(db)
+    cpu_before = cpu_seconds(worker_pids)
+    resumed = db.execute("SELECT now()").fetchone()[0]
+    signal_all(worker_pids, signal.SIGCONT)
+    took = wait_settled(db, seconds, poll=0.1)
+    cpu = cpu_seconds(worker_pids) - cpu_before
+    delivered, last = db.execute(
+        "SELECT count(*), max(finished_at) FROM conversations_delivery WHERE status = 'delivered' AND finished_at > %s",
+        [resumed],
+    ).fetchone()
+    span = (last - resumed).total_seconds() if last else None
+    return {
+        "backlog_at_resume": backlog,
+        "backlog_delivered": delivered,
+        "backlog_drained_after": None if took is None else round(took, 2),
+        "drain_delivered_per_s": round(delivered / span, 1) if span else None,
+        "drain_worker_cpu_ms_per_delivered": round(cpu * 1000 / max(delivered, 1), 2),
+    }
 
 
 def watch_in_flight(database_url: str, peak: list[int], stop: threading.Event) -> None:
