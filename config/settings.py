@@ -507,6 +507,8 @@ MICROSOFT_OAUTH_TOKEN_URL = env_str(
 MICROSOFT_OAUTH_REVOCATION_URL = env_str("MICROSOFT_OAUTH_REVOCATION_URL", "")
 MICROSOFT_IMAP = env_str("MICROSOFT_IMAP", "outlook.office365.com:993:ssl")
 MICROSOFT_SMTP = env_str("MICROSOFT_SMTP", "smtp.office365.com:587:starttls")
+# Microsoft calendars have no CalDAV interface: they are read and written through Microsoft Graph's REST API.
+MICROSOFT_GRAPH_URL = env_str("MICROSOFT_GRAPH_URL", "https://graph.microsoft.com/v1.0")
 # The tool-calling loop of the openai backend: at most this many rounds of tool calls, and this long in all.
 ASSISTANT_TOOL_ROUNDS = env_int("ASSISTANT_TOOL_ROUNDS", 6)
 ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)

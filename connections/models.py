@@ -76,6 +76,25 @@ class OAuthGrant(models.Model):
         return self.status == GrantStatus.SIGN_IN_AGAIN
 
 
+class OAuthResourceToken(models.Model):
+    """An access token of a grant for another resource than the grant's own (Microsoft's calendar on Graph, whose
+    audience differs from the mailbox's): the grant's refresh token redeemed for ``scope`` alone. The refresh token,
+    its lease and its version stay the grant's (connections/oauth/tokens.py); only the access token lives here."""
+
+    grant = models.ForeignKey(OAuthGrant, on_delete=models.CASCADE, related_name="resource_tokens")
+    scope = models.CharField(max_length=500)
+    access_token_encrypted = models.TextField(editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["grant", "scope"], name="connections_resource_token_unique_scope")
+        ]
+
+    def __str__(self) -> str:
+        return f"token for {self.scope}"
+
+
 class OAuthSignIn(models.Model):
     """A sign-in under way: made when the person is sent to the authorization server, used once when they come back
     (connections/oauth/mcp.py). Only the digest of its ``state`` is stored; the state itself is in the redirect and

@@ -6,7 +6,10 @@ introspection (RFC 7662) and revocation (RFC 7009).
 
 Everything it holds is in memory; a test reads it (``issued``, ``refreshes``, ``revoked``) to see what went over the
 wire. ``rotate_refresh_tokens`` makes it answer a refresh as Microsoft does (a new refresh token each time, the old
-one spent) instead of as Google does (the same refresh token stays valid).
+one spent) instead of as Google does (the same refresh token stays valid). ``one_resource_per_token`` makes it
+issue tokens as Microsoft's identity platform does: an access token is for one resource (the scopes of one
+``https://host/``, with the OpenID ones), a request naming scopes of two resources is refused (AADSTS28000), and a
+refresh token may be redeemed for the scopes of any resource the person consented to.
 """
 
 import base64
@@ -23,7 +26,7 @@ from wsgiref.simple_server import make_server
 
 from authlib.common.encoding import json_dumps
 from authlib.oauth2 import AuthorizationServer, OAuth2Request
-from authlib.oauth2.rfc6749 import ClientMixin, InvalidRequestError, grants
+from authlib.oauth2.rfc6749 import ClientMixin, InvalidRequestError, InvalidScopeError, grants
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload, JsonRequest
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
@@ -168,6 +171,7 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         self.access_seconds = 3600
         self.rotate_refresh_tokens = False
         self.require_refresh_scope = False  # Microsoft's v2.0 endpoint refuses a refresh that does not name scopes
+        self.one_resource_per_token = False  # Microsoft's: see the module's docstring
         self.withheld: set[str] = set()  # scopes the person unticks on the consent page (Google lets them)
         self.granted: dict[tuple[str, str], set[str]] = {}  # (client, user): every scope granted so far
         self.authorize_requests: list[dict[str, str]] = []
@@ -269,9 +273,30 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         return self.url + "/introspect"
 
 
+def resource_of(scope: str) -> str:
+    """The resource a scope is on (``https://graph.microsoft.com/Calendars.ReadWrite``: graph.microsoft.com); "" for
+    the OpenID Connect scopes, which go with any."""
+    return scope.split("/")[2] if scope.startswith("https://") and scope.count("/") >= 3 else ""
+
+
+def _one_resource(asked: str, consented: str) -> str:
+    """A token request's scopes as Microsoft reads them: of one resource (else AADSTS28000), and of what was
+    consented to (else invalid_grant, AADSTS65001)."""
+    wanted = asked.split()
+    if len({resource_of(scope) for scope in wanted} - {""}) > 1:
+        raise InvalidScopeError("AADSTS28000: the scope names more than one resource.")
+    return " ".join(scope for scope in wanted if scope in set(consented.split()) or scope == "offline_access")
+
+
 class _CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
     server: OAuthServer
+
+    def generate_token(self, user: Any = None, scope: str | None = None, **rest: Any) -> dict[str, Any]:
+        asked = self.request.form.get("scope")
+        if self.server.one_resource_per_token and asked:
+            scope = _one_resource(asked, scope or "")
+        return super().generate_token(user=user, scope=scope, **rest)
 
     def save_authorization_code(self, code: str, request: OAuth2Request) -> Code:
         data = request.payload.data
@@ -335,6 +360,16 @@ class _RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
     @property
     def INCLUDE_NEW_REFRESH_TOKEN(self) -> bool:
         return self.server.rotate_refresh_tokens
+
+    def _validate_token_scope(self, token: Token) -> None:
+        if not self.server.one_resource_per_token:
+            super()._validate_token_scope(token)
+            return
+        # A refresh token serves every resource consented to: what was consented to bounds the scopes asked.
+        consented = " ".join(self.server.granted.get((token.client_id, token.user), set()))
+        asked = self.request.payload.scope or ""
+        if _one_resource(asked, consented).split() != [s for s in asked.split()]:
+            raise InvalidScopeError("AADSTS65001: the person has not consented to these scopes.")
 
     def validate_token_request(self) -> None:
         if self.server.require_refresh_scope and not self.request.payload.scope:

@@ -50,6 +50,7 @@ def address(oauth, oauth_dovecot, xoauth2_smtp, caldav_server) -> str:
     oauth.signed_in = address
     oauth.rotate_refresh_tokens = False
     oauth.require_refresh_scope = False
+    oauth.one_resource_per_token = False
     oauth.withheld = set()
     oauth.access_seconds = 3600
     oauth.hold_refresh = None
@@ -83,6 +84,7 @@ def microsoft(settings, oauth, oauth_dovecot, xoauth2_smtp, address):
     settings.PUBLIC_BASE_URL = "http://testserver"
     oauth.rotate_refresh_tokens = True  # as Microsoft does
     oauth.require_refresh_scope = True
+    oauth.one_resource_per_token = True
     return settings
 
 
@@ -302,11 +304,11 @@ def test_calendar_is_added_later_with_incremental_consent(client, person, google
     assert "https://mail.google.com/" in grant.scope.split()  # the new token kept the mail scope
 
 
-def test_connect_microsoft_mail_and_say_there_is_no_calendar(client, person, microsoft, oauth, xoauth2_smtp, address):
+def test_connect_microsoft_mail_alone_asks_only_for_the_mailbox(client, person, microsoft, oauth, address):
     page = page_text(client.get(CONNECTIONS))
-    assert "Connect Microsoft" in page and "Microsoft calendars have no CalDAV interface" in page
+    assert "Connect Microsoft" in page and "default Outlook calendar, reached through Microsoft Graph" in page
     before = len(oauth.authorize_requests)
-    response = sign_in(client, GrantKind.MICROSOFT, ("mail", "calendar"))
+    response = sign_in(client, GrantKind.MICROSOFT, ("mail",))
 
     asked = oauth.authorize_requests[before]
     assert asked["tenant"] == "common"
@@ -319,6 +321,7 @@ def test_connect_microsoft_mail_and_say_there_is_no_calendar(client, person, mic
     }
     assert f"Connected your Microsoft mail ({address})" in page_text(response)
     assert not CalendarAccount.objects.filter(owner=person).exists()
+    assert "Add calendar (asks Microsoft for access to it)" in page_text(client.get(CONNECTIONS))
     delivery_under_way(person)
     assert run(person, "mail_search", {"text": "x"}) == "No message in the inbox matches."
 

@@ -1,4 +1,6 @@
-"""Calendar and mail tools, offered when the person has connected a calendar (CalDAV) or a mailbox (IMAP + SMTP).
+"""Calendar and mail tools, offered when the person has connected a calendar (CalDAV, or a Microsoft calendar through
+Microsoft Graph: connections/oauth/graph_calendar.py answers as connections/calendars.py does) or a mailbox (IMAP +
+SMTP).
 
 Times are the person's: the model writes local ISO 8601 times without an offset and reads them back the same way;
 an event the calendar holds in another zone is shown in the person's, with its own zone named. Each call talks to
@@ -30,6 +32,7 @@ from assistant.tools import Call, Tool, ToolError
 from connections import calendars, crypto, mailboxes, mailcal
 from connections.models import CalendarAccount, MailAccount
 from connections.network import ServiceError
+from connections.oauth import graph_calendar
 from connections.oauth import mail as oauth_mail
 
 MAX_LIST_DAYS = 92
@@ -97,6 +100,8 @@ class _Calendar:
     def __init__(self, account: CalendarAccount, zone: ZoneInfo) -> None:
         self.account = account
         self.zone = zone
+        # The same operations, through Microsoft Graph for a Microsoft calendar and CalDAV for any other.
+        self.client: Any = graph_calendar if oauth_mail.uses_graph(account) else calendars
 
     def server(self) -> calendars.CalendarServer:
         try:
@@ -105,13 +110,17 @@ class _Calendar:
             raise ToolError(str(unreadable)) from None
 
     def run[T](self, work: Callable[[calendars.CalendarServer], T]) -> T:
-        """``work`` with the calendar: its password, or (Google) a fresh OAuth token, refreshed once if refused."""
+        """``work`` with the calendar: its password, or a fresh OAuth token (Microsoft: the grant's token for Graph),
+        refreshed once if refused."""
         grant = self.account.oauth_grant
         if grant is None:
             return work(self.server())
         try:
             return oauth_mail.with_token(
-                grant.pk, grant.kind, lambda token: work(oauth_mail.calendar_server(self.account, token))
+                grant.pk,
+                grant.kind,
+                lambda token: work(oauth_mail.calendar_server(self.account, token)),
+                scope=oauth_mail.calendar_scope(self.account),
             )
         except (oauth_mail.SignInNeeded, crypto.UnreadableSecret) as refused:
             raise ToolError(str(refused)) from None
@@ -128,7 +137,9 @@ class _Calendar:
             raise ToolError(f"Ask for at most {MAX_LIST_DAYS} days at a time.")
         try:
             events, unreadable = self.run(
-                lambda server: calendars.list_events(server, start.astimezone(UTC), end.astimezone(UTC), _seconds(call))
+                lambda server: self.client.list_events(
+                    server, start.astimezone(UTC), end.astimezone(UTC), _seconds(call)
+                )
             )
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
@@ -178,7 +189,7 @@ class _Calendar:
         try:
             rule = calendars.check_rrule(rule, start) if rule.strip() else ""
             self.run(
-                lambda server: calendars.create_event(
+                lambda server: self.client.create_event(
                     server,
                     summary=summary,
                     start=start,
@@ -201,7 +212,7 @@ class _Calendar:
         if not isinstance(uid, str) or not uid.strip() or len(uid) > 500 or any(not c.isprintable() for c in uid):
             raise ToolError("id is required: an event's id from calendar_list_events.")
         try:
-            summary = self.run(lambda server: calendars.delete_event(server, uid.strip(), _seconds(call)))
+            summary = self.run(lambda server: self.client.delete_event(server, uid.strip(), _seconds(call)))
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
         return f"Deleted the event “{summary}”, every occurrence of it."

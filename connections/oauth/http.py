@@ -81,12 +81,17 @@ def exchange(
     body: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
     secure: bool = True,
+    seconds: float | None = None,
+    max_bytes: int | None = None,
 ) -> Answer:
-    """One request to a checked endpoint and its whole answer, bounded in time and bytes. ``form`` is an encoded
-    application/x-www-form-urlencoded body, ``body`` a JSON one."""
+    """One request to a checked endpoint and its whole answer, bounded in time and bytes (OAUTH_TIMEOUT_SECONDS and
+    OAUTH_MAX_ANSWER_BYTES unless ``seconds`` and ``max_bytes`` say otherwise: an API used with the tokens, such as
+    Microsoft Graph, has its own). ``form`` is an encoded application/x-www-form-urlencoded body, ``body`` a JSON
+    one."""
     checked = check_endpoint(url, label, secure=secure)
-    timeout = float(settings.OAUTH_TIMEOUT_SECONDS)
-    http, bound = bounded_http_client(timeout, int(settings.OAUTH_MAX_ANSWER_BYTES), f"The {label}")
+    timeout = float(settings.OAUTH_TIMEOUT_SECONDS) if seconds is None else max(seconds, 0.1)
+    limit = int(settings.OAUTH_MAX_ANSWER_BYTES) if max_bytes is None else max_bytes
+    http, bound = bounded_http_client(timeout, limit, f"The {label}")
     sent = {"Accept": "application/json", **(headers or {})}
     if form is not None:
         sent["Content-Type"] = "application/x-www-form-urlencoded"

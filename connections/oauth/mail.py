@@ -6,13 +6,20 @@ needs to finish (the ``state``, the code verifier, the scopes asked) is kept in 
 state, and taken out on the first callback that names it: a callback with a state this session did not start, or
 one already used, is refused and nothing is exchanged. The code is exchanged at the provider's token endpoint
 (connections/oauth/http.py: bounded in time and bytes), the ID token tells which address was signed in to, and the
-servers are logged in to (IMAP and SMTP with XOAUTH2, CalDAV with the bearer token) before anything is stored.
+servers are logged in to (IMAP and SMTP with XOAUTH2, CalDAV or Microsoft Graph with the bearer token) before
+anything is stored.
+
+Microsoft issues an access token for one resource at a time: the sign-in's token is the mailbox's (outlook.office.com)
+when mail is asked for, and the calendar's token for Graph is the sign-in's refresh token redeemed for the calendar's
+scope alone (connections/oauth/providers.py ``own_token``), kept as the grant's OAuthResourceToken. Adding the
+calendar to a connected mailbox asks only for the calendar's scope and leaves the mailbox's token as it is.
 
 Tokens live in an ``OAuthGrant`` (connections/oauth/tokens.py: encrypted, refreshed by one worker at a time, marked
 "sign in again" when the refresh is refused); the ``MailAccount`` and ``CalendarAccount`` point at it. Signing in
 again, or adding a capability (Google calendar after mail), replaces the grant's tokens in place.
 """
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -34,9 +41,18 @@ from connections import calendars, crypto, mailboxes
 from connections.checks import check_slot
 from connections.models import CalendarAccount, GrantKind, MailAccount, OAuthGrant
 from connections.network import ServiceError
-from connections.oauth import tokens
+from connections.oauth import graph_calendar, tokens
 from connections.oauth.http import OAuthHttpError, check_endpoint, exchange
-from connections.oauth.providers import CALENDAR, MAIL, Provider, address_of, describe, id_token_claims, provider
+from connections.oauth.providers import (
+    CALENDAR,
+    GRAPH_CALENDAR_SCOPES,
+    MAIL,
+    Provider,
+    address_of,
+    describe,
+    id_token_claims,
+    provider,
+)
 from ops.public_url import base_url
 
 logger = logging.getLogger(__name__)
@@ -192,7 +208,7 @@ def finish(session: Any, owner: User, kind: str, query: dict[str, str]) -> Conne
     code = query.get("code")
     if not isinstance(code, str) or not code or len(code) > MAX_CODE_LENGTH or not code.isprintable():
         raise SignInRefused(f"{found.name} sent you back without a sign-in code; nothing was connected.")
-    issued, claims = _exchange_code(found, kind, code, str(flow["verifier"]))
+    issued, claims = _exchange_code(found, kind, code, str(flow["verifier"]), list(flow.get("capabilities") or []))
     try:
         return _connect(owner, found, issued, claims, list(flow.get("capabilities") or []))
     except SignInRefused:
@@ -200,9 +216,15 @@ def finish(session: Any, owner: User, kind: str, query: dict[str, str]) -> Conne
         raise
 
 
-def _exchange_code(found: Provider, kind: str, code: str, verifier: str) -> tuple[tokens.Tokens, dict[str, Any]]:
+def _exchange_code(
+    found: Provider, kind: str, code: str, verifier: str, asked: list[str]
+) -> tuple[tokens.Tokens, dict[str, Any]]:
+    extra = {}
+    if found.own_token:  # one resource per token (Microsoft): the mailbox's when mail is asked, else the calendar's
+        main = [c for c in asked if c not in found.own_token]
+        extra["scope"] = found.main_scope(main) if main else found.scope_for(asked)
     body = prepare_token_request(
-        "authorization_code", code=code, redirect_uri=callback_url(kind), code_verifier=verifier
+        "authorization_code", code=code, redirect_uri=callback_url(kind), code_verifier=verifier, **extra
     )
     auth = ClientAuth(found.client_id, found.client_secret, TOKEN_AUTH_METHOD)
     try:
@@ -225,10 +247,12 @@ def _connect(
     address = address_of(claims)
     if not address:
         raise SignInRefused(f"{found.name} did not give the address of the account you signed in to.")
-    granted = found.granted(issued.scope or found.scope_for(asked))
+    grant = grant_of(owner, found.kind)
+    own, issued = _own_tokens(found, issued, asked)
+    granted = [c for c in found.granted(issued.scope or found.scope_for(asked)) if c not in found.own_token]
+    granted = [c for c in found.capabilities if c in granted or c in own]
     if not granted:
         raise SignInRefused(f"You did not allow access to {describe(asked)}; nothing was connected.")
-    grant = grant_of(owner, found.kind)
     if grant is not None:
         existing = address_of_grant(grant)
         if existing and existing.lower() != address.lower():
@@ -239,10 +263,15 @@ def _connect(
     _refuse_password_accounts(owner, grant, granted)
     have = capabilities_of(grant) if grant is not None else []
     new = [c for c in granted if c not in have]
-    checked = _check(owner, found, address, issued.access_token, new)
+    checked = _check(owner, found, address, issued.access_token, new, own)
+    main = [c for c in asked if c not in found.own_token]
+    if found.own_token:  # the grant's own token is for the mailbox's resource alone (its refresh asks only that)
+        issued = dataclasses.replace(issued, scope=found.main_scope(granted) if main else issued.scope)
     try:
         with transaction.atomic():
-            if grant is None:
+            if grant is not None and not main and found.own_token:
+                tokens.replace_refresh_token(grant, issued.refresh_token)  # the mailbox's access token stays
+            elif grant is None:
                 grant = tokens.store_grant(
                     owner.pk,
                     found.kind,
@@ -259,6 +288,8 @@ def _connect(
                 _store_mailbox(owner, found, address, grant, checked[MAIL])
             if CALENDAR in new:
                 _store_calendar(owner, found, address, grant, checked[CALENDAR])
+            for capability, issued_for in own.items():
+                tokens.store_resource_token(grant, found.token_scope(capability), issued_for)
     except IntegrityError:
         raise SignInRefused("A mailbox or calendar was connected meanwhile; nothing was changed.") from None
     logger.info("%s sign-in for user %s: %s", found.name, owner.pk, ", ".join(new) or "renewed")
@@ -266,7 +297,33 @@ def _connect(
     return Connected(provider=found.name, address=address, added=new, renewed=bool(have), declined=declined)
 
 
-def _check(owner: User, found: Provider, address: str, token: str, new: list[str]) -> dict[str, Any]:
+def _own_tokens(
+    found: Provider, issued: tokens.Tokens, asked: list[str]
+) -> tuple[dict[str, tokens.Tokens], tokens.Tokens]:
+    """The access tokens of the asked capabilities that need one of their own (Microsoft's calendar on Graph): the
+    sign-in's refresh token redeemed for each one's scope. A capability the provider will not issue a token for was
+    not consented to, and is left out. With the sign-in's tokens, whose refresh token is the last one issued (a
+    provider that rotates them has spent the earlier one)."""
+    own: dict[str, tokens.Tokens] = {}
+    client = tokens.Client(found.client_id, found.client_secret, TOKEN_AUTH_METHOD)
+    for capability in [c for c in asked if c in found.own_token]:
+        if not issued.refresh_token:
+            raise SignInRefused(f"{found.name} gave no refresh token; nothing was connected.")
+        try:
+            redeemed = tokens.redeem(found.token_url, client, issued.refresh_token, found.token_scope(capability))
+        except tokens.GrantRefused:
+            continue  # not consented to: said as declined
+        except OAuthHttpError as failed:
+            raise SignInRefused(f"Signed in, but {failed} Nothing was connected.") from None
+        own[capability] = redeemed
+        if redeemed.refresh_token:
+            issued = dataclasses.replace(issued, refresh_token=redeemed.refresh_token)
+    return own, issued
+
+
+def _check(
+    owner: User, found: Provider, address: str, token: str, new: list[str], own: dict[str, tokens.Tokens]
+) -> dict[str, Any]:
     """Log in to the servers of each new capability with the token before anything is stored."""
     seconds = float(settings.MCP_CHECK_TIMEOUT_SECONDS)
     checked: dict[str, Any] = {}
@@ -274,7 +331,12 @@ def _check(owner: User, found: Provider, address: str, token: str, new: list[str
         with check_slot(owner.pk):
             if MAIL in new:
                 checked[MAIL] = mailboxes.check(_mail_server(found, address, token), seconds)
-            if CALENDAR in new:
+            if CALENDAR in new and CALENDAR in own:
+                graph = calendars.CalendarServer(
+                    url=found.graph_url, username=address, password="", bearer=own[CALENDAR].access_token
+                )
+                checked[CALENDAR] = graph_calendar.check(graph, seconds)
+            elif CALENDAR in new:
                 checked[CALENDAR] = calendars.check(_calendar_server(found, address, token), seconds)
     except ServiceError as failed:
         raise SignInRefused(f"Signed in, but {failed} Nothing was connected.") from None
@@ -324,7 +386,7 @@ def _store_calendar(owner: User, found: Provider, address: str, grant: OAuthGran
     calendar_url, name = checked
     CalendarAccount.objects.create(
         owner=owner,
-        server_url=found.caldav_url,
+        server_url=found.graph_url or found.caldav_url,
         username=address,
         password_encrypted="",
         calendar_url=calendar_url[:2000],
@@ -372,19 +434,19 @@ def _sign_in_again_text(kind: str) -> str:
     )
 
 
-def with_token[T](grant_id: int, kind: str, use: Callable[[str], T]) -> T:
-    """Run ``use`` with a fresh access token of the grant; when the server refuses it (ServiceError with
-    ``authentication``), refresh once and run it once more. SignInNeeded when the grant cannot be refreshed;
-    ServiceError for anything else. Safe on a delivery attempt's thread (the database steps go through
-    ops.database_work)."""
+def with_token[T](grant_id: int, kind: str, use: Callable[[str], T], scope: str = "") -> T:
+    """Run ``use`` with a fresh access token of the grant (with ``scope``: its token for another resource's
+    scopes); when the server refuses it (ServiceError with ``authentication``), refresh once and run it once more.
+    SignInNeeded when the grant cannot be refreshed; ServiceError for anything else. Safe on a delivery attempt's
+    thread (the database steps go through ops.database_work)."""
     try:
-        token = tokens.access_token(grant_id)
+        token = tokens.access_token(grant_id, scope=scope)
         try:
             return use(token)
         except ServiceError as refused:
             if not refused.authentication:
                 raise
-            return use(tokens.access_token(grant_id, rejected=token))
+            return use(tokens.access_token(grant_id, rejected=token, scope=scope))
     except tokens.SignInAgain:
         raise SignInNeeded(_sign_in_again_text(kind)) from None
     except tokens.TokenUnavailable as unavailable:
@@ -404,6 +466,17 @@ def mail_server(account: MailAccount, token: str) -> mailboxes.MailServer:
         smtp_security=account.smtp_security,
         oauth_token=token,
     )
+
+
+def uses_graph(account: CalendarAccount) -> bool:
+    """Whether the calendar is a Microsoft one, reached through Microsoft Graph (oauth/graph_calendar.py)."""
+    grant = account.oauth_grant
+    return grant is not None and grant.kind == GrantKind.MICROSOFT
+
+
+def calendar_scope(account: CalendarAccount) -> str:
+    """The scopes of the calendar's own access token ("": the grant's own token serves it, as Google's does)."""
+    return " ".join(GRAPH_CALENDAR_SCOPES) if uses_graph(account) else ""
 
 
 def calendar_server(account: CalendarAccount, token: str) -> calendars.CalendarServer:

@@ -6,10 +6,17 @@ Scopes are the narrowest that serve the tools (docs/howto/connect-google-microso
   sending alike); Google calendar: ``https://www.googleapis.com/auth/calendar.events`` (events, through Google's
   CalDAV interface).
 - Microsoft mail: ``IMAP.AccessAsUser.All`` to read and keep drafts, ``SMTP.Send`` to send (both on
-  outlook.office.com). Microsoft calendars have no CalDAV interface: no calendar here.
+  outlook.office.com); Microsoft calendar: ``Calendars.ReadWrite`` on graph.microsoft.com (Microsoft calendars have
+  no CalDAV interface: events go through Microsoft Graph's REST API, connections/oauth/graph_calendar.py).
 Both ask ``openid email`` to learn the address signed in to, and for a refresh token (Google: ``access_type=
 offline``; Microsoft: the ``offline_access`` scope). A capability added later asks only for its own scopes (Google:
-``include_granted_scopes=true``, so the new token carries the earlier ones too).
+``include_granted_scopes=true``, so the new token carries the earlier ones too; Microsoft keeps what was consented
+to before on its own).
+
+One Microsoft access token is for one resource (its audience): outlook.office.com's does not open Graph, and the
+token endpoint refuses to issue one for scopes of two resources at once. The grant's refresh token serves every
+resource consented to, so a capability on another resource than the mailbox's (``own_token``) gets its access
+token by redeeming the refresh token for that capability's scopes alone (connections/oauth/tokens.py, ``scope=``).
 """
 
 from dataclasses import dataclass, field
@@ -22,6 +29,8 @@ from connections.models import GrantKind
 MAIL = "mail"
 CALENDAR = "calendar"
 CAPABILITIES = (MAIL, CALENDAR)
+# The narrowest Graph scope that lists, creates and deletes events of the person's own calendars.
+GRAPH_CALENDAR_SCOPES = ("https://graph.microsoft.com/Calendars.ReadWrite",)
 
 
 @dataclass(frozen=True)
@@ -44,9 +53,13 @@ class Provider:
     imap: Server
     smtp: Server
     caldav_url: str  # "" when the provider has no CalDAV interface (Microsoft)
+    graph_url: str  # Microsoft Graph's REST API, where the calendar is when there is no CalDAV; "" otherwise
     scopes: dict[str, tuple[str, ...]]  # capability -> scopes
     base_scopes: tuple[str, ...]  # asked every time: the address signed in to, and offline access
     authorize_parameters: dict[str, str]  # added to every authorization request
+    # Capabilities whose tokens are for another resource than the sign-in's (Microsoft's calendar, on Graph): their
+    # access token is the refresh token redeemed for their scopes alone (``token_scope``).
+    own_token: frozenset[str] = frozenset()
 
     @property
     def capabilities(self) -> tuple[str, ...]:
@@ -71,6 +84,14 @@ class Provider:
             )
 
         return [c for c in self.capabilities if all(covered(wanted) for wanted in self.scopes[c])]
+
+    def main_scope(self, capabilities: list[str] | tuple[str, ...]) -> str:
+        """The scopes of the grant's own token: those of the capabilities that have no token of their own."""
+        return self.scope_for([c for c in capabilities if c not in self.own_token])
+
+    def token_scope(self, capability: str) -> str:
+        """What a capability's own access token is asked for (``own_token``): its scopes alone, one resource's."""
+        return " ".join(self.scopes[capability])
 
     def calendar_url(self, address: str) -> str:
         """The person's primary calendar on the provider's CalDAV interface (Google names it by the address)."""
@@ -106,6 +127,7 @@ def google() -> Provider | None:
         imap=_server(settings.GOOGLE_IMAP, "GOOGLE_IMAP"),
         smtp=_server(settings.GOOGLE_SMTP, "GOOGLE_SMTP"),
         caldav_url=settings.GOOGLE_CALDAV_URL,
+        graph_url="",
         scopes={
             MAIL: ("https://mail.google.com/",),
             CALENDAR: ("https://www.googleapis.com/auth/calendar.events",),
@@ -133,11 +155,14 @@ def microsoft() -> Provider | None:
         imap=_server(settings.MICROSOFT_IMAP, "MICROSOFT_IMAP"),
         smtp=_server(settings.MICROSOFT_SMTP, "MICROSOFT_SMTP"),
         caldav_url="",
+        graph_url=settings.MICROSOFT_GRAPH_URL.rstrip("/"),
         scopes={
             MAIL: ("https://outlook.office.com/IMAP.AccessAsUser.All", "https://outlook.office.com/SMTP.Send"),
+            CALENDAR: GRAPH_CALENDAR_SCOPES,
         },
         base_scopes=("openid", "email", "offline_access"),
         authorize_parameters={},
+        own_token=frozenset({CALENDAR}),
     )
 
 

@@ -11,6 +11,11 @@ of two workers racing exactly one spends the refresh token; the other waits unti
 tokens the first stored. Every database step is short and goes through ``ops.database_work.database`` (a delivery
 attempt's thread holds no connection of its own).
 
+A grant whose provider issues one access token per resource (Microsoft: the mailbox's on outlook.office.com, the
+calendar's on Graph) keeps the other resources' access tokens in ``OAuthResourceToken`` rows: ``access_token(grant_id,
+scope=...)`` hands out the one for those scopes, and refreshes it by redeeming the grant's one refresh token for those
+scopes alone, under the same lease and version (a rotated refresh token is the grant's, whichever token asked).
+
 When the authorization server refuses the refresh (invalid_grant: revoked, expired, or spent), the grant is marked
 "sign in again" and ``SignInAgain`` raised; the console shows it and the assistant says so. A server that cannot be
 reached raises ``TokenUnavailable`` and changes nothing.
@@ -27,12 +32,13 @@ from authlib.oauth2.auth import ClientAuth
 from authlib.oauth2.rfc6749.parameters import prepare_token_request
 from authlib.oauth2.rfc7009 import prepare_revoke_token_request
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from pydantic import ValidationError
 
 from connections import crypto
-from connections.models import GrantKind, GrantStatus, OAuthGrant
+from connections.models import GrantKind, GrantStatus, OAuthGrant, OAuthResourceToken
 from connections.oauth.http import Answer, OAuthHttpError, exchange
 from ops.database_work import database
 
@@ -161,6 +167,24 @@ def store_grant(
     )
 
 
+def redeem(token_endpoint: str, client: Client, refresh_token: str, scope: str) -> Tokens:
+    """A refresh token redeemed for ``scope`` (one resource's scopes: Microsoft issues a token for one resource per
+    request, and a refresh token for any resource consented to); offline_access keeps a refresh token coming."""
+    wanted = " ".join(dict.fromkeys([*scope.split(), "offline_access"]))
+    return token_request(
+        token_endpoint, client, {"grant_type": "refresh_token", "refresh_token": refresh_token, "scope": wanted}
+    )
+
+
+def store_resource_token(grant: OAuthGrant, scope: str, tokens: Tokens) -> None:
+    """The access token for another resource (``scope``) of a grant, in place of any earlier one."""
+    OAuthResourceToken.objects.update_or_create(
+        grant=grant,
+        scope=scope,
+        defaults={"access_token_encrypted": crypto.encrypt(tokens.access_token), "expires_at": expiry(tokens)},
+    )
+
+
 def replace_tokens(grant: OAuthGrant, tokens: Tokens, asked: str = "") -> None:
     """A new sign-in's tokens for an existing grant (after "sign in again"): active again, a new version. Its scope
     is what the server says it granted, else what the sign-in asked for (``asked``); what was wanted is asked no
@@ -174,6 +198,18 @@ def replace_tokens(grant: OAuthGrant, tokens: Tokens, asked: str = "") -> None:
     grant.version += 1
     grant.refresh_lease, grant.refresh_lease_until = "", None
     grant.refreshed_at = timezone.now()
+    grant.save()
+    grant.resource_tokens.all().delete()  # issued under the old sign-in: fetched again from the new refresh token
+
+
+def replace_refresh_token(grant: OAuthGrant, refresh_token: str) -> None:
+    """A sign-in that added another resource's capability (Microsoft's calendar to a connected mailbox): its refresh
+    token is the grant's from now on (the earlier one may be spent), and the grant's own access token stays."""
+    if refresh_token:
+        grant.refresh_token_encrypted = crypto.encrypt(refresh_token)
+    grant.status, grant.status_detail = GrantStatus.ACTIVE, ""
+    grant.version += 1
+    grant.refresh_lease, grant.refresh_lease_until = "", None
     grant.save()
 
 
@@ -201,23 +237,39 @@ def _snapshot(grant_id: int) -> _Snapshot:
     return _Snapshot(**row)
 
 
-def _fresh(snapshot: _Snapshot) -> bool:
+def _fresh(expires_at: datetime | None) -> bool:
     margin = timedelta(seconds=float(settings.OAUTH_REFRESH_MARGIN_SECONDS))
-    return snapshot.expires_at is None or snapshot.expires_at > timezone.now() + margin
+    return expires_at is None or expires_at > timezone.now() + margin
 
 
-def access_token(grant_id: int, *, rejected: str | None = None) -> str:
-    """A usable access token for the grant (refreshed first when it expires soon, or when it is ``rejected``)."""
+def _held(snapshot: _Snapshot, grant_id: int, scope: str) -> tuple[str, datetime | None]:
+    """The access token held for the grant's own resource, or for ``scope``'s ("" when none), and its expiry."""
+    if scope:
+        row = OAuthResourceToken.objects.filter(grant_id=grant_id, scope=scope).values_list(
+            "access_token_encrypted", "expires_at"
+        )
+        found = row.first()
+        if found is None:
+            return "", None
+        encrypted, expires_at = found
+    else:
+        encrypted, expires_at = snapshot.access_token_encrypted, snapshot.expires_at
+    try:
+        return crypto.decrypt(encrypted), expires_at
+    except crypto.UnreadableSecret:
+        return "", None
+
+
+def access_token(grant_id: int, *, rejected: str | None = None, scope: str = "") -> str:
+    """A usable access token for the grant (refreshed first when it expires soon, or when it is ``rejected``); with
+    ``scope``, the token for another resource's scopes (``OAuthResourceToken``)."""
     deadline = time.monotonic() + float(settings.OAUTH_TIMEOUT_SECONDS) + 5
     while True:
         snapshot = database(_snapshot, grant_id)
         if snapshot.status == GrantStatus.SIGN_IN_AGAIN:
             raise SignInAgain(snapshot.status_detail or "The sign-in has expired; sign in again.")
-        try:
-            token = crypto.decrypt(snapshot.access_token_encrypted)
-        except crypto.UnreadableSecret:
-            token = ""
-        if token and token != rejected and _fresh(snapshot):
+        token, expires_at = database(_held, snapshot, grant_id, scope)
+        if token and token != rejected and _fresh(expires_at):
             return token
         if not snapshot.refresh_token_encrypted:
             detail = "The server's access token expired and it gave no refresh token; sign in again."
@@ -225,7 +277,7 @@ def access_token(grant_id: int, *, rejected: str | None = None) -> str:
             continue  # read again: another worker may have stored new tokens meanwhile
         lease = secrets.token_hex(16)
         if database(_take_lease, grant_id, snapshot.version, lease):
-            return _refresh(grant_id, snapshot, lease)
+            return _refresh(grant_id, snapshot, lease, scope)
         if time.monotonic() > deadline:
             raise TokenUnavailable("Another refresh of this sign-in did not finish in time.")
         time.sleep(0.1)  # another worker is refreshing: its tokens are stored within the lease
@@ -245,12 +297,14 @@ def _take_lease(grant_id: int, version: int, lease: str) -> bool:
     )
 
 
-def _refresh(grant_id: int, snapshot: _Snapshot, lease: str) -> str:
+def _refresh(grant_id: int, snapshot: _Snapshot, lease: str, scope: str = "") -> str:
     grant = database(OAuthGrant.objects.get, pk=grant_id)
     form = {"grant_type": "refresh_token", "refresh_token": crypto.decrypt(snapshot.refresh_token_encrypted)}
     if grant.resource:
         form["resource"] = grant.resource  # RFC 8707: the token stays bound to the same server
-    if grant.kind == GrantKind.MICROSOFT and grant.scope:
+    if scope:  # another resource's token: its scopes alone, and offline_access for the next refresh token
+        form["scope"] = " ".join(dict.fromkeys([*scope.split(), "offline_access"]))
+    elif grant.kind == GrantKind.MICROSOFT and grant.scope:
         # Microsoft's v2.0 endpoint wants the scopes again on a refresh (it answers AADSTS90014 without them), and
         # offline_access among them for the next refresh token.
         form["scope"] = " ".join(dict.fromkeys([*grant.scope.split(), "offline_access"]))
@@ -264,7 +318,12 @@ def _refresh(grant_id: int, snapshot: _Snapshot, lease: str) -> str:
     except OAuthHttpError as failed:
         database(_release, grant_id, lease)
         raise TokenUnavailable(str(failed)) from None
-    if not database(_store_refreshed, grant_id, snapshot, lease, tokens):
+    stored = (
+        database(_store_refreshed_for, grant_id, snapshot, lease, tokens, scope)
+        if scope
+        else database(_store_refreshed, grant_id, snapshot, lease, tokens)
+    )
+    if not stored:
         raise TokenUnavailable("The refreshed sign-in could not be stored (the connection changed meanwhile).")
     logger.info("oauth grant %s refreshed", grant_id)
     return tokens.access_token
@@ -282,6 +341,24 @@ def _store_refreshed(grant_id: int, snapshot: _Snapshot, lease: str, tokens: Tok
     if tokens.refresh_token:  # rotated (OAuth 2.1 for public clients); otherwise the old one stays valid
         changes["refresh_token_encrypted"] = crypto.encrypt(tokens.refresh_token)
     return bool(OAuthGrant.objects.filter(pk=grant_id, version=snapshot.version, refresh_lease=lease).update(**changes))
+
+
+def _store_refreshed_for(grant_id: int, snapshot: _Snapshot, lease: str, tokens: Tokens, scope: str) -> bool:
+    """Another resource's refreshed token: the grant's version (and its refresh token, when rotated) moves on as for
+    its own, and the token is kept in its OAuthResourceToken row, in one transaction."""
+    changes: dict[str, Any] = {
+        "version": snapshot.version + 1,
+        "refresh_lease": "",
+        "refresh_lease_until": None,
+        "refreshed_at": timezone.now(),
+    }
+    if tokens.refresh_token:
+        changes["refresh_token_encrypted"] = crypto.encrypt(tokens.refresh_token)
+    with transaction.atomic():
+        if not OAuthGrant.objects.filter(pk=grant_id, version=snapshot.version, refresh_lease=lease).update(**changes):
+            return False
+        store_resource_token(OAuthGrant(pk=grant_id), scope, tokens)
+    return True
 
 
 def _release(grant_id: int, lease: str) -> None:

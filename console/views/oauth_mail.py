@@ -17,9 +17,9 @@ from connections.oauth.providers import CALENDAR, MAIL, configured, describe, pr
 from console.views.posted import form_action
 
 _KINDS = (GrantKind.GOOGLE, GrantKind.MICROSOFT)
-NO_MICROSOFT_CALENDAR = (
-    "Microsoft calendars have no CalDAV interface, so the assistant cannot reach an Outlook calendar here; connect "
-    "a CalDAV calendar below instead if you have one."
+MICROSOFT_CALENDAR = (
+    "The calendar is your default Outlook calendar, reached through Microsoft Graph; adding it later asks Microsoft "
+    "for access to it alone."
 )
 
 
@@ -46,7 +46,7 @@ def page_context(request: HttpRequest) -> dict[str, Any]:
                 "missing": [c for c in found.capabilities if c not in have],
                 "offered": found.capabilities,
                 "revokes": bool(found.revocation_url),
-                "note": NO_MICROSOFT_CALENDAR if found.kind == GrantKind.MICROSOFT else "",
+                "note": MICROSOFT_CALENDAR if found.kind == GrantKind.MICROSOFT else "",
             }
         )
     return {"oauth_providers": cards, "capability_labels": {MAIL: "Mail", CALENDAR: "Calendar"}}
