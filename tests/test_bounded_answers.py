@@ -90,6 +90,41 @@ def test_a_calendar_tool_call_against_an_endless_server_is_bounded(settings):
     assert measured.growth < GROWTH
 
 
+@pytest.mark.parametrize("drip", [False, True], ids=["flood", "drip"])
+def test_microsoft_graph_streaming_without_end_is_bounded(settings, drip):
+    """A Microsoft calendar's tool call (connections/oauth/graph_calendar.py) against a Graph that answers 200 and
+    never ends its JSON: refused at MAIL_CALENDAR_MAX_ANSWER_BYTES (flood) or at the call's deadline (drip)."""
+    from datetime import UTC, datetime, timedelta
+
+    from connections.calendars import CalendarServer
+    from connections.network import ServiceError
+    from connections.oauth.graph_calendar import list_events
+
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    with endless_http(drip=drip) as server:
+        graph = CalendarServer(url=server.url + "v1.0", username="a", password="", bearer="token")
+        measured = peak_growth(lambda: list_events(graph, start, start + timedelta(days=7), seconds=3))
+        _hung_up_soon(server, measured)
+    assert isinstance(measured.error, ServiceError)
+    said = "did not answer in time" if drip else "answered more than 10000 kB"
+    assert said in str(measured.error), measured.error
+    assert measured.growth < GROWTH
+    assert measured.seconds < 3 + SLACK
+
+
+def test_microsoft_graph_trickling_its_headers_is_cut_at_the_deadline(settings):
+    from connections.calendars import CalendarServer
+    from connections.network import ServiceError
+    from connections.oauth.graph_calendar import check
+
+    with endless_http(drip_headers=True) as server:
+        graph = CalendarServer(url=server.url + "v1.0", username="a", password="", bearer="token")
+        measured = peak_growth(lambda: check(graph, 2))
+        _hung_up_soon(server, measured)
+    assert isinstance(measured.error, ServiceError) and "did not answer in time" in str(measured.error)
+    assert measured.seconds < 2 + SLACK
+
+
 def _mail_server(imap_port: int = 1, smtp_port: int = 1):
     from connections.mailboxes import MailServer
 

@@ -3,7 +3,8 @@
 chat-completions server on 127.0.0.1, which asks for the call; the call waits; the request goes through the outbox
 to the channel's stand-in (tests/providers.py); the person answers there (a Telegram tap, a WhatsApp reply button,
 "YES 4821" by SMS) through the real inbound view; the approved call runs against Radicale, Dovecot and aiosmtpd on
-127.0.0.1. A second answer runs nothing more."""
+127.0.0.1, or a Microsoft calendar (connected by signing in on the console) on the Graph stand-in. A second answer
+runs nothing more."""
 
 import caldav
 import icalendar
@@ -14,11 +15,23 @@ from assistant.models import Action, ActionState
 from channels.models import LinkedAddress
 from channels.outbound.sender import Sender
 from connections import mailcal
+from connections.models import GrantKind
 from reminders.models import Reminder
+from tests import oauth_mail_servers as peers
 from tests.factories import make_key
 from tests.mail_servers import PASSWORD
 from tests.test_assistant_tools import call, completion
+from tests.test_graph_calendar import graph
 from tests.test_mail_calendar_connections import mailbox_fields
+from tests.test_oauth_mail import address, microsoft, sign_in
+
+oauth, oauth_dovecot, xoauth2_smtp, caldav_server = (
+    peers.oauth,
+    peers.oauth_dovecot,
+    peers.xoauth2_smtp,
+    peers.caldav_server,
+)
+__all__ = ["address", "graph", "microsoft"]  # fixtures, used by name
 
 pytestmark = pytest.mark.django_db
 
@@ -34,11 +47,13 @@ CALLS = {
     ),
     "mail": ("mail_send", {"to": "bob@example.test", "subject": "Running late", "body": "Starting at 10:20."}),
 }
+CALLS["microsoft_event"] = CALLS["event"]
 IN_WORDS = {
     "reminder": "Remind you “Renew the domain” on Mon, 5 Jan 2099, 15:00.",
     "event": "Add “Lunch with Sam” to your calendar, Fri, 4 Dec 2099, 13:00–14:00.",
     "mail": "Send an email to bob@example.test, subject “Running late”.",
 }
+IN_WORDS["microsoft_event"] = IN_WORDS["event"]
 
 
 @pytest.fixture
@@ -62,6 +77,12 @@ def tools(request, user, tmp_path):
         radicale = request.getfixturevalue("radicale_server")
         mailcal.add_calendar(user, radicale.url, "ann", PASSWORD)
         return what, radicale
+    if what == "microsoft_event":  # signed in with Microsoft on the console; events on the Graph stand-in
+        graph_server = request.getfixturevalue("graph")
+        client = request.getfixturevalue("client")
+        client.force_login(user)
+        sign_in(client, GrantKind.MICROSOFT, ("calendar",))
+        return what, (graph_server, request.getfixturevalue("address"))
     if what == "mail":
         dovecot, smtp = request.getfixturevalue("dovecot_server"), request.getfixturevalue("smtp_server")
         mail_user = request.getfixturevalue("mail_user")
@@ -79,6 +100,9 @@ def runs(what: str, server, user) -> int:
         events = dav.principal().calendars()[0].events()
         summaries = [str(icalendar.Calendar.from_ical(e.data).walk("VEVENT")[0]["SUMMARY"]) for e in events]
         return summaries.count("Lunch with Sam")
+    if what == "microsoft_event":
+        graph_server, address = server
+        return [event["subject"] for event in graph_server.of(address)].count("Lunch with Sam")
     return sum(1 for message in server.received if message["Subject"] == "Running late")
 
 
@@ -94,7 +118,7 @@ def answer_on(channel: str, providers, action: Action):
     return providers.twilio.inbound(NUMBER, f"YES {code}")
 
 
-@pytest.mark.parametrize("tools", ["reminder", "event", "mail"], indirect=True)
+@pytest.mark.parametrize("tools", ["reminder", "event", "microsoft_event", "mail"], indirect=True)
 @pytest.mark.parametrize("channel", ["telegram", "whatsapp", "sms"])
 def test_approved_from_the_phone_it_runs_once(channel, tools, user, llm, providers, send, deliver):
     what, server = tools
