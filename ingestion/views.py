@@ -2,7 +2,8 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.utils.http import http_date
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
@@ -14,10 +15,12 @@ from rest_framework.views import APIView
 from accounts.models import Profile
 from accounts.services import profile_of
 from conversations.models import Endpoint, Message, Role, is_message_id
+from ingestion import accept as fast_path
 from ingestion import body as body_rules
 from ingestion import openapi
 from ingestion.authentication import (
     CURRENT_PATH,
+    UNCONFIRMED,
     ApiKeyAuthentication,
     V1KeyAuthentication,
     V2KeyAuthentication,
@@ -62,12 +65,15 @@ class _MessageView(APIView):
         try:
             return self.record(request, text, body)
         except recent.NoLongerHolds:
-            # The remembered key was revoked or deleted, or its owner's thread replaced, since it was looked up:
-            # nothing was written. Look it up afresh: an error that says why, or the message recorded after all
-            # (if the key may still send: the scope is checked again on the fresh row).
-            self.confirm_key(request)
-            self.check_permissions(request)
-            return self.record(request, text, body)
+            return self.record_confirmed(request, text, body)
+
+    def record_confirmed(self, request: Request, text: str, body: Any) -> tuple[ApiKey, Message]:
+        """After a remembered key did not hold (nothing was written): the key was revoked or deleted, or its owner's
+        thread replaced, since it was looked up. Look it up afresh: an error that says why, or the message recorded
+        after all (if the key may still send: the scope is checked again on the fresh row)."""
+        self.confirm_key(request)
+        self.check_permissions(request)
+        return self.record(request, text, body)
 
     def record(self, request: Request, text: str, body: Any) -> tuple[ApiKey, Message]:
         key = request.auth
@@ -116,8 +122,72 @@ class CurrentMessageView(_MessageView):
     @idempotent
     def post(self, request: Request) -> Response:
         _key, message = self.accept(request)
-        # "id" is additive (docs/design.md#the-two-endpoints): the receipt's address, GET /api/v1/inbound/messages/{id}.
-        return Response({"success": True, "message": SENT, "id": message.public_id})
+        return Response(accepted_body(message))
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        key = fast_path.remembered_key(request)
+        if key is None:
+            return super().dispatch(request, *args, **kwargs)
+        return self.serve_remembered(request, key)
+
+    def serve_remembered(self, request: HttpRequest, key: ApiKey) -> HttpResponseBase:
+        """The ordinary request (ingestion/accept.py): the full path's checks in its order, on Django's request."""
+        # What the authentication leaves for a remembered key, and what DRF copies onto Django's request.
+        setattr(request, UNCONFIRMED, True)
+        request.user, request.auth = key.owner, key  # type: ignore[attr-defined]
+        body: Any = None
+        text = ""
+        try:
+            # (the scope was checked by remembered_key: KeyScopes would pass it, and this view notes no key use)
+            self.check_throttles(request)  # type: ignore[arg-type]
+            body = fast_path.parsed_body(request)
+            text = type(self).text_of(body)
+            message = record_user_message(
+                user=key.owner,
+                endpoint=self.endpoint,
+                text=text,
+                context=body,
+                api_key=key,
+                request_id=getattr(request, "request_id", ""),
+                confirm_key=True,
+            )
+        except Exception as refused:
+            return self.continue_in_full(request, key, refused, text, body)
+        payload = accepted_body(message)
+        response = HttpResponse(_RENDERER.render(payload), content_type=_RENDERER.media_type)
+        response.data = payload  # type: ignore[attr-defined]  # as a DRF response keeps it (the access log reads it)
+        for name, value in self.default_response_headers.items():
+            response[name] = value
+        return response
+
+    def continue_in_full(
+        self, request: HttpRequest, key: ApiKey, refused: Exception, text: str, body: Any
+    ) -> HttpResponseBase:
+        """Where a check refused the ordinary request: DRF's request and response from here on, as the full path
+        would have them at that point (the key authenticated, unconfirmed), and the full path's exception handling."""
+        self.args, self.kwargs = (), {}
+        drf_request = self.initialize_request(request)
+        self.format_kwarg = self.get_format_suffix()
+        self.request, self.headers = drf_request, self.default_response_headers
+        drf_request.user, drf_request.auth = key.owner, key
+        drf_request.accepted_renderer, drf_request.accepted_media_type = self.perform_content_negotiation(drf_request)
+        try:
+            if not isinstance(refused, recent.NoLongerHolds):
+                raise refused
+            _key, message = self.record_confirmed(drf_request, text, body)
+            response = Response(accepted_body(message))
+        except Exception as error:
+            response = self.handle_exception(error)
+        self.response = self.finalize_response(drf_request, response)
+        return self.response
+
+
+_RENDERER = JSONRenderer()
+
+
+def accepted_body(message: Message) -> dict[str, Any]:
+    # "id" is additive (docs/design.md#the-two-endpoints): the receipt's address, GET /api/v1/inbound/messages/{id}.
+    return {"success": True, "message": SENT, "id": message.public_id}
 
 
 class LegacyWebhookView(_MessageView):
