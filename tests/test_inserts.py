@@ -2,6 +2,7 @@
 transaction elsewhere) and come back as ``save()`` leaves them. Run on whichever DATABASE_URL selects."""
 
 import uuid
+from datetime import UTC, datetime
 from enum import Enum
 
 import pytest
@@ -15,6 +16,7 @@ from delivery.tasks import deliver_message
 from ingestion.hotpath.inserts import (
     Condition,
     Update,
+    _Parameter,
     _parameters,
     _prepared,
     _references,
@@ -203,6 +205,14 @@ def test_a_row_may_point_at_a_saved_row(user):
         (models.BooleanField(), True),
         (models.UUIDField(), uuid.uuid4()),
         (Message._meta.get_field("conversation"), 42),  # a foreign key to a BigAutoField
+        (models.DateTimeField(), datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)),  # aware
+        (models.DateTimeField(null=True), None),
+        (models.IntegerField(null=True), None),
+        (models.PositiveIntegerField(null=True), None),
+        (models.JSONField(null=True), None),  # SQL NULL, not JSON's null
+        (models.CharField(max_length=8, null=True), None),
+        (Delivery._meta.get_field("reply"), None),  # a one-to-one field that may be empty
+        (Delivery._meta.get_field("api_key"), None),
     ],
 )
 def test_a_value_that_skips_preparing_is_what_the_field_itself_would_send(field, value):
@@ -216,15 +226,35 @@ def test_a_value_that_skips_preparing_is_what_the_field_itself_would_send(field,
 @pytest.mark.parametrize(
     "field",
     [
-        models.DateTimeField(),  # may stamp the time, converts naive values
-        models.JSONField(),  # wrapped for the driver
+        models.DateTimeField(auto_now=True),  # stamps the time
+        models.DateTimeField(auto_now_add=True),
+        models.JSONField(null=True),  # wrapped for the driver (but for None)
         models.EmailField(),  # a subclass: it may prepare differently
         models.IntegerField(),  # Django wraps the value (psycopg's Int4) for server-side binding
         models.PositiveIntegerField(),
     ],
 )
 def test_other_fields_always_take_their_own_path(field):
-    assert passed_unchanged(field) == ()
+    assert passed_unchanged(field) in ((), (type(None),))
+
+
+@pytest.mark.parametrize("field", [models.DateTimeField(), models.IntegerField(), models.JSONField()])
+def test_none_takes_the_field_s_own_path_where_the_column_may_not_be_null(field):
+    assert type(None) not in passed_unchanged(field)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement path, and its plan, are PostgreSQL's")
+def test_a_naive_time_takes_the_field_s_own_path(user, settings):
+    settings.USE_TZ = True
+    message = Message(conversation_id=user.conversation.pk, role="user", source="api", created_at=datetime(2026, 1, 2))
+    field = Message._meta.get_field("created_at")
+    parameter = _Parameter(0, field, field.attname, passed_unchanged(field))
+    assert datetime in parameter.unchanged
+
+    with pytest.warns(RuntimeWarning, match="naive datetime"):
+        prepared = _prepared(message, parameter, connection)
+
+    assert prepared.utcoffset() is not None  # made aware by the field, as save() would
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement path, and its plan, are PostgreSQL's")
@@ -237,9 +267,9 @@ def test_every_parameter_of_an_accepted_message_is_what_the_field_itself_would_s
 
     skipped = 0
     for parameter in parameters:
-        if not parameter.unchanged:
-            continue  # the field's own path: nothing to compare
         instance, field = rows[parameter.row], parameter.field
+        if not isinstance(getattr(instance, parameter.attname), parameter.unchanged):
+            continue  # the field's own path: nothing to compare
         expected = field.get_db_prep_save(field.pre_save(instance, add=True), connection)
         expected = expected.value if isinstance(expected, Enum) else expected
         got = _prepared(instance, parameter, connection)

@@ -36,6 +36,7 @@ stamp its address's last inbound time (channels/inbound.py).
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 from functools import cache
 from typing import Any
@@ -44,11 +45,17 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import (
     AutoField,
     BigAutoField,
+    BigIntegerField,
     BooleanField,
     CharField,
+    DateTimeField,
     Field,
     ForeignKey,
+    IntegerField,
+    JSONField,
     Model,
+    OneToOneField,
+    PositiveIntegerField,
     TextField,
     UUIDField,
 )
@@ -129,16 +136,24 @@ def _field(model: type[Model], name: str) -> Field[Any, Any]:
 
 # Django's own field classes (exactly these, not subclasses, which may prepare differently) whose pre_save reads the
 # attribute and whose get_db_prep_save gives back a value of these exact types unchanged on PostgreSQL: text
-# fields return a str from to_python, UUIDField the UUID (native on PostgreSQL), BooleanField the bool. Not here:
-# integer fields (Django wraps their values in psycopg's Int2/Int4/Int8 for server-side binding), DateTimeField
-# (its pre_save may stamp the time, and a naive value is converted). tests/test_inserts.py checks every pair
-# against the field's own path.
+# fields return a str from to_python, UUIDField the UUID (native on PostgreSQL), BooleanField the bool, DateTimeField
+# an aware datetime (``_prepared`` sends a naive one, which Django converts, its own way; a field that stamps the
+# time in pre_save, auto_now or auto_now_add, always takes it). Not here: integer fields (Django wraps their values in
+# psycopg's Int2/Int4/Int8 for server-side binding). tests/test_inserts.py checks every pair against the field's own
+# path.
 _PASSED_UNCHANGED: dict[type[Field[Any, Any]], tuple[type, ...]] = {
     CharField: (str,),
     TextField: (str,),
     BooleanField: (bool,),
     UUIDField: (uuid.UUID,),
+    DateTimeField: (datetime,),
 }
+# Django's own field classes whose get_db_prep_save gives None back for None (SQL NULL; for JSONField too: JSON's
+# null takes Value(None, JSONField())), where the column may be NULL: most of a new delivery's columns.
+_NONE_PASSES = (
+    CharField, TextField, BooleanField, UUIDField, DateTimeField, IntegerField, PositiveIntegerField,
+    BigIntegerField, JSONField, ForeignKey, OneToOneField,
+)  # fmt: skip
 _AUTO_KEYS = (AutoField, BigAutoField)
 # What Model.save() runs on the way to its INSERT, all of which the one statement replaces.
 _SAVE_STEPS = ("save", "save_base", "_save_parents", "_save_table", "_do_insert")
@@ -156,10 +171,16 @@ def _saved_by_statement(models: tuple[type[Model], ...]) -> bool:
 
 def passed_unchanged(field: Field[Any, Any]) -> tuple[type, ...]:
     """The value types this field hands to the database as they are (empty: always take the field's own path)."""
+    if isinstance(field, DateTimeField) and (field.auto_now or field.auto_now_add):
+        return ()  # its pre_save stamps the time
     if type(field) is ForeignKey:
         # A foreign key prepares a value as its target field does: an integer key passes unchanged.
-        return (int,) if type(field.target_field) in _AUTO_KEYS else ()
-    return _PASSED_UNCHANGED.get(type(field), ())
+        found: tuple[type, ...] = (int,) if type(field.target_field) in _AUTO_KEYS else ()
+    else:
+        found = _PASSED_UNCHANGED.get(type(field), ())
+    if field.null and type(field) in _NONE_PASSES:
+        found = (*found, type(None))
+    return found
 
 
 @dataclass(frozen=True)
@@ -209,8 +230,8 @@ def _parameters(models: tuple[type[Model], ...], references: tuple[Reference, ..
 def _prepared(instance: Model, parameter: _Parameter, connection: Any) -> Any:
     if parameter.unchanged:
         value = getattr(instance, parameter.attname)
-        if type(value) in parameter.unchanged:
-            return value
+        if type(value) in parameter.unchanged and (type(value) is not datetime or value.utcoffset() is not None):
+            return value  # (a naive datetime is converted by the field)
         if isinstance(value, Enum) and type(value.value) in parameter.unchanged:
             return value.value  # a choices member (TextChoices is a str subclass): what to_python keeps, unwrapped
     field = parameter.field
