@@ -115,15 +115,19 @@ class Gunicorn:
     """One gunicorn master with its workers on a free port."""
 
     def __init__(self, env: dict[str, str], workers: int = 2) -> None:
-        self.port = free_port()
-        self.log = open(f"/tmp/{NAME}-gunicorn-{self.port}.log", "w")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [
-                sys.executable, "-m", "gunicorn", "config.wsgi:application",
-                "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers), "--timeout", "30",
-            ],
-            cwd=ROOT, env=service_env(**env), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+        # The listening socket is made here and handed over (fd://): a port only probed free could be taken by
+        # another process before gunicorn bound it, and the readiness poll would then find that process instead.
+        with socket.create_server(("127.0.0.1", 0), backlog=128) as listener:
+            self.port = listener.getsockname()[1]
+            self.log = open(f"/tmp/{NAME}-gunicorn-{self.port}.log", "w")  # noqa: SIM115
+            self.process = subprocess.Popen(
+                [
+                    sys.executable, "-m", "gunicorn", "config.wsgi:application",
+                    "--bind", f"fd://{listener.fileno()}", "--workers", str(workers), "--timeout", "30",
+                ],
+                cwd=ROOT, env=service_env(**env), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+                pass_fds=(listener.fileno(),),
+            )  # fmt: skip
         self._wait_ready()
 
     @property
