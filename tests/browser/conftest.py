@@ -73,7 +73,9 @@ def new_context(browser, live_server, viewport: dict[str, int], **options):
     `options` go to Playwright's new_context (has_touch=True, is_mobile=True: a phone's touch screen)."""
     options = {"timezone_id": "UTC", "locale": "en-US", **options}
     context = browser.new_context(base_url=live_server.url, viewport=viewport, **options)
-    context.set_default_timeout(10_000)
+    # Every wait of a page (navigation, a click, a wait_for) is bounded by this. Generous: the live server answers one
+    # request at a time on SQLite, and at load 15 on the 2-core machine a process's first page took 7.7 s alone.
+    context.set_default_timeout(30_000)
     context.problems = []
 
     def watch(page) -> None:
