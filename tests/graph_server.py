@@ -5,7 +5,8 @@ uses, in the shapes of Microsoft's documentation:
 - ``GET /me/calendarView?startDateTime=&endDateTime=``: the events overlapping the window, repeating ones expanded
   into occurrences (``type`` "occurrence", ``seriesMasterId``), sorted by start, ``$top`` a page, the next page's
   URL in ``@odata.nextLink``; times in UTC when asked with ``Prefer: outlook.timezone="UTC"``, else in the zone
-  each event was created in;
+  each event was created in; all-day events (``isAllDay``) as Graph says them whatever the Prefer: midnight to
+  midnight in the zone they were made in;
 - ``POST /me/events`` (201, the event with its ``id``), ``GET`` and ``DELETE /me/events/{id}`` (204);
 - errors as ``{"error": {"code", "message"}}``: 401 InvalidAuthenticationToken for a token that is not active or
   not for Graph (another resource's audience), 403 ErrorAccessDenied without ``Calendars.ReadWrite``, 404
@@ -203,7 +204,8 @@ def _handler(state: Graph, oauth: OAuthServer) -> type[BaseHTTPRequestHandler]:
                 repeating = bool(event.get("recurrence"))
                 for number, (start, end) in enumerate(_occurrences(event, high)):
                     if start < high and end > low:
-                        zone = UTC if utc else ZoneInfo(event["start"]["timeZone"])
+                        kept = not utc or event.get("isAllDay")  # all-day: never converted
+                        zone = ZoneInfo(event["start"]["timeZone"]) if kept else UTC
                         shown = dict(event)
                         shown.pop("recurrence", None)
                         shown["start"] = {"dateTime": _graph_time(start.astimezone(zone)), "timeZone": str(zone)}

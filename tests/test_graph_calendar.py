@@ -99,6 +99,16 @@ def test_a_calendar_declined_at_microsoft_is_not_connected(client, person, graph
     assert MailAccount.objects.filter(owner=person).exists() and not CalendarAccount.objects.exists()
 
 
+def test_removing_the_calendar_alone_deletes_its_graph_token_and_keeps_mail(client, person, graph, address):
+    from django.urls import reverse
+
+    connect(client, person)
+    client.post(reverse("connections:remove-account", args=["calendar"]))
+    assert not CalendarAccount.objects.exists() and not OAuthResourceToken.objects.exists()
+    assert OAuthGrant.objects.filter(owner=person).exists()
+    assert run(person, "mail_search", {"text": "x"}) == "No message in the inbox matches."
+
+
 # Using -------------------------------------------------------------------------------------------------------------
 
 
@@ -171,6 +181,22 @@ def test_a_repeating_event_is_created_as_graphs_recurrence_in_the_persons_zone(c
         {"summary": "X", "start": "2026-12-04T13:00", "end": "2026-12-04T14:00", "rrule": "FREQ=HOURLY"},
     )
     assert "Microsoft calendars repeat daily, weekly" in refused and len(graph.of(address)) == 1
+
+
+def test_an_all_day_event_is_created_and_listed_as_its_dates(client, person, graph, address):
+    connect(client, person)
+    created = run(person, "calendar_create_event", {"summary": "Holiday", "start": "2026-12-24", "end": "2026-12-25"})
+    assert created.startswith("Created the event “Holiday”")
+    stored = graph.of(address)[0]
+    assert stored["isAllDay"] is True
+    assert stored["start"] == {"dateTime": "2026-12-24T00:00:00", "timeZone": "Europe/Paris"}
+    assert stored["end"] == {"dateTime": "2026-12-25T00:00:00", "timeZone": "Europe/Paris"}  # the end is exclusive
+    # Graph says all-day events at midnight of their own zone, even when asked for UTC: read as dates, not shifted.
+    listed = json.loads(run(person, "calendar_list_events", {"start": "2026-12-20", "end": "2026-12-31"}))
+    assert listed["events"] == [
+        {"id": stored["id"], "summary": "Holiday", "start": "2026-12-24", "end": "2026-12-25", "allDay": True}
+    ]
+    assert "unreadable" not in listed
 
 
 def test_pages_are_followed_and_bounded(client, person, graph, address, monkeypatch):

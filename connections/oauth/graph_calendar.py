@@ -211,9 +211,20 @@ def _when(value: dict[str, Any]) -> datetime:
     return moment.replace(tzinfo=UTC)
 
 
+def _day(value: dict[str, Any]) -> date:
+    """An all-day event's date: Graph does not convert those to the zone asked for (they are whole days, said at
+    midnight of the zone they were made in), so the date is read as it stands."""
+    return date.fromisoformat(str(value["dateTime"])[:10])
+
+
 def _event(item: dict[str, Any]) -> Event:
-    start, end = _when(item["start"]), _when(item["end"])
     all_day = item.get("isAllDay") is True
+    start: datetime | date
+    end: datetime | date
+    if all_day:
+        start, end = _day(item["start"]), _day(item["end"])
+    else:
+        start, end = _when(item["start"]), _when(item["end"])
     kind = item.get("type")
     repeating = kind in ("occurrence", "exception", "seriesMaster")
     identifier = item.get("seriesMasterId") if kind in ("occurrence", "exception") else item.get("id")
@@ -224,8 +235,8 @@ def _event(item: dict[str, Any]) -> Event:
     return Event(
         uid=identifier,
         summary=_short(str(item.get("subject") or ""), MAX_SUMMARY),
-        start=start.date() if all_day else start,
-        end=end.date() if all_day else end,
+        start=start,
+        end=end,
         location=_short(str(location.get("displayName") or ""), MAX_LOCATION) if isinstance(location, dict) else "",
         recurring=repeating,
         # The zone the organiser set it in, when it is a name we can show (Graph may say a Windows name, or tzone://).

@@ -517,5 +517,7 @@ def remove_account(account: MailAccount | CalendarAccount, *, by: str = audit.CO
     kind = "mailbox" if isinstance(account, MailAccount) else "calendar"
     with transaction.atomic():
         account.delete()
+        if isinstance(account, CalendarAccount):
+            grant.resource_tokens.all().delete()  # the calendar's own token (Microsoft's for Graph) goes with it
         audit.record(account.owner_id, AuditKind.CONNECTION_REMOVED, f"{grant.get_kind_display()} {kind}", by=by)
     return False
