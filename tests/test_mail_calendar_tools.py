@@ -416,4 +416,4 @@ def test_a_server_that_answers_a_bounded_fetch_with_50_mb_is_not_read(person, ma
         started = time.monotonic()
         result, action = run(person, "mail_read", {"id": "1"})
     assert action.is_error and "sent 50,000,000 bytes" in result and "nothing was read" in result
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 10  # refused on the announcement, before the call's 10 s were up

@@ -2,6 +2,7 @@
 
 import json
 import logging
+import time
 
 import pytest
 from django.http import HttpRequest, HttpResponse
@@ -36,7 +37,9 @@ def _capture(caplog):
 
 def test_an_accepted_request_is_one_line_with_who_what_and_how_long(client, caplog, v2):
     key, plaintext = v2
+    started = time.monotonic()
     response = post(client, CURRENT, plaintext, {"message": "Remind me at 3pm"}, **{"X-Request-ID": "trace-42"})
+    took_ms = (time.monotonic() - started) * 1000
 
     [line] = lines(caplog)
     assert line["request_id"] == "trace-42" == response["X-Request-ID"]
@@ -51,7 +54,9 @@ def test_an_accepted_request_is_one_line_with_who_what_and_how_long(client, capl
     assert line["user_id"] == key.owner_id
     assert line["bytes_in"] == len(json.dumps({"message": "Remind me at 3pm"}))
     assert line["bytes_out"] == len(response.content)
-    assert 0 < line["latency_ms"] < 5000
+    # Within what the test itself saw, not under a fixed figure: a process's first request loads the URLs and views
+    # (7.7 s once at load 15), and this test may run first.
+    assert 0 < line["latency_ms"] <= took_ms
     assert line["time"].endswith("+00:00")
 
 
