@@ -5,14 +5,18 @@ assistant's calendar tools list, create and delete events on a Graph stand-in (t
 the bearer token's audience and scope. Nothing of ours is mocked."""
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
+from django.db import close_old_connections, connection
 
 from connections import crypto
 from connections.graph_recurrence import recurrence
-from connections.models import CalendarAccount, GrantKind, MailAccount, OAuthGrant, OAuthResourceToken
+from connections.models import CalendarAccount, GrantKind, GrantStatus, MailAccount, OAuthGrant, OAuthResourceToken
 from connections.network import ServiceError
+from connections.oauth import mail as oauth_mail
 from tests import oauth_mail_servers as peers
 from tests.factories import delivery_under_way
 from tests.graph_server import CALENDAR_SCOPE, Graph, graph_server
@@ -246,6 +250,58 @@ def test_an_expired_graph_token_is_refreshed_once_for_graph_alone(client, person
     # The refresh token rotated: mail's refresh spends the new one, and works.
     assert run(person, "mail_search", {"text": "x"}) == "No message in the inbox matches."
     assert oauth.refreshes == refreshes + 2
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite's shared in-memory test database refuses a second writer at once ('database table is locked') "
+    "instead of waiting: the race needs PostgreSQL (CI's second pass)",
+)
+def test_a_mail_and_a_calendar_worker_racing_spend_the_rotating_refresh_token_once_each(
+    client, person, graph, oauth, address
+):
+    """One refresh token serves both resources and Microsoft rotates it: a worker renewing the mailbox's token and
+    one renewing the calendar's at the same moment take turns on it (the grant's lease), so neither spends a token
+    the other already spent and nobody is asked to sign in again."""
+    connect(client, person)
+    grant = OAuthGrant.objects.get(owner=person)
+    account = MailAccount.objects.get(owner=person)
+    expired = {"expires_at": grant.created_at}
+    OAuthGrant.objects.filter(pk=grant.pk).update(**expired)  # both expired by our clock
+    OAuthResourceToken.objects.filter(grant=grant).update(**expired)
+    refreshes = oauth.refreshes
+    hold = threading.Event()
+    oauth.hold_refresh = hold  # the first refresh waits at the server until both workers are in
+    results: dict[str, object] = {}
+    barrier = threading.Barrier(2)
+
+    def worker(scope: str) -> None:
+        try:
+            barrier.wait()
+            token = oauth_mail.with_token(
+                grant.pk, grant.kind, lambda token: oauth_mail.mail_server(account, token).oauth_token, scope=scope
+            )
+            results[scope or "mail"] = oauth.active(token)
+        except Exception as error:  # the assertion below shows it
+            results[scope or "mail"] = error
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=worker, args=(scope,)) for scope in ("", CALENDAR_SCOPE)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)
+    hold.set()
+    for thread in threads:
+        thread.join(30)
+    oauth.hold_refresh = None
+
+    mail_token, calendar_token = results.get("mail"), results.get(CALENDAR_SCOPE)
+    assert mail_token is not None and calendar_token is not None, results
+    assert CALENDAR_SCOPE in calendar_token.scope.split() and CALENDAR_SCOPE not in mail_token.scope.split()
+    assert oauth.refreshes == refreshes + 2
+    assert OAuthGrant.objects.get(pk=grant.pk).status == GrantStatus.ACTIVE
 
 
 @pytest.mark.parametrize(
