@@ -597,6 +597,8 @@ def write_docs(report: dict[str, Any], args: argparse.Namespace) -> None:
         "design; the `webhook-id` lets it drop the repeat): `runtime attempts` against `runtime messages`. A text",
         "reaches the phone twice only when its worker was killed with SIGKILL after the provider took it and before",
         "the answer was recorded: its row was then taken over (`texts twice, explained by a kill -9 mid-send`).",
+        "How many, when the channel worker alone is killed with its sends in flight (`--channel-kills`), before and",
+        "after the one worker: [benchmarks](benchmarks.md#texts-sent-twice-when-the-channel-worker-is-killed).",
         "",
     ]
     DOCS.write_text("\n".join(lines))
