@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -133,7 +134,7 @@ def build_app(database_url: str) -> Any:
         return status
 
     # docs/howto/production/retry_stalled_jobs.md, every 10 seconds (a sixth cron column) instead of 10 minutes.
-    @app.periodic(cron="*/10 * * * * *")
+    @app.periodic(cron="* * * * * */10")
     @app.task(queueing_lock="retry_stalled_jobs", pass_context=True)
     async def retry_stalled_jobs(context: Any, timestamp: int) -> None:
         for job in await app.job_manager.get_stalled_jobs():
@@ -210,6 +211,95 @@ def fetch_against_depth(depths: list[int], repeats: int = 5) -> list[dict[str, A
     return found
 
 
+# --- kill -9 and SIGTERM of its worker -------------------------------------------------------------------------------
+
+RECORD = """
+import json
+from django.contrib.auth import get_user_model
+from conversations.models import Endpoint
+from ingestion.hotpath.recording import record_user_message
+from keys.models import ApiKey
+user = get_user_model().objects.get(username="%s")
+key = ApiKey.objects.filter(owner=user).first()
+made = [record_user_message(user=user, endpoint=Endpoint.CURRENT, text=f"m{n}", api_key=key) for n in range(%d)]
+print(json.dumps([m.delivery.pk for m in made]))
+"""
+
+
+def kill_check(runtime_seconds: float) -> dict[str, Any]:
+    """Two messages of one thread, the runtime answering after ``runtime_seconds``: the worker is killed (-9) while
+    the first is being attempted and another started at once; how long until the stalled-job retry puts the job
+    back, and how the jobs and deliveries end. Then a message of another thread and SIGTERM mid-attempt (the
+    worker's shutdown_graceful_timeout is 20 s): how long the worker takes to exit, and the job's end. Every wait
+    gives up after a few minutes."""
+    from bench.delivery import runtime_process
+    from bench.harness import migrate, people_with_keys, run_python, scratch_database, service_environment, start
+
+    def jobs(db: psycopg.Connection[Any]) -> list[Any]:
+        sql = "SELECT id, status, attempts FROM procrastinate_jobs WHERE task_name = %s ORDER BY id"
+        return db.execute(sql, [TASK]).fetchall()
+
+    def wait_for(db: psycopg.Connection[Any], done: Any, seconds: float) -> float | None:
+        started = time.monotonic()
+        while time.monotonic() - started < seconds:
+            if done(jobs(db)):
+                return round(time.monotonic() - started, 1)
+            time.sleep(0.5)
+        return None
+
+    seen = Path(tempfile.mkstemp(prefix="bench-kill-seen-")[1])
+    runtime, url = runtime_process(runtime_seconds, seen)
+    found: dict[str, Any] = {"runtime_seconds": runtime_seconds, "loadavg_before": os.getloadavg()}
+    try:
+        with scratch_database("bench_procrastinate_kill") as database_url:
+            secret = "whsec_" + "YmVuY2htYXJrLXJ1bnRpbWUtc2hhcmVkLXNlY3JldC0zMmI="
+            env = service_environment(
+                database_url,
+                {
+                    "ASSISTANT_BACKEND": "webhook",
+                    "ASSISTANT_WEBHOOK_URL": url,
+                    "ASSISTANT_WEBHOOK_SECRET": secret,
+                    "ASSISTANT_TIMEOUT_SECONDS": str(runtime_seconds + 30),  # the attempt waits for the answer
+                },
+            )
+            migrate(env)
+            install(database_url)
+            people_with_keys(env, 2, "kill")
+            run_python(RECORD % ("kill0", 2), env)
+            with psycopg.connect(database_url, autocommit=True) as db:
+                first = start(worker_command(4), env)
+                wait_for(db, lambda rows: rows[0][1] == "doing" and seen.read_text(), 60)
+                os.killpg(first.pid, signal.SIGKILL)
+                first.wait()
+                killed = time.monotonic()
+                second = start(worker_command(4), env)
+                found["retried_after_kill_s"] = wait_for(db, lambda rows: rows[0][2] >= 1, 300)
+                wait_for(db, lambda rows: all(row[1] in ("succeeded", "failed") for row in rows), 300)
+                found["jobs_settled_after_kill_s"] = round(time.monotonic() - killed, 1)
+                found["jobs_after_kill"] = jobs(db)
+                found["deliveries_after_kill"] = db.execute(
+                    "SELECT id, status, attempts FROM conversations_delivery ORDER BY id"
+                ).fetchall()
+                found["runtime_handed"] = len(seen.read_text().split())
+                run_python(RECORD % ("kill1", 1), env)  # a thread of its own
+                wait_for(db, lambda rows: rows[-1][1] == "doing", 60)
+                time.sleep(1)
+                stopped = time.monotonic()
+                os.killpg(second.pid, signal.SIGTERM)
+                try:
+                    second.wait(timeout=runtime_seconds + 60)
+                    found["exited_after_sigterm_s"] = round(time.monotonic() - stopped, 1)
+                except subprocess.TimeoutExpired:
+                    os.killpg(second.pid, signal.SIGKILL)
+                    found["exited_after_sigterm_s"] = None
+                found["job_after_sigterm"] = jobs(db)[-1]
+    finally:
+        runtime.kill()
+        seen.unlink(missing_ok=True)
+    found["loadavg_after"] = os.getloadavg()
+    return found
+
+
 # --- side by side ----------------------------------------------------------------------------------------------------
 
 FIGURES = ["accepted_per_s", "delivered_per_s", "worker_cpu_ms_per_delivered", "latency_p50_ms", "latency_p99_ms"]
@@ -263,6 +353,8 @@ def main() -> None:
     run.add_argument("--concurrency", type=int, default=64)
     depth = sub.add_parser("fetch-depth", help="time one fetch against one lock's backlog of each depth")
     depth.add_argument("--depths", default="1000,10000,100000")
+    kill = sub.add_parser("kill-check", help="kill -9 and SIGTERM its worker mid-attempt; what becomes of the jobs")
+    kill.add_argument("--runtime-seconds", type=float, default=30)
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each one run of either (default 3)")
     parser.add_argument("--seconds", type=float, default=10, help="each run's arrival window (default 10)")
     parser.add_argument("--rate", type=float, default=700, help="messages per second offered (default 700)")
@@ -277,6 +369,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "worker":
         worker(args.concurrency)
+    elif args.command == "kill-check":
+        result = kill_check(args.runtime_seconds)
+        print(json.dumps(result, default=str))
+        if args.json:
+            with open(args.json, "a") as out:
+                out.write(json.dumps({"kill_check": result}, default=str) + "\n")
     elif args.command == "fetch-depth":
         results = fetch_against_depth([int(d) for d in args.depths.split(",")])
         if args.json:
