@@ -4,6 +4,7 @@ for Microsoft's identity platform, which issues one resource's token per request
 assistant's calendar tools list, create and delete events on a Graph stand-in (tests/graph_server.py) that checks
 the bearer token's audience and scope. Nothing of ours is mocked."""
 
+import html
 import json
 import threading
 import time
@@ -101,6 +102,16 @@ def test_a_calendar_declined_at_microsoft_is_not_connected(client, person, graph
     assert f"Connected your Microsoft mail ({address})" in page_text(response)
     assert "You did not allow calendar at Microsoft" in page_text(response)
     assert MailAccount.objects.filter(owner=person).exists() and not CalendarAccount.objects.exists()
+
+
+def test_a_graph_that_fails_at_connecting_stores_nothing(client, person, graph, oauth, address):
+    graph.fail_next.append((503, {}, {"error": {"code": "ServiceNotAvailable", "message": "down"}}))
+    response = connect(client, person)
+    text = html.unescape(page_text(response))
+    assert "Signed in, but Microsoft's calendar service failed (HTTP 503: ServiceNotAvailable — down)" in text
+    assert "Nothing was connected" in text
+    assert not OAuthGrant.objects.exists() and not OAuthResourceToken.objects.exists()
+    assert not MailAccount.objects.exists() and not CalendarAccount.objects.exists()
 
 
 def test_removing_the_calendar_alone_deletes_its_graph_token_and_keeps_mail(client, person, graph, address):

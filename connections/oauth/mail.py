@@ -248,11 +248,6 @@ def _connect(
     if not address:
         raise SignInRefused(f"{found.name} did not give the address of the account you signed in to.")
     grant = grant_of(owner, found.kind)
-    own, issued = _own_tokens(found, issued, asked)
-    granted = [c for c in found.granted(issued.scope or found.scope_for(asked)) if c not in found.own_token]
-    granted = [c for c in found.capabilities if c in granted or c in own]
-    if not granted:
-        raise SignInRefused(f"You did not allow access to {describe(asked)}; nothing was connected.")
     if grant is not None:
         existing = address_of_grant(grant)
         if existing and existing.lower() != address.lower():
@@ -260,6 +255,11 @@ def _connect(
                 f"You signed in as {address}, but the {found.name} account connected here is {existing}: sign in "
                 "as that account, or remove it first."
             )
+    own, issued = _own_tokens(found, issued, asked)
+    granted = [c for c in found.granted(issued.scope or found.scope_for(asked)) if c not in found.own_token]
+    granted = [c for c in found.capabilities if c in granted or c in own]
+    if not granted:
+        raise SignInRefused(f"You did not allow access to {describe(asked)}; nothing was connected.")
     _refuse_password_accounts(owner, grant, granted)
     have = capabilities_of(grant) if grant is not None else []
     new = [c for c in granted if c not in have]
