@@ -242,6 +242,11 @@ def holding(model: type[models.Model], row_id: int, attempt: int) -> QuerySet[An
 # --- the state changes an attempt's outcome makes, written once for every queue (each only while it holds the row) ---
 
 
+def finished(model: type[models.Model], row_id: int, attempt: int, status: str, **extra: Any) -> bool:
+    """Finished: the attempt's outcome is final (delivered, sent); nothing is due and the lease is given up."""
+    return _release(model, row_id, attempt, status, None, **extra)
+
+
 def retried(model: type[models.Model], row_id: int, attempt: int, error: str, due: datetime, **extra: Any) -> bool:
     """Retried: a failure with attempts left; queued again, due after its backoff, the error kept."""
     return _release(model, row_id, attempt, QUEUED, due, last_error=error, **extra)

@@ -277,15 +277,7 @@ def delivered(held: Held, reply_text: str | None) -> bool:
     lost its claim (taken over after its lease expired, or put back)."""
     now = timezone.now()
     if reply_text is None:
-        return bool(
-            _holding(held).update(
-                status=DeliveryStatus.DELIVERED,
-                next_attempt_at=None,
-                finished_at=now,
-                lease_expires_at=None,
-                updated_at=now,
-            )
-        )
+        return leases.finished(Delivery, held.delivery_id, held.attempt, DeliveryStatus.DELIVERED, finished_at=now)
     if connection.vendor == "postgresql":
         # One statement; in a transaction only when the reply must also be announced (conversations/outbound.py).
         with transaction.atomic() if outbound.wanted() else nullcontext(), connection.cursor() as cursor:

@@ -195,18 +195,9 @@ def _holding(claim: Claim) -> Any:
 
 def record_sent(claim: Claim, provider_message_id: str, *, as_template: bool = False) -> bool:
     now = timezone.now()
-    return bool(
-        _holding(claim).update(
-            status=OutboundStatus.SENT,
-            provider_message_id=provider_message_id,
-            as_template=as_template,
-            sent_at=now,
-            lease_expires_at=None,
-            last_error="",
-            waiting_for_quiet_hours=False,
-            updated_at=now,
-        )
-    )
+    sent = {"provider_message_id": provider_message_id, "as_template": as_template, "sent_at": now, "updated_at": now}
+    cleared = {"last_error": "", "waiting_for_quiet_hours": False}
+    return leases.finished(OutboundMessage, claim.row_id, claim.attempt, OutboundStatus.SENT, **sent, **cleared)
 
 
 _SENT = """
