@@ -238,7 +238,8 @@ def profiled(pid: int) -> Iterator[None]:
         sampler.wait(timeout=30)
 
 
-def throughput(worker: subprocess.Popen[bytes], log: Path, sends: int) -> dict[str, float]:
+def throughput(worker: subprocess.Popen[bytes], log: Path, sends: int, started: float) -> dict[str, float]:
+    """``started``: when the worker's process was started (time.time()), for the seconds until its first send."""
     if not wait_for(lambda: log.stat().st_size > 0, 60):
         raise SystemExit("the worker sent nothing within 60 s")
     cpu_at_start = cpu_seconds(tree(worker.pid))
@@ -256,6 +257,7 @@ def throughput(worker: subprocess.Popen[bytes], log: Path, sends: int) -> dict[s
         "sends": len(seen),
         "sends_per_second": (len(seen) - 1) / (last - first),
         "cpu_ms_per_send": 1000 * cpu / len(seen),
+        "seconds_to_first_send": first - started,
     }
 
 
@@ -404,9 +406,10 @@ def main() -> None:
             with psycopg.connect(database_url, autocommit=True) as connection:
                 connection.execute("ANALYZE")
             result: dict[str, Any] = {"provider_ms": args.provider_ms, "concurrency": args.concurrency}
+            started = time.time()
             worker = subprocess.Popen([sys.executable, *worker_command()], cwd=ROOT, env=env)
             try:
-                result["outbound"] = throughput(worker, log, args.sends)
+                result["outbound"] = throughput(worker, log, args.sends, started)
                 print("outbound:", json.dumps(result["outbound"]), flush=True)
                 if not args.sends_only:
                     result["end_to_end"] = end_to_end(worker, env, log, args)

@@ -7,9 +7,10 @@ before; …), so that whatever else loads the shared machine falls on both alike
     cp -r bench /tmp/before/                         # the same harness for both (bench/ is not the service's code)
     .venv/bin/python -m bench.channels_ab /tmp/before . --rounds 4 --json docs/benchmarks/channels-ab-<date>.jsonl
 
-Prints each run (with the load average just before it) and, at the end, each version's median sends/s and CPU ms per
-send, the median of the rounds' after/before ratios, and the ratio of the medians. Every run is bounded (bench.channels
-waits at most 60 s for the first send and 120 s for the last).
+Prints each run (with the load average just before it) and, at the end, each version's median sends/s, CPU ms per
+send and seconds from the worker's start to its first send, the median of the rounds' after/before ratios, and the
+ratio of the medians. Every run is bounded (bench.channels waits at most 60 s for the first send and 120 s for the
+last).
 """
 
 import argparse
@@ -63,7 +64,7 @@ def main() -> None:
             print(json.dumps(line), flush=True)
             lines.append(line)
     summary: dict[str, Any] = {"commits": commits, "rounds": args.rounds, "sends": args.sends}
-    for figure in ("sends_per_second", "cpu_ms_per_send"):
+    for figure in ("sends_per_second", "cpu_ms_per_send", "seconds_to_first_send"):
         before = [run[figure] for run in runs["before"]]
         after = [run[figure] for run in runs["after"]]
         summary[figure] = {
