@@ -72,8 +72,17 @@ def worker_env(database_url: str, twilio: FakeTwilio, **settings: str) -> dict[s
         "TWILIO_SMS_FROM": TWILIO_SMS_FROM,
         "TWILIO_API_BASE_URL": twilio.url,
         "PUBLIC_BASE_URL": "https://assistant.example",
+        "LOG_LEVEL": "INFO",  # what the worker did, for a failure's message (``sending``)
         **settings,
     }
+
+
+def sending(worker: Worker, twilio: FakeTwilio, count: int) -> None:
+    """Wait (bounded) until ``count`` sends reached the stand-in; on failure, say what the worker logged."""
+    try:
+        wait_until(lambda: len(twilio.requests) >= count, timeout=60, what=f"{count} sends in flight")
+    except AssertionError as late:
+        raise AssertionError(f"{late}; the worker's log:\n{worker.output()[-3000:]}") from None
 
 
 def test_kill_9_mid_send_loses_nothing_and_repeats_only_what_reached_the_provider():
@@ -133,7 +142,7 @@ def test_sigterm_finishes_the_sends_in_flight_and_starts_no_other():
         twilio.delay = 1.5
         worker = Worker(env, "outbox-sigterm", SEND)
         try:
-            wait_until(lambda: len(twilio.requests) >= 2, timeout=60, what="two sends in flight")
+            sending(worker, twilio, 2)
             worker.signal(signal.SIGTERM)
             assert worker.wait(30) == 0
         finally:
@@ -160,7 +169,7 @@ def test_the_leases_of_sends_finishing_in_the_grace_period_are_still_renewed():
         twilio.delay = 8.0  # over two and a half leases long
         stopping = Worker(env, "outbox-stopping", SEND)
         try:
-            wait_until(lambda: len(twilio.requests) >= 2, timeout=60, what="both sends in flight")
+            sending(stopping, twilio, 2)
             stopping.signal(signal.SIGTERM)
             other = Worker(env, "outbox-other", SEND)
             try:
