@@ -82,6 +82,13 @@ def _cache_backend() -> None:
     settings.CACHES["default"]["BACKEND"] = "django.core.cache.backends.redis.RedisCache"
 
 
+def _drf_bypass() -> None:
+    """Every request through DRF's full view (ingestion/accept.py's ordinary request not taken apart)."""
+    from ingestion import accept
+
+    accept.remembered_key = lambda request: None
+
+
 # name: (scenario that exercises it, switch off)
 ABLATIONS: dict[str, tuple[str, Callable[[], None]]] = {
     "remembered-keys": ("current", _remembered_keys),
@@ -92,6 +99,7 @@ ABLATIONS: dict[str, tuple[str, Callable[[], None]]] = {
     "one-redis-client": ("refused", _one_redis_client),
     "own-counting-connection": ("current", _own_counting_connection),
     "cache-backend": ("current", _cache_backend),
+    "drf-bypass": ("current", _drf_bypass),
 }
 
 

@@ -9,6 +9,7 @@ three on 2026-11-24 when an accepted message still wrote a task row, the fourth 
 bypass was introduced). Each saves something measurable, so each stays:
 
 - remembered keys (``recent.py``, current): 3.08 M with, 3.44 M without: 10 %, and one statement of two.
+- the ordinary request without DRF (``ingestion/accept.py``, current): 2.32 M with, 2.74 M without: 15 % (afdee3d).
 - joined lookup (``lookup.py``, legacy): 3.42 M with, 6.45 M without: 47 %.
 - one-statement insert (``inserts.py``, current): 3.08 M with, 5.67 M without: 46 %, and 3 to 4 round trips.
 - own counting connection (``cache.py``, current): 2.76 M with, 2.88 M without: 4 %.
