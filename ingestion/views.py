@@ -78,16 +78,19 @@ class _MessageView(APIView):
     def record(self, request: Request, text: str, body: Any) -> tuple[ApiKey, Message]:
         key = request.auth
         assert isinstance(key, ApiKey)  # set by the endpoint's authentication class
-        message = record_user_message(
+        return key, self.write(key, text, body, request._request, confirm_key=is_unconfirmed(request))
+
+    def write(self, key: ApiKey, text: str, body: Any, request: HttpRequest, *, confirm_key: bool) -> Message:
+        """The message and its delivery, for the full path and the fast one (CurrentMessageView.serve_remembered)."""
+        return record_user_message(
             user=key.owner,
             endpoint=self.endpoint,
             text=text,
             context=body,
             api_key=key,
-            request_id=getattr(request._request, "request_id", ""),
-            confirm_key=is_unconfirmed(request),
+            request_id=getattr(request, "request_id", ""),
+            confirm_key=confirm_key,
         )
-        return key, message
 
     def confirm_key(self, request: Request) -> None:
         """Replace an unconfirmed key (ingestion/hotpath/recent.py) by a fresh lookup; raises the error if it no longer
@@ -142,15 +145,7 @@ class CurrentMessageView(_MessageView):
             self.check_throttles(request)  # type: ignore[arg-type]
             body = fast_path.parsed_body(request)
             text = type(self).text_of(body)
-            message = record_user_message(
-                user=key.owner,
-                endpoint=self.endpoint,
-                text=text,
-                context=body,
-                api_key=key,
-                request_id=getattr(request, "request_id", ""),
-                confirm_key=True,
-            )
+            message = self.write(key, text, body, request, confirm_key=True)
         except Exception as refused:
             return self.continue_in_full(request, key, refused, text, body)
         payload = accepted_body(message)
