@@ -68,10 +68,11 @@ def _own_counting_connection() -> None:
     thread's own connection."""
     from ingestion.hotpath.cache import _COUNT_IN_WINDOW, _AtomicIncrClient
 
-    def count_in_window(self: Any, key: Any, seconds: int) -> int:
-        return int(self.get_client(key, write=True).eval(_COUNT_IN_WINDOW, 1, key, seconds))
+    def start_count_in_window(self: Any, key: Any, seconds: int) -> Any:
+        count = int(self.get_client(key, write=True).eval(_COUNT_IN_WINDOW, 1, key, seconds))
+        return lambda: count
 
-    _AtomicIncrClient.count_in_window = count_in_window  # type: ignore[method-assign]
+    _AtomicIncrClient.start_count_in_window = start_count_in_window  # type: ignore[method-assign]
 
 
 def _cache_backend() -> None:

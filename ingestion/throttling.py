@@ -19,6 +19,7 @@ the console's log-in.
 """
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -27,7 +28,7 @@ from rest_framework.throttling import BaseThrottle
 from ingestion.exceptions import RateLimited
 from keys.models import ApiKey
 from ops import metrics
-from ops.limits import AttemptLimit, Usage, count_in_window, describe_rate, parse_rate, remember_usage
+from ops.limits import AttemptLimit, Usage, describe_rate, parse_rate, remember_usage, start_count_in_window
 from triggers.models import WebhookTrigger
 
 PER_KEY = "per-key"
@@ -35,11 +36,24 @@ AUTH_FAILURES = "auth-failures"
 _EXPIRY_MARGIN = 5  # seconds a counter outlives its window, so clocks a little apart still find it
 
 
+def _allowed() -> None:
+    """The second half of a limit that does not count this request."""
+
+
 def count_key_request(
     key: ApiKey | WebhookTrigger, policy: str = PER_KEY, rate: str | None = None
 ) -> tuple[Usage, bool] | None:
-    """Count one request for ``key`` in its current window of ``policy`` (the sending limit unless told otherwise);
-    None when rate limiting is switched off."""
+    """Count one request for ``key`` in its current window of ``policy`` (the sending limit unless told otherwise):
+    its usage and whether it is over the limit; None when rate limiting is switched off."""
+    counting = start_key_count(key, policy, rate)
+    return None if counting is None else counting()
+
+
+def start_key_count(
+    key: ApiKey | WebhookTrigger, policy: str = PER_KEY, rate: str | None = None
+) -> Callable[[], tuple[Usage, bool]] | None:
+    """``count_key_request`` in two halves: the hit is sent now; the returned call reads what ``count_key_request``
+    returns (ops.limits.start_count_in_window). None when rate limiting is switched off."""
     if not getattr(settings, "RATELIMIT_ENABLE", True):
         return None
     rate = rate or settings.INGEST_RATE_LIMIT
@@ -47,11 +61,16 @@ def count_key_request(
     now = int(time.time())
     # Fixed windows, each key's offset by its id so that not every key's window turns over at the same second.
     ends = now + window - (now - key.pk) % window
-    count = count_in_window(f"rl:{policy}:{key.pk}:{limit}/{window}s:{ends}", window + _EXPIRY_MARGIN)
-    return Usage(policy, limit, window, max(0, limit - count), ends - now), count > limit
+    counted = start_count_in_window(f"rl:{policy}:{key.pk}:{limit}/{window}s:{ends}", window + _EXPIRY_MARGIN)
+
+    def usage() -> tuple[Usage, bool]:
+        count = counted()
+        return Usage(policy, limit, window, max(0, limit - count), ends - now), count > limit
+
+    return usage
 
 
-class _WindowThrottle(BaseThrottle):
+class WindowThrottle(BaseThrottle):
     """One request counted for its subject (``request.auth``: a key or a webhook trigger) in the subject's fixed
     window, and our own 429 past the rate (with the limit in the text) rather than DRF's generic one. Each limit says
     which subjects it counts, under which policy, at which rate setting, and words its refusal."""
@@ -67,24 +86,34 @@ class _WindowThrottle(BaseThrottle):
         raise NotImplementedError
 
     def allow_request(self, request: Any, view: Any) -> bool:
+        self.start(request)()
+        return True
+
+    def start(self, request: Any) -> Callable[[], None]:
+        """``allow_request`` in two halves: the request is counted now, and the returned call reads the count, puts
+        the usage on the request and raises the refusal past the rate. In between the caller may do work that does
+        not depend on the answer (ingestion/views.py's ordinary request parses its body) while the count travels."""
         subject = request.auth
         policy = self.policy(subject)
         if policy is None:
-            return True
+            return _allowed
         rate = getattr(settings, self.rate_setting)
-        counted = count_key_request(subject, policy, rate)
-        if counted is None:
-            return True
-        usage, over = counted
-        remember_usage(request, usage)
-        if over:
-            wait = max(1, usage.reset)
-            metrics.rate_limited(self.metric)
-            raise RateLimited(self.refusal(describe_rate(rate), wait), wait)
-        return True
+        counting = start_key_count(subject, policy, rate)
+        if counting is None:
+            return _allowed
+
+        def finish() -> None:
+            usage, over = counting()
+            remember_usage(request, usage)
+            if over:
+                wait = max(1, usage.reset)
+                metrics.rate_limited(self.metric)
+                raise RateLimited(self.refusal(describe_rate(rate), wait), wait)
+
+        return finish
 
 
-class ApiKeyRateThrottle(_WindowThrottle):
+class ApiKeyRateThrottle(WindowThrottle):
     """The per-key sending limit (INGEST_RATE_LIMIT)."""
 
     def policy(self, subject: Any) -> str | None:
@@ -101,7 +130,7 @@ PER_KEY_READS = "per-key-reads"
 PER_TRIGGER_READS = "per-trigger-reads"
 
 
-class ReceiptReadThrottle(_WindowThrottle):
+class ReceiptReadThrottle(WindowThrottle):
     """Receipt reads have a limit of their own per key (RECEIPT_RATE_LIMIT): a script that polls for what became of
     its messages must not use up what it may send. A webhook trigger's token reads the receipts of its own firings."""
 
@@ -121,7 +150,7 @@ class ReceiptReadThrottle(_WindowThrottle):
 PER_TRIGGER = "per-trigger"
 
 
-class WebhookTriggerRateThrottle(_WindowThrottle):
+class WebhookTriggerRateThrottle(WindowThrottle):
     """A webhook trigger's own limit, INGEST_RATE_LIMIT per trigger, counted like a key's."""
 
     metric = "trigger"

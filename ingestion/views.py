@@ -32,7 +32,7 @@ from ingestion.hotpath.recording import record_user_message
 from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
 from ingestion.receipts import receipt
-from ingestion.throttling import ReceiptReadThrottle
+from ingestion.throttling import ReceiptReadThrottle, WindowThrottle
 from ingestion.triggers import KeyOrWebhookTokenAuthentication
 from keys.models import ApiKey
 from keys.scopes import Scope
@@ -80,7 +80,16 @@ class _MessageView(APIView):
         assert isinstance(key, ApiKey)  # set by the endpoint's authentication class
         return key, self.write(key, text, body, request._request, confirm_key=is_unconfirmed(request))
 
-    def write(self, key: ApiKey, text: str, body: Any, request: HttpRequest, *, confirm_key: bool) -> Message:
+    def write(
+        self,
+        key: ApiKey,
+        text: str,
+        body: Any,
+        request: HttpRequest,
+        *,
+        confirm_key: bool,
+        before_writing: Callable[[], None] | None = None,
+    ) -> Message:
         """The message and its delivery, for the full path and the fast one (CurrentMessageView.serve_remembered)."""
         return record_user_message(
             user=key.owner,
@@ -90,6 +99,7 @@ class _MessageView(APIView):
             api_key=key,
             request_id=getattr(request, "request_id", ""),
             confirm_key=confirm_key,
+            before_writing=before_writing,
         )
 
     def confirm_key(self, request: Request) -> None:
@@ -142,10 +152,16 @@ class CurrentMessageView(_MessageView):
         text = ""
         try:
             # (the scope was checked by remembered_key: KeyScopes would pass it, and this view notes no key use)
-            self.check_throttles(request)  # type: ignore[arg-type]
-            body = fast_path.parsed_body(request)
-            text = type(self).text_of(body)
-            message = self.write(key, text, body, request, confirm_key=True)
+            # The per-key count travels to Redis and back while the body is parsed and the rows are made; its answer
+            # is read before they are written, and a refusal by a limit comes before any other (check_throttles'
+            # place in the full path).
+            limits_answer = self.start_throttles(request)
+            try:
+                body = fast_path.parsed_body(request)
+                text = type(self).text_of(body)
+                message = self.write(key, text, body, request, confirm_key=True, before_writing=limits_answer)
+            finally:
+                limits_answer()  # read already, unless a step before the writing failed
         except Exception as refused:
             return self.continue_in_full(request, key, refused, text, body)
         payload = accepted_body(message)
@@ -154,6 +170,30 @@ class CurrentMessageView(_MessageView):
         for name, value in self.default_response_headers.items():
             response[name] = value
         return response
+
+    def start_throttles(self, request: HttpRequest) -> Callable[[], None]:
+        """``check_throttles`` in two halves (``WindowThrottle.start``): every limit counts the request now; the
+        returned call reads their answers and raises the first refusal. (This view's limits are all window
+        counters: the per-key limit.)"""
+        throttles = self.get_throttles()
+        assert all(isinstance(throttle, WindowThrottle) for throttle in throttles)
+        answers = [throttle.start(request) for throttle in throttles if isinstance(throttle, WindowThrottle)]
+        refusals: list[Exception | None] = []  # after the first call: the refusal, or None
+
+        def read() -> None:
+            """The first call reads the answers; a later one gives the same outcome."""
+            if not refusals:
+                try:
+                    for answer in answers:
+                        answer()
+                except Exception as refused:
+                    refusals.append(refused)
+                    raise
+                refusals.append(None)
+            elif refusals[0] is not None:
+                raise refusals[0]
+
+        return read
 
     def continue_in_full(
         self, request: HttpRequest, key: ApiKey, refused: Exception, text: str, body: Any

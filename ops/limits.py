@@ -74,11 +74,20 @@ def count_hit(request: Any, policy: str, rate: str, subject: str) -> tuple[Usage
 
 
 def count_in_window(cache_key: str, seconds: int) -> int:
-    count_in_window = getattr(cache, "count_in_window", None)
-    if count_in_window is not None:  # Redis: one round trip
-        return int(count_in_window(cache_key, seconds))
+    return start_count_in_window(cache_key, seconds)()
+
+
+def start_count_in_window(cache_key: str, seconds: int) -> Callable[[], int]:
+    """One more hit on a counter that lives ``seconds``; the returned call gives the count so far. With Redis the
+    hit is sent now and its answer read by that call (one round trip the caller can work through); elsewhere it is
+    counted now."""
+    start = getattr(cache, "start_count_in_window", None)
+    if start is not None:
+        reader: Callable[[], int] = start(cache_key, seconds)
+        return reader
     cache.add(cache_key, 0, seconds)  # local memory: one process, nothing to race with but its own threads
-    return int(cache.incr(cache_key))
+    count = int(cache.incr(cache_key))
+    return lambda: count
 
 
 @dataclass(frozen=True)

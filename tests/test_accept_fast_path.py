@@ -179,6 +179,21 @@ def test_the_rate_limit_refuses_alike(client, v2, settings):
     assert fast == full
 
 
+@pytest.mark.parametrize("raw", [b"not json", b'{"message": "  "}'])
+def test_the_rate_limit_is_answered_before_a_bad_body(client, v2, settings, raw):
+    # The fast path reads the per-key count's answer after parsing the body (ingestion/views.py); the full path
+    # checks the limit first.
+    settings.INGEST_RATE_LIMIT = "1/m"
+    key, plaintext = v2
+
+    def send() -> Any:
+        return post(client, CURRENT, plaintext, raw=raw)
+
+    fast, full = _refused_twice(client, key, plaintext, _nothing, send)
+    assert (fast["status"], fast["body"]["code"]) == (429, "rate_limited") and fast["has RateLimit"]
+    assert fast == full
+
+
 @pytest.mark.parametrize("change", [_revoke, _deactivate])
 def test_a_refused_key_is_answered_before_the_rate_limit_and_the_body(client, v2, settings, change):
     # The full view confirms an unconfirmed key before it answers any other refusal (ingestion/views.py).

@@ -2,7 +2,10 @@
 (AUTH_FAILURE_RATE_LIMIT), with the IETF RateLimit fields and Retry-After."""
 
 import re
+import socket
 import threading
+import uuid
+from typing import Any
 
 import pytest
 import redis
@@ -279,3 +282,67 @@ def test_an_unreachable_redis_refuses_the_message_with_503_and_records_nothing(c
 
     assert (response.status_code, response.json()["code"]) == (503, "service_unavailable")
     assert Message.objects.count() == 0
+
+
+@pytest.mark.skipif(not django_settings.REDIS_URL, reason="counts on Redis connections; set REDIS_URL")
+def test_a_count_whose_answer_was_not_read_yet_is_read_before_the_next_command():
+    """The ordinary request sends its count and reads the answer later (ingestion/views.py): an answer left on the
+    socket must never be taken for the next command's."""
+    from ops.limits import start_count_in_window
+
+    counter = f"test-unread:{uuid.uuid4().hex}"
+    first = start_count_in_window(counter, 60)
+    second = start_count_in_window(counter, 60)  # sent while the first's answer still waits on the socket
+
+    assert (second(), first(), first()) == (2, 1, 1)  # each its own answer; read once, kept
+
+
+class _ForgetfulRedis(threading.Thread):
+    """A Redis stand-in on 127.0.0.1 that answers HELLO as Redis 7 does and other commands with +OK, but closes its
+    first connection when an EVAL arrives, without answering (a Redis restarted while the count's answer was on its way), and answers the
+    EVALs of later connections with :7."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.evals_seen = 0
+
+    def run(self) -> None:
+        for served in range(2):
+            connection, _ = self.listener.accept()
+            with connection, connection.makefile("rb") as commands:
+                while (command := self.read_command(commands)) is not None:
+                    if command[0].upper() == b"HELLO":  # redis-py asks for RESP3: a map that says so
+                        connection.sendall(b"%1\r\n$5\r\nproto\r\n:3\r\n")
+                    elif command[0].upper() == b"EVAL":
+                        self.evals_seen += 1
+                        if served == 0:
+                            break  # closed, the count unanswered
+                        connection.sendall(b":7\r\n")
+                    else:
+                        connection.sendall(b"+OK\r\n")
+
+    @staticmethod
+    def read_command(stream: Any) -> list[bytes] | None:
+        header = stream.readline()
+        if not header.startswith(b"*"):
+            return None
+        parts = []
+        for _ in range(int(header[1:])):
+            length = int(stream.readline()[1:])
+            parts.append(stream.read(length + 2)[:-2])
+        return parts
+
+
+def test_a_count_whose_answer_is_lost_is_counted_again_on_a_fresh_connection():
+    from ingestion.hotpath.cache import AtomicIncrRedisCache
+
+    server = _ForgetfulRedis()
+    server.start()
+    cache = AtomicIncrRedisCache(f"redis://127.0.0.1:{server.port}/0", {"OPTIONS": {"socket_timeout": 5}})
+
+    answer = cache.start_count_in_window("lost", 60)
+
+    assert answer() == 7  # read from the second connection
+    assert server.evals_seen == 2  # counted twice: towards the limit, never past it

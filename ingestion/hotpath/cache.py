@@ -1,5 +1,6 @@
 """Django's Redis cache with an atomic increment in one round trip, a window counter in one round trip (sent on
-each thread's own connection), and one Redis client per connection pool.
+each thread's own connection, and readable later: ``start_count_in_window``), and one Redis client per connection
+pool.
 
 Django's own ``incr`` asks Redis whether the key exists, then increments it: two round trips per rate-limit hit, and
 a counter that expires between the two comes back as a new counter with no expiry. One Lua call does both at once.
@@ -11,6 +12,7 @@ handle on its connection pool and is safe to share between threads, so each pool
 
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
@@ -80,14 +82,23 @@ class _AtomicIncrClient(RedisCacheClient):
         return int(value)
 
     def count_in_window(self, key: Any, seconds: int) -> int:
+        return self.start_count_in_window(key, seconds)()
+
+    def start_count_in_window(self, key: Any, seconds: int) -> Callable[[], int]:
+        """Send the count now; the returned call reads its answer (once; later calls give the same count). Meanwhile
+        the thread may do other work, but must read the answer before its next Redis command on this connection
+        (``_counting_connection`` reads one left unread first, so a forgotten answer cannot be taken for another)."""
         connection = self._counting_connection()
         try:
-            return self._count(connection, key, seconds)
+            connection.send_command("EVAL", _COUNT_IN_WINDOW, 1, key, seconds)
         except (RedisConnectionError, RedisTimeoutError):
             # A socket gone stale (Redis restarted, a timeout left a reply unread): a fresh one, once, as the pool's
-            # client retries. Counting a hit twice errs towards the limit, never past it.
+            # client retries.
             connection.disconnect()
-            return self._count(connection, key, seconds)
+            connection.send_command("EVAL", _COUNT_IN_WINDOW, 1, key, seconds)
+        pending = _PendingCount(self._own, connection, key, seconds)
+        self._own.unread = pending
+        return pending
 
     def count_on_line(self, keys: list[Any], args: list[Any]) -> Any:
         connection = self._counting_connection()
@@ -95,14 +106,9 @@ class _AtomicIncrClient(RedisCacheClient):
             connection.send_command("EVAL", _COUNT_ON_LINE, 1, *keys, *args)
             return connection.read_response()
         except (RedisConnectionError, RedisTimeoutError):
-            connection.disconnect()  # as in count_in_window; counting a refusal twice in the log is harmless
+            connection.disconnect()  # as in start_count_in_window; counting a refusal twice in the log is harmless
             connection.send_command("EVAL", _COUNT_ON_LINE, 1, *keys, *args)
             return connection.read_response()
-
-    @staticmethod
-    def _count(connection: AbstractConnection, key: Any, seconds: int) -> int:
-        connection.send_command("EVAL", _COUNT_IN_WINDOW, 1, key, seconds)
-        return int(connection.read_response())
 
     def _counting_connection(self) -> AbstractConnection:
         """This thread's own connection for the per-key count, which every accepted request makes.
@@ -115,9 +121,32 @@ class _AtomicIncrClient(RedisCacheClient):
         if getattr(own, "pid", None) != os.getpid():  # first use in this thread, or a forked child's copy
             django_client: Any = self
             pool = django_client._get_connection_pool(True)
-            own.connection, own.pid = pool.connection_class(**pool.connection_kwargs), os.getpid()
+            own.connection, own.pid, own.unread = pool.connection_class(**pool.connection_kwargs), os.getpid(), None
+        if own.unread is not None:
+            own.unread()  # an earlier count's answer, still on the socket
         connection: AbstractConnection = own.connection
         return connection
+
+
+class _PendingCount:
+    """A count sent on a thread's own connection whose answer is not read yet (``start_count_in_window``)."""
+
+    def __init__(self, owner: threading.local, connection: AbstractConnection, key: Any, seconds: int) -> None:
+        self.owner, self.connection, self.key, self.seconds = owner, connection, key, seconds
+        self.count: int | None = None
+
+    def __call__(self) -> int:
+        if self.count is None:
+            self.owner.unread = None
+            try:
+                self.count = int(self.connection.read_response())
+            except (RedisConnectionError, RedisTimeoutError):
+                # As when sending: a fresh socket, once. The count may have reached Redis before the socket failed;
+                # counting a hit twice errs towards the limit, never past it.
+                self.connection.disconnect()
+                self.connection.send_command("EVAL", _COUNT_IN_WINDOW, 1, self.key, self.seconds)
+                self.count = int(self.connection.read_response())
+        return self.count
 
 
 class AtomicIncrRedisCache(RedisCache):
@@ -127,8 +156,14 @@ class AtomicIncrRedisCache(RedisCache):
 
     def count_in_window(self, key: str, seconds: int) -> int:
         """One more hit on ``key``, a counter that lives ``seconds`` from its first hit; returns the count so far."""
+        return self.start_count_in_window(key, seconds)()
+
+    def start_count_in_window(self, key: str, seconds: int) -> Callable[[], int]:
+        """``count_in_window`` in two halves: the hit is sent now, and the returned call (on the same thread, before
+        its next count) reads the count, so the thread can work while the answer travels."""
         cache: Any = self  # Django's private helpers, which its type stubs leave out
-        return int(cache._cache.count_in_window(self.make_and_validate_key(key), seconds))
+        reader: Callable[[], int] = cache._cache.start_count_in_window(self.make_and_validate_key(key), seconds)
+        return reader
 
     def count_on_line(
         self, open_key: str, count_prefix: str, flush_prefix: str, count_seconds: int, flush_seconds: int

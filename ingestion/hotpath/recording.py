@@ -47,6 +47,7 @@ def record_user_message(
     only_if: Condition | None = None,
     along: Callable[[Message], Sequence[Model]] | None = None,
     updates: Sequence[Update] = (),
+    before_writing: Callable[[], None] | None = None,
 ) -> Message:
     """Record a message in the user's thread and its delivery record (with the database task backend, the delivery
     queue's entry: delivery/queue.py), together or not at all
@@ -69,7 +70,10 @@ def record_user_message(
     ``only_if``: a condition of the caller's own (instead of ``confirm_key``'s): nothing is written unless it holds,
     and ``recent.NoLongerHolds`` is raised. ``along``: more new rows written with the message (given the unsaved
     message, which they may point at), all or none; ``updates``: changes to existing rows made with them
-    (ingestion.hotpath.inserts). A channel's message uses all three (channels/inbound.py)."""
+    (ingestion.hotpath.inserts). A channel's message uses all three (channels/inbound.py).
+
+    ``before_writing``: called once the rows are made, just before they are written; what it raises stops the
+    writing (the ordinary API request reads its rate limit's answer there: ingestion/views.py)."""
     # Keys by id rather than by instance: nothing reads the related objects back from these rows, and setting an
     # instance goes through Django's related-object descriptor (type and router checks, caches) for each.
     api_key_id = None if api_key is None else api_key.pk
@@ -99,6 +103,8 @@ def record_user_message(
     if confirm_key:
         assert api_key is not None and only_if is None
         only_if = recent.still_holds(api_key, conversation)
+    if before_writing is not None:
+        before_writing()
     if not insert_together(rows, only_if, log_trim, updates):
         raise recent.NoLongerHolds()
     # The database queue: nothing (the delivery row is the queue's entry); another task backend: its task.
