@@ -299,8 +299,8 @@ def test_a_count_whose_answer_was_not_read_yet_is_read_before_the_next_command()
 
 class _ForgetfulRedis(threading.Thread):
     """A Redis stand-in on 127.0.0.1 that answers HELLO as Redis 7 does and other commands with +OK, but closes its
-    first connection when an EVAL arrives, without answering (a Redis restarted while the count's answer was on its way), and answers the
-    EVALs of later connections with :7."""
+    first connection when an EVAL arrives, without answering (a Redis restarted while the count's answer was on its
+    way), and answers the EVALs of later connections with :7."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
