@@ -309,19 +309,23 @@ class _ForgetfulRedis(threading.Thread):
         self.evals_seen = 0
 
     def run(self) -> None:
-        for served in range(2):
-            connection, _ = self.listener.accept()
-            with connection, connection.makefile("rb") as commands:
-                while (command := self.read_command(commands)) is not None:
-                    if command[0].upper() == b"HELLO":  # redis-py asks for RESP3: a map that says so
-                        connection.sendall(b"%1\r\n$5\r\nproto\r\n:3\r\n")
-                    elif command[0].upper() == b"EVAL":
-                        self.evals_seen += 1
-                        if served == 0:
-                            break  # closed, the count unanswered
-                        connection.sendall(b":7\r\n")
-                    else:
-                        connection.sendall(b"+OK\r\n")
+        with self.listener:
+            for served in range(2):
+                connection, _ = self.listener.accept()
+                with connection, connection.makefile("rb") as commands:
+                    self.answer(connection, commands, forget_the_count=served == 0)
+
+    def answer(self, connection: socket.socket, commands: Any, *, forget_the_count: bool) -> None:
+        while (command := self.read_command(commands)) is not None:
+            if command[0].upper() == b"HELLO":  # redis-py asks for RESP3: a map that says so
+                connection.sendall(b"%1\r\n$5\r\nproto\r\n:3\r\n")
+            elif command[0].upper() == b"EVAL":
+                self.evals_seen += 1
+                if forget_the_count:
+                    return  # closed, the count unanswered
+                connection.sendall(b":7\r\n")
+            else:
+                connection.sendall(b"+OK\r\n")
 
     @staticmethod
     def read_command(stream: Any) -> list[bytes] | None:
