@@ -336,6 +336,38 @@ def test_graphs_refusals_become_sentences(client, person, graph, status, headers
     assert said in told, told
 
 
+def test_a_short_429_is_waited_out_once_and_the_event_is_created_once(client, person, graph, address):
+    """Graph throttles before it does anything: after its Retry-After the same POST creates one event."""
+    connect(client, person)
+    graph.fail_next.append((429, {"Retry-After": "1"}, {"error": {"code": "TooManyRequests", "message": "slow"}}))
+
+    def posts() -> int:
+        return len([1 for method, path, _headers in graph.requests if (method, path) == ("POST", "/me/events")])
+
+    before, started = posts(), time.monotonic()
+    event = {"summary": "Dentist", "start": "2026-12-03T10:00", "end": "2026-12-03T11:00"}
+    created = run(person, "calendar_create_event", event)
+
+    assert created.startswith("Created the event “Dentist”"), created
+    assert time.monotonic() - started >= 1  # the wait Graph asked for
+    assert posts() == before + 2
+    assert [event["subject"] for event in graph.of(address)] == ["Dentist"]
+
+
+def test_a_second_429_or_a_long_wait_is_told_not_waited_for(client, person, graph):
+    connect(client, person)
+    throttled = (429, {"Retry-After": "1"}, {"error": {"code": "TooManyRequests", "message": "slow"}})
+    graph.fail_next.extend([throttled, throttled])
+    told = run(person, "calendar_list_events", {"start": "2026-12-01", "end": "2026-12-02"})
+    assert "limiting requests to the calendar just now (429); try again in 1 seconds" in told, told
+    assert graph.fail_next == []  # asked twice, no more
+
+    graph.fail_next.append((429, {"Retry-After": "60"}, {"error": {"code": "TooManyRequests", "message": "slow"}}))
+    started = time.monotonic()
+    told = run(person, "calendar_list_events", {"start": "2026-12-01", "end": "2026-12-02"})
+    assert "try again in 60 seconds" in told and time.monotonic() - started < 5, told
+
+
 def test_a_token_for_another_resource_is_refused_by_graph(client, person, graph, oauth, address):
     """The stand-in checks the audience as Graph does: the mailbox's token does not open the calendar."""
     connect(client, person)

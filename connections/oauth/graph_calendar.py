@@ -12,7 +12,8 @@ answers, so the calendar tools need not know which one they talk to.
 Every exchange goes through connections/oauth/http.py (a checked address, no redirects, the answer read within the
 time left and within what is left of MAIL_CALENDAR_MAX_ANSWER_BYTES for the whole operation). Graph's refusals
 become sentences: 401 is ``authentication`` (the caller refreshes the token once), 403, 404, 429 with its
-Retry-After, 5xx. The access token is the grant's token for Graph (connections/oauth/tokens.py, ``scope=``).
+Retry-After (a short one waited out once first), 5xx. The access token is the grant's token for Graph
+(connections/oauth/tokens.py, ``scope=``).
 """
 
 import time
@@ -33,6 +34,8 @@ API = "Microsoft Graph API"
 MAX_PAGES = 5
 PAGE_SIZE = 50
 MAX_RETRY_AFTER = 3600
+# A 429 asking for at most this many seconds is waited out inside the tool call (once); a longer one is told.
+WAIT_WITHIN_CALL = 5
 _SELECT = "id,subject,start,end,location,isAllDay,type,seriesMasterId,originalStartTimeZone"
 
 
@@ -61,6 +64,22 @@ def _base(server: CalendarServer) -> str:
 def _request(
     server: CalendarServer, budget: _Budget, method: str, url: str, body: dict[str, Any] | None = None
 ) -> Answer:
+    """One exchange; a 429 whose wait is short and fits in what is left of the operation's time is waited out and
+    the request sent once more (Graph refuses a throttled request before doing anything, so a repeated POST creates
+    one event); a longer wait, or a second 429, becomes the sentence that says how long."""
+    try:
+        return _exchange(server, budget, method, url, body)
+    except Throttled as throttled:
+        wait = throttled.wait if throttled.wait is not None else 1
+        if wait > WAIT_WITHIN_CALL or budget.deadline - time.monotonic() < wait + 1:
+            raise
+        time.sleep(wait)
+        return _exchange(server, budget, method, url, body)
+
+
+def _exchange(
+    server: CalendarServer, budget: _Budget, method: str, url: str, body: dict[str, Any] | None = None
+) -> Answer:
     if budget.bytes_left <= 0:
         raise ServiceError(f"The {API} answered more than the most this server reads for one operation.")
     headers = {"Authorization": f"Bearer {server.bearer}", "Prefer": 'outlook.timezone="UTC"'}
@@ -86,6 +105,14 @@ class NotFound(ServiceError):
     """Graph answered 404: no such event (or calendar)."""
 
 
+class Throttled(ServiceError):
+    """Graph answered 429; ``wait``: the seconds its Retry-After asked for, if it said."""
+
+    def __init__(self, message: str, wait: int | None) -> None:
+        super().__init__(message)
+        self.wait = wait
+
+
 def _refusal(answer: Answer) -> ServiceError:
     """Graph's error answer (``{"error": {"code", "message"}}``) as a sentence for the person and the model."""
     found = (answer.json_object() or {}).get("error")
@@ -106,7 +133,7 @@ def _refusal(answer: Answer) -> ServiceError:
     if answer.status == 429:
         wait = _retry_after(answer.headers.get("Retry-After"))
         when = f"in {wait} seconds" if wait is not None else "shortly"
-        return ServiceError(f"Microsoft is limiting requests to the calendar just now (429); try again {when}.")
+        return Throttled(f"Microsoft is limiting requests to the calendar just now (429); try again {when}.", wait)
     if answer.status >= 500:
         return ServiceError(f"Microsoft's calendar service failed (HTTP {answer.status}{said}); try again shortly.")
     return ServiceError(f"The {API} refused the request (HTTP {answer.status}{said}).")
