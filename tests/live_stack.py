@@ -105,12 +105,6 @@ def run_python(code: str, env: dict[str, str]) -> Any:
     return json.loads(manage(["shell", "-c", code], env).strip().splitlines()[-1])
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Gunicorn:
     """One gunicorn master with its workers on a free port."""
 

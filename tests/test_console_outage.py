@@ -16,7 +16,8 @@ from django.test import Client
 
 from ops import limits
 from tests.factories import UserFactory
-from tests.live_stack import Gunicorn, free_port, manage
+from tests.live_stack import Gunicorn, manage
+from tests.ports import free_port
 
 pytestmark = pytest.mark.django_db
 

@@ -28,6 +28,7 @@ from psycopg import sql
 
 from keys import tokens
 from keys.models import Generation
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 GUNICORN = Path(sys.executable).with_name("gunicorn")
@@ -35,12 +36,6 @@ CURRENT = "/api/v1/inbound/api-message"
 METRICS_TOKEN = secrets.token_urlsafe(24)
 ROUTER = {"X-Forwarded-Proto": "https"}  # what the PaaS router adds after terminating TLS
 BOOT_SECONDS = 30
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def backing_stores() -> tuple[dict, str]:

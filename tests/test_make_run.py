@@ -17,14 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 SETTLE_SECONDS = 60  # every wait below is bounded by this (a generous bound: a loaded 2-core machine is slow)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def newcomer_environment(database: Path) -> dict[str, str]:

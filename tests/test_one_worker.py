@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from tests.providers import (
     TELEGRAM_BOT_TOKEN,
     TELEGRAM_BOT_USERNAME,
@@ -25,7 +26,7 @@ from tests.providers import (
     FakeTwilio,
 )
 from tests.servers import serving
-from tests.test_make_run import free_port, manage, newcomer_environment, wait_for_port
+from tests.test_make_run import manage, newcomer_environment, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTLE_SECONDS = 45  # every wait below is bounded by this
