@@ -17,7 +17,7 @@ from django_tasks_db.management.commands.db_worker import Worker
 
 from delivery import work
 from delivery.housekeeping import Housekeeper
-from delivery.management.commands.worker import Runners
+from delivery.management.commands.worker import TASK_POLL_SECONDS, Runners
 from delivery.tasks import deliver_message, queued_in_database
 from ops import public_url
 
@@ -43,7 +43,7 @@ class Command(RunServer):
         if queued_in_database():
             tasks = Worker(
                 queue_names=["default"],
-                interval=1,
+                interval=TASK_POLL_SECONDS,
                 batch=False,
                 backend_name=deliver_message.get_backend().alias,
                 startup_delay=False,
