@@ -35,6 +35,7 @@ class Command(RunServer):
         host = f"[{self.addr}]" if self._raw_ipv6 else self.addr
         public_url.remember(f"{self.protocol}://{host}:{self.port}")
         tasks = None
+        work.import_before_threads()
         housekeeper = Housekeeper()  # approvals expire, prunes (delivery/housekeeping.py), as the worker does
         housekeeper.start()
         built = [work.runner(kind) for kind in ("deliveries", "channels")]

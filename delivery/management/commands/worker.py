@@ -155,6 +155,7 @@ class Command(db_worker.Command):
             kinds = work.selection(only)
         except ValueError as error:
             raise CommandError(str(error)) from error
+        work.import_before_threads()
         housekeeper = Housekeeper()
         # Under autoreload the command runs twice, in the watching process and in the one that works: only there.
         working_here = not options["reload"] or os.environ.get(DJANGO_AUTORELOAD_ENV) == "true"
