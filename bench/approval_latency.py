@@ -28,34 +28,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from bench.channels import ACCOUNT_SID, AUTH_TOKEN, PUBLIC_BASE_URL, TWILIO_PATH, environment, percentile
+from bench.channels import (
+    ACCOUNT_SID,
+    AUTH_TOKEN,
+    PROVIDER,
+    PUBLIC_BASE_URL,
+    TWILIO_PATH,
+    environment,
+    percentile,
+    texts,
+)
 from bench.harness import ROOT, manage, run_python, scratch_database, stand_in
 from bench.server import Server
-
-# Twilio's Messages API answering at once; each request's arrival time, recipient and text go to a log file.
-PROVIDER = """
-import json, sys, threading, time, secrets
-from http.server import BaseHTTPRequestHandler
-from urllib.parse import parse_qs
-log = open(sys.argv[1], "a", buffering=1)
-lock = threading.Lock()
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    def do_POST(self):
-        form = parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
-        arrived = time.time()
-        with lock:
-            log.write(json.dumps([arrived, form.get("To", [""])[0], form.get("Body", [""])[0]]) + "\\n")
-        answer = json.dumps({"sid": "SM" + secrets.token_hex(16), "status": "queued"}).encode()
-        self.send_response(201)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-    def log_message(self, *a):
-        pass
-"""
 
 SEED = """
 import json
@@ -90,10 +74,6 @@ def arguments() -> argparse.Namespace:
     )
     parser.add_argument("--json", metavar="PATH", help="append the result as one JSON line to PATH")
     return parser.parse_args()
-
-
-def texts(log: Path) -> list[tuple[float, str, str]]:
-    return [tuple(json.loads(line)) for line in log.read_text().splitlines() if line]  # type: ignore[misc]
 
 
 def first_text(log: Path, to: str, after: float, wanted: Any, timeout: float) -> tuple[float, str]:
@@ -154,7 +134,7 @@ def summary(values: list[float]) -> dict[str, float]:
 def main() -> None:
     args = arguments()
     log = Path(tempfile.mkstemp(prefix="bench-approvals-", suffix=".log")[1])
-    provider, provider_port = stand_in(PROVIDER, str(log))
+    provider, provider_port = stand_in(PROVIDER, "0", str(log))  # a Twilio answering at once
     try:
         with scratch_database("bench_approvals") as database_url:
             options = argparse.Namespace(concurrency=8)

@@ -46,7 +46,7 @@ AUTH_TOKEN = "bench-auth-token"
 TELEGRAM_TOKEN = "123456:bench-token"
 TELEGRAM_SECRET = "bench-telegram-secret"
 
-# Twilio's Messages API, answering after a delay; each request's arrival time and body go to a log file.
+# Twilio's Messages API, answering after a delay; each request's arrival time, recipient and text go to a log file.
 PROVIDER = """
 import json, sys, threading, time, secrets
 from http.server import BaseHTTPRequestHandler
@@ -61,9 +61,9 @@ class H(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         arrived = time.time()
-        text = parse_qs(body.decode()).get("Body", [""])[0]
+        form = parse_qs(body.decode())
         with lock:
-            log.write(json.dumps([arrived, text]) + "\\n")
+            log.write(json.dumps([arrived, form.get("To", [""])[0], form.get("Body", [""])[0]]) + "\\n")
         time.sleep(delay)
         answer = json.dumps({"sid": "SM" + secrets.token_hex(16), "status": "queued"}).encode()
         self.send_response(201)
@@ -203,6 +203,12 @@ def environment(database_url: str, provider_url: str, args: argparse.Namespace) 
 
 
 def arrivals(log: Path) -> list[tuple[float, str]]:
+    """(arrival time, text) of every request the provider noted."""
+    return [(arrived, text) for arrived, _to, text in texts(log)]
+
+
+def texts(log: Path) -> list[tuple[float, str, str]]:
+    """(arrival time, recipient, text) of every request the provider noted."""
     return [tuple(json.loads(line)) for line in log.read_text().splitlines() if line]  # type: ignore[misc]
 
 

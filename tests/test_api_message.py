@@ -1,8 +1,11 @@
 """POST /api/v1/inbound/api-message: the current endpoint, V2 keys only, any non-empty JSON object."""
 
+from datetime import timedelta
+
 import pytest
 from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, Role, Source
 from ingestion.models import IdempotencyRecord
@@ -256,6 +259,6 @@ def test_first_use_also_stamps_the_key(client, v2, django_assert_max_num_queries
 
 
 def test_the_key_lookup_is_one_query(client, v2, django_assert_num_queries):
-    ApiKey.objects.filter(pk=v2[0].pk).update(revoked_at="2026-01-01T00:00:00Z")
+    ApiKey.objects.filter(pk=v2[0].pk).update(revoked_at=timezone.now() - timedelta(days=1))
     with django_assert_num_queries(1):
         assert post(client, CURRENT, v2[1], {"message": "hi"}).status_code == 401
