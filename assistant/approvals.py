@@ -113,7 +113,7 @@ def told_to_the_model(action: Action) -> str:
     state = action.state
     if state == ActionState.AWAITING_APPROVAL:
         return (
-            "Not done: this action changes something, and what led to it came from outside the person (an "
+            "Not done: this action sends mail, or changes something after words from outside the person (an "
             "automation's message, or words a tool returned), so the person must approve it first. They have been "
             "asked in the thread. Do not call it again; tell them it awaits their approval."
         )
