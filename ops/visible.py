@@ -37,6 +37,11 @@ def visible(text: str) -> str:
     return _PATTERN.sub(_shown, text)
 
 
+def without_hidden(text: str) -> str:
+    """The text with those characters dropped: for a name nobody typed (a client's User-Agent)."""
+    return _PATTERN.sub("", text)
+
+
 def hidden_characters(text: str) -> list[str]:
     """The code points ("U+202E") of the characters ``visible`` would show, in order, once each."""
     return list(dict.fromkeys(_shown(found)[1:-1] for found in _PATTERN.finditer(text)))
