@@ -24,7 +24,9 @@ pytestmark = pytest.mark.django_db
 
 NUMBER = "+14155550177"
 # Past the 80 characters a value used to be cut at: the address at its end must still show.
-REFERENCE = "Statement 2026-11 for the account ending 4421; details at https://evil.example/pay?to=GB00EVIL0000000000001"
+REFERENCE = (
+    "Statement 2026-11 for the account ending 4421; details at https://evil.example/pay?to=GB00EVIL0000000000001"
+)
 
 
 def requests_on_the_phone(providers) -> list[str]:
