@@ -118,8 +118,7 @@ def test_visible_text_knows_every_control_and_format_character_of_this_python():
     wanted = {
         point
         for point in range(sys.maxunicode + 1)
-        if (unicodedata.category(chr(point)) in ("Cc", "Cf") or chr(point) in "\u2028\u2029")
-        and chr(point) not in KEPT
+        if (unicodedata.category(chr(point)) in ("Cc", "Cf") or chr(point) in "\u2028\u2029") and chr(point) not in KEPT
     }
     assert wanted <= listed  # a newer Unicode may add some: add their ranges to ops/visible.py
     assert visible("emoji 👩\u200d💻, line\nbreak\ttab") == "emoji 👩\u200d💻, line\nbreak\ttab"
