@@ -71,10 +71,16 @@ def decide(now: Circumstances) -> Verdict:
         return Verdict.RUN
     if now.effect is Effect.SENDS:
         return Verdict.ASK
-    if surely_reads(now.effect, now.trusted) or (now.effect is Effect.CLAIMS_TO_READ and not now.from_outside):
+    if _believed_to_read(now):
         return Verdict.RUN
     if now.read_outside or now.origin is Origin.TRIGGER:
         return Verdict.ASK
     if now.origin is Origin.KEY and now.key_asks:
         return Verdict.ASK
     return Verdict.RUN
+
+
+def _believed_to_read(now: Circumstances) -> bool:
+    """Ours that read, a trusted server's claim, or any server's claim for the person's own words alone."""
+    claim_taken = now.effect is Effect.CLAIMS_TO_READ and not now.from_outside
+    return surely_reads(now.effect, now.trusted) or claim_taken

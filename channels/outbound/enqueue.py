@@ -55,8 +55,7 @@ def enqueue(message_ids: Sequence[int]) -> int:
             continue
         hours = quiet.get(person)
         wait = quiet_until(now, profile.time_zone if profile else "UTC", hours.starts, hours.ends) if hours else None
-        plain = text if isinstance(context, dict) and APPROVAL_CONTEXT in context else flatten_markdown(text)
-        parts = split_text(visible(plain), adapters[route.channel].max_text_length)
+        parts = split_text(_as_plain_text(text, context), adapters[route.channel].max_text_length)
         rows += [
             OutboundMessage(
                 message_id=message_id,
@@ -74,3 +73,10 @@ def enqueue(message_ids: Sequence[int]) -> int:
         ]
     OutboundMessage.objects.bulk_create(rows)
     return len(rows)
+
+
+def _as_plain_text(text: str, context: object) -> str:
+    """What a phone shows: markdown flattened (an approval request is plain text already), control and direction
+    characters shown, not obeyed."""
+    is_request = isinstance(context, dict) and APPROVAL_CONTEXT in context
+    return visible(text if is_request else flatten_markdown(text))
