@@ -70,7 +70,7 @@ def zone_of(action: Action) -> ZoneInfo:
 
 def announce(action: Action) -> None:
     """Ask the person in the thread, once per call (a replayed call finds its question already asked), in words
-    (assistant/approval_text.py), with a short code they may answer with from a phone."""
+    (assistant/approval/text.py), with a short code they may answer with from a phone."""
     with transaction.atomic():
         locked = Action.objects.select_for_update().select_related("delivery").get(pk=action.pk)
         if locked.approval_message_id is not None or locked.state != ActionState.AWAITING_APPROVAL:

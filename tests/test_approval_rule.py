@@ -233,3 +233,26 @@ def test_the_thread_a_model_reads_counts_as_read(earlier, outside):
 
     assert toolbox_for_request(request).read_outside is False  # a backend that does not read the thread
     assert toolbox_for_request(request, reads_thread=True).read_outside is outside
+
+
+# --- refused: a tool the key's owner withheld ----------------------------------------------------------------------
+@pytest.mark.django_db
+@pytest.mark.parametrize("approved", [False, True], ids=["asked-by-the-model", "approved-call"])
+def test_a_tool_the_key_withholds_is_refused_even_as_an_approved_call(approved):
+    import time
+
+    from keys.models import ApiKey, ToolAccess
+
+    owner = UserFactory()
+    key, _ = make_key(owner, "ci", tools_need_approval=False)
+    ApiKey.objects.filter(pk=key.pk).update(tool_access=ToolAccess.LISTED, allowed_tools=["list_reminders"])
+    box = box_for(delivery_under_way(owner, key=key))
+    assert [tool["function"]["name"] for tool in box.as_openai()] == ["list_reminders"]  # never offered
+
+    told = box.call("approved-1", "schedule_reminder", REMIND, 1, time.monotonic() + 10, approved=approved)
+
+    assert told == (
+        "Error: there is no tool named 'schedule_reminder' for this key's messages (its owner limited its tools)."
+    )
+    action = Action.objects.get(tool="schedule_reminder")
+    assert action.state == ActionState.DONE and action.is_error and not Reminder.objects.exists()

@@ -30,8 +30,9 @@ def toolbox_for(user: User, delivery: Delivery, attempt: int) -> Toolbox:
         logger.info("user %s has %s tools; the first %s are offered", user.pk, len(allowed), MAX_TOOLS_OFFERED)
     for tool in allowed[:MAX_TOOLS_OFFERED]:
         box.add(tool)
+    kept = {id(tool) for tool in allowed}
     for tool in offered:
-        if tool not in allowed:
+        if id(tool) not in kept:
             box.add(tool, allowed=False)  # the decision refuses it if called (assistant/approval/rule.py)
     return box
 
