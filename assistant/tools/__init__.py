@@ -219,7 +219,7 @@ class Toolbox:
             # enough).
             read_only=tool.surely_reads if tool else True,
             needs_approval=waits,
-            requested_by=self.asker() if waits else "",
+            requested_by=self.asker(),
             approval_expires_at=approvals.expires_at() if waits else None,
         )
 
