@@ -4,7 +4,7 @@ A right-to-left override (U+202E) makes "gpj.exe" read as "exe.jpg"; zero-width 
 the eye that a model or a machine still reads. Wherever a name or a text from someone else is shown (the console's
 pages and the Django admin through ``VisibleTextMiddleware``, texts to phones, approval requests) such a character is
 replaced by its code point in brackets ("[U+202E]"); where a person names something (a key, a connection, a webhook
-trigger) it is refused with ``hidden_characters``.
+trigger) it is refused (``refusal``).
 
 Kept: line breaks and tabs, and the zero-width joiner and non-joiner, which join emoji and Persian letters and cannot
 reorder or hide anything."""
@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse
 KEPT = frozenset("\n\r\t\u200c\u200d")
 # Every control (Cc) and format (Cf) character of Unicode 15.1 but the kept ones, and the line and paragraph
 # separators (U+2028, U+2029), which some displays break a line at and others ignore. Written out, because finding
-# them in unicodedata takes seconds; tests/test_visible_text.py checks the list against the running Python's.
+# them in unicodedata takes seconds; tests/test_approval_text.py checks the list against the running Python's.
 RANGES = (
     (0x0, 0x8), (0xB, 0xC), (0xE, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD),
     (0x70F, 0x70F), (0x890, 0x891), (0x8E2, 0x8E2), (0x180E, 0x180E), (0x200B, 0x200B), (0x200E, 0x200F),
