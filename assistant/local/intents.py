@@ -34,7 +34,6 @@ class Act:
     tool: str
     arguments: dict[str, Any]
     done: str = ""  # the reply when the call succeeds; empty: the reply is made from the call's result
-    confirm: bool = False  # the person confirms it before it runs, whoever asked (sending a mail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,7 +423,7 @@ def _send_mail(text: str, now: datetime, tools: Collection[str]) -> Intent:
     if not body.endswith((".", "!", "?")):
         body += "."
     subject = subject[:1].upper() + subject[1:]
-    return Act("mail_send", {"to": recipient, "subject": subject, "body": body}, confirm=True)
+    return Act("mail_send", {"to": recipient, "subject": subject, "body": body})  # the person confirms every mail
 
 
 def _subject_of(body: str) -> str:
