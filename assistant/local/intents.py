@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from assistant.local import times
-from assistant.local.phrases import LEAD, is_answer, is_time_phrase, plain, split_when, yours
+from assistant.local.phrases import LEAD, is_answer, is_time_phrase, plain, sentences, split_when, yours
 
 # Every question about a time ends so: the person's next message, when it is only a time, answers it.
 ANSWER_HINT = "(Just reply with the time.)"
@@ -60,7 +60,15 @@ class Answer:
     about: str = field(default="", compare=False)
 
 
-Intent = Act | CancelNamed | Ask | Refuse | Answer | None
+@dataclass(frozen=True, slots=True)
+class Several:
+    """Two or three requests in one message ("Remind me to call Sam at 5. What's on my calendar tomorrow?"): each is
+    carried out, or asked back about, in turn."""
+
+    intents: tuple["Act | CancelNamed | Ask | Refuse | Answer", ...]
+
+
+Intent = Act | CancelNamed | Ask | Refuse | Answer | Several | None
 
 # What the built-in assistant understands, by name: the tool an intent calls, or what it answers itself.
 INTENTS = (
@@ -88,6 +96,8 @@ def intent_name(intent: Intent) -> str | None:
         return "cancel_reminder"
     if isinstance(intent, (Ask, Refuse, Answer)):
         return intent.about or None
+    if isinstance(intent, Several):
+        return intent_name(intent.intents[0])
     return None
 
 
@@ -101,11 +111,17 @@ class _Draft:
     connector: str = "to"  # remind you to / about / that …
     minutes: int = 60  # an event's length
     extra: dict[str, Any] = field(default_factory=dict)
+    notice: bool = False  # "Reminder: …": a notice unless its time reads whole
+    report: str = ""  # what the message reported before the request: the reminder's words when it names none
 
 
 def understand(text: str, now: datetime, tools: Collection[str], earlier: str | None = None) -> Intent:
     """The intent of ``text``. ``now``: the person's local time (naive); ``tools``: the names the toolbox offers;
-    ``earlier``: the person's previous message when the assistant's last reply asked them for a time."""
+    ``earlier``: the person's previous message when the assistant's last reply asked them for a time.
+
+    A message is read as a person reads it: sentence by sentence, a request after a report ("Deploy finished. Remind
+    me to check the error rate in 30 minutes"), a report alone acts on nothing, and two or three requests are each
+    carried out (Several)."""
     request = plain(text)
     if not request:
         return None
@@ -115,15 +131,54 @@ def understand(text: str, now: datetime, tools: Collection[str], earlier: str | 
         draft = _draft(plain(earlier))
         if draft is not None:
             return _scheduled(_answered(draft, request, now), now, tools)
-    readers = (_help, _summarize, _cancel, _list_reminders, _webhooks, _agenda, _mail, _send_mail)
+    said = sentences(text)
+    found = []
+    for index, sentence in enumerate(said):
+        report = " ".join(said[:index] + said[index + 1 :])
+        intent = _sentence(sentence, now, tools, report)
+        if intent is not None:
+            found.append(intent)
+    if len(found) > 1:
+        return Several(tuple(found[:MAX_REQUESTS]))
+    return found[0] if found else None
+
+
+MAX_REQUESTS = 3
+# Where a request may start inside a sentence, after a report: "The backup failed on db-1: find out why and remind me
+# at 9", "Build #512 failed - remind me in an hour to rerun it".
+_CLAUSE = re.compile(r"\s*[:;]\s+|\s+[-–—]+\s+|,?\s+(?:and|so|then|also|please)\s+|,\s+")
+_REQUEST_START = re.compile(
+    r"^(?:please\s+|can you\s+|could you\s+)?(?:remind me|wake me|get me up|set (?:an? |my )?(?:alarm|reminder)|"
+    r"what(?:'s| is| are)? (?:on )?my|what reminders|show my|do i have|am i (?:free|busy)|any new|check my|email)\b",
+    re.I,
+)
+
+
+def _sentence(sentence: str, now: datetime, tools: Collection[str], report: str) -> Intent:
+    """One sentence's request: the whole sentence, or its last clause that starts like a request."""
+    intent = _request(sentence, now, tools, report)
+    if intent is not None:
+        return intent
+    for cut in _CLAUSE.finditer(sentence):
+        tail = plain(sentence[cut.end() :])
+        if _REQUEST_START.match(tail):
+            before = f"{report} {sentence[: cut.start()]}".strip()
+            return _request(tail, now, tools, before)
+    return None
+
+
+def _request(request: str, now: datetime, tools: Collection[str], report: str = "") -> Intent:
+    readers = (
+        _help, _summarize, _cancel, _list_reminders, _webhooks, _agenda, _mail, _send_mail, _known_refusal,
+    )  # fmt: skip
     for reader in readers:
         intent = reader(request, now, tools)
         if intent is not None:
             return intent
     draft = _draft(request)
-    if draft is not None:
-        return _scheduled(draft, now, tools)
-    return _known_refusal(request)
+    if draft is None:
+        return None
+    return _scheduled(replace(draft, report=report), now, tools)
 
 
 # --- what it is, and what it cannot read ----------------------------------------------------------------------------
@@ -172,7 +227,42 @@ _REMIND = re.compile(
 )
 # "remind me what the webhook's address is" asks for something now: a question, not a reminder.
 _REMIND_QUESTION = re.compile(r"^remind me (?:what|how|who|where|why|which|whether|if)\b", re.I)
-_WAKE = re.compile(r"^wake me(?: up)?\s*(.*)$", re.I)
+_WAKE = re.compile(
+    r"^(?:wake me(?: up)?|get me up|(?:i (?:need|want|have) to|make sure i) (?:get|wake) up|"
+    r"send me a wake[- ]?up (?:call|alert))\b\s*(.*)$",
+    re.I,
+)
+_ALARM_NOUN = r"(?:alarm(?: clock)?|wake[- ]?up(?: call| alarm| alert)?|alert)"
+_SET_ALARM = re.compile(
+    r"^(?:(?:set|create|make|add|put|schedule|set up|start|program|give me|i (?:want|need)|turn on)(?: me)?(?: up)?\s+"
+    rf"(?:an?\s+|my\s+|the\s+|one\s+)?(?:new\s+)?{_ALARM_NOUN}s?|(?:alarm|wake[- ]?up(?: call)?)(?=\s+(?:for|at)\b))"
+    r"\b\s*(.*)$",
+    re.I,
+)
+_ALARM_LEAD = re.compile(r"^(?:on\s+)?(?:(?:that\s+|to\s+)?(?:go(?:es)? off|ring|wake me(?: up)?|get me up)\s+)?", re.I)
+_HOUR_WORDS = r"(?:\d|noon|midnight|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|half|quarter)"
+
+
+def _at_hour(when: str) -> str:
+    """ "for 6 tomorrow", "6 am": an alarm's or a wake-up's time said without "at"."""
+    return re.sub(rf"^(?:(?:for|at|by)\s+)?(?={_HOUR_WORDS})", "at ", when.strip(), flags=re.I) if when else when
+
+
+def _in_the_morning(when: str) -> str:
+    """Waking up is in the morning: "get me up at 6" is 06:00, not asked about."""
+    if times.has_bare_hour(when) and not re.search(r"\b(?:[ap]\.?m|morning|afternoon|evening|night|tonight)\b", when, re.I):
+        return f"{when} in the morning"
+    return when
+
+
+def _alarm(rest: str) -> _Draft:
+    """ "set an alarm for 7am", "put an alarm on for 6 tomorrow morning", "set an alarm for the meeting at 7"."""
+    rest = _ALARM_LEAD.sub("", rest.strip())
+    name, when = split_when(_at_hour(rest))
+    name = re.sub(r"^(?:for|to|at|called|named)\b\s*", "", name.strip(), flags=re.I)
+    if when and not split_when(rest)[1]:
+        name = ""  # the time was the rest: "for 6"
+    return _Draft("reminder", name, when, "alarm")
 _WHEN_FIRST = re.compile(r"^(.+?),?\s+remind me\b\s*(.*)$", re.I)
 _CONNECTOR = re.compile(r"^(to|about|that|of|for)\s+(.*)$", re.I)
 _INNER_CONNECTOR = re.compile(r"\s(to|about|that)\s", re.I)
@@ -185,7 +275,10 @@ def _reminder(text: str) -> _Draft | None:
         return _both_times(_Draft("reminder", what, first[1], connector))
     woken = _WAKE.match(text)
     if woken is not None:
-        return _Draft("reminder", "wake up", woken[1], "to")
+        return _Draft("reminder", "wake up", _in_the_morning(_at_hour(woken[1])), "to")
+    alarm = _SET_ALARM.match(text)
+    if alarm is not None:
+        return _alarm(alarm[1])
     found = _REMIND.match(text)
     if found is None or _REMIND_QUESTION.match(text):
         return None
@@ -198,9 +291,12 @@ def _reminder(text: str) -> _Draft | None:
             return _both_times(_Draft("reminder", rest[inner.end() :], rest[: inner.start()], inner[1].lower()))
     connector, body = _connected(rest)
     what, when = split_when(body)
-    if not when and re.match(r"^reminder\b", text, re.I):
+    notice = bool(re.match(r"^reminder\b", text, re.I))
+    if notice and not when:
         return None  # "Reminder: your invoice is due" is a notice; "Reminder: pay it on Friday at 9am" a request
-    return _Draft("reminder", what, when, connector)
+    if connector == "of" and not when and re.match(r"^remind me of\b", text, re.I):
+        return None  # "remind me of the date of my last paycheck" asks for something now
+    return _Draft("reminder", what, when, connector, notice=notice)
 
 
 def _both_times(draft: _Draft) -> _Draft:
@@ -493,16 +589,20 @@ def _scheduled(draft: _Draft, now: datetime, tools: Collection[str]) -> Intent:
     about = "schedule_reminder" if draft.kind == "reminder" else CALENDAR_TOOLS[1]
     if draft.kind == "event" and CALENDAR_TOOLS[1] not in tools:
         return Refuse(NO_CALENDAR, about)
-    what = draft.what.strip(" ,")
+    what = draft.what.strip(" ,") or _shortened(draft.report)
+    if not what and draft.connector == "alarm":
+        what = "alarm"
     action = _action(draft, what)
     if not what:
         question = "What should I remind you of?" if draft.kind == "reminder" else "What should I call the event?"
         return Ask(question, about)
     if not draft.when:
-        return Ask(f"When should I {action}? {ANSWER_HINT}", about)
+        return None if draft.notice else Ask(f"When should I {action}? {ANSWER_HINT}", about)
     try:
         when = times.read(draft.when, now)
     except times.Unclear as unclear:
+        if draft.notice:
+            return None  # "Reminder: your invoice is due on Friday" tells; it does not ask
         return Ask(f"{unclear.question.format(action=action)} {ANSWER_HINT}", about)
     except times.Impossible as impossible:
         return Refuse(str(impossible), about)
@@ -511,7 +611,20 @@ def _scheduled(draft: _Draft, now: datetime, tools: Collection[str]) -> Intent:
     return _reminder_call(what, when, action, now)
 
 
+_REPORT_LIMIT = 120
+
+
+def _shortened(report: str) -> str:
+    """A report as a reminder's words: "remind me at 9" after "The nightly backup failed on db-1"."""
+    report = report.strip(" ,:;-")
+    if len(report) <= _REPORT_LIMIT:
+        return report
+    return report[:_REPORT_LIMIT].rsplit(" ", 1)[0] + "…"
+
+
 def _action(draft: _Draft, what: str) -> str:
+    if draft.connector == "alarm":
+        return "ring your alarm" if what.lower() == "alarm" else f"ring your alarm for {yours(what)}"
     if draft.kind == "event":
         return f"put “{what[:1].upper()}{what[1:]}” in your calendar"
     if draft.connector == "of":  # the person's own words, which may be a noun or a verb: said back as a quote
@@ -560,7 +673,7 @@ _CHANGE_EVENT = re.compile(
 )
 
 
-def _known_refusal(text: str) -> Intent:
+def _known_refusal(text: str, now: datetime, tools: Collection[str]) -> Intent:
     if _OTHER_MAIL.search(text):
         return Refuse(
             "I can't forward, answer or file mail: without a language model I list your unread mail and send a mail "
