@@ -55,12 +55,13 @@ RIGHT: dict[str, set[str]] = {
     "clinc:meeting_schedule": {"calendar_list_events"},
     "clinc:schedule_meeting": {"calendar_create_event"},
     "clinc:what_can_i_ask_you": {"help"},
-    "clinc:translate": {"summarize"},
 }
 # Labels that claim nothing but where a reading is still a right one ("remind me to do the laundry" filed under a
 # to-do list); they count neither for nor against recall.
 TOLERATED: dict[str, set[str]] = {
     "clinc:todo_list_update": {"schedule_reminder"},
+    "clinc:translate": {"summarize"},  # "how do you say … in French": a translation, which it declines
+    "clinc:timer": {"schedule_reminder"},  # "wake me in an hour", "remind me in ten minutes"
     "clinc:todo_list": {"list_reminders"},
     "hwu:general_explain": {"summarize"},
     "hwu:qa_definition": {"summarize"},

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from assistant.local import times
-from assistant.local.phrases import LEAD, is_answer, is_time_phrase, plain, sentences, split_when, yours
+from assistant.local.phrases import _TIME_WORD, LEAD, is_answer, is_time_phrase, plain, sentences, split_when, yours
 
 # Every question about a time ends so: the person's next message, when it is only a time, answers it.
 ANSWER_HINT = "(Just reply with the time.)"
@@ -131,6 +131,8 @@ def understand(text: str, now: datetime, tools: Collection[str], earlier: str | 
         draft = _draft(plain(earlier))
         if draft is not None:
             return _scheduled(_answered(draft, request, now), now, tools)
+    if _SUMMARIZE.match(request):
+        return _summarize(request, now, tools)  # the rest is the text to summarize, never requests to act on
     said = sentences(text)
     found = []
     for index, sentence in enumerate(said):
@@ -167,7 +169,31 @@ def _sentence(sentence: str, now: datetime, tools: Collection[str], report: str)
     return None
 
 
+# A question asked inside a request ("tell me what's on my schedule", "let me know if I have any meetings") is read
+# as the question itself.
+_EMBEDDED = (
+    (re.compile(r"^(?:(?:can you |could you |please )?(?:tell me|let me know|inform me|show me|find out|check)|"
+                r"i (?:want|need|would like|'d like) to know)(?: about)?\s+(?=what|when|which|who|how|if|whether|do)",
+                re.I), ""),  # fmt: skip
+    (re.compile(r"^(?:if|whether) i have\b", re.I), "do i have"),
+    (re.compile(r"^(?:if|whether) there (are|is)\b", re.I), r"\1 there"),
+    (re.compile(r"^(?:if|whether) i(?: am|'m)\b", re.I), "am i"),
+    (re.compile(r"^(?:if|whether) my (\w+) is\b", re.I), r"is my \1"),
+    (re.compile(r"^what i have\b", re.I), "what do i have"),
+    (re.compile(r"^(what|when|who|where)'s\b", re.I), r"\1 is"),
+    (re.compile(r"^(?:go |please )+(?=check|read|look)", re.I), ""),
+    (re.compile(r"^look at\b", re.I), "check"),
+)
+
+
+def _asked(text: str) -> str:
+    for expression, replacement in _EMBEDDED:
+        text = expression.sub(replacement, text, count=1)
+    return text
+
+
 def _request(request: str, now: datetime, tools: Collection[str], report: str = "") -> Intent:
+    request = _asked(request)
     readers = (
         _help, _summarize, _cancel, _list_reminders, _webhooks, _agenda, _mail, _send_mail, _known_refusal,
     )  # fmt: skip
@@ -193,8 +219,14 @@ CAPABILITIES = (
     "For anything else, this server needs a model (ASSISTANT_BACKEND=openai) or an assistant runtime."
 )
 _HELP = re.compile(
-    r"^(?:help|\?|what can you do|what do you do|what can i (?:ask|say)|what are you|who are you|commands|menu|"
-    r"how do(?:es)? (?:this|you|it) work|what do you understand|what can i ask you(?: to do)?)$",
+    r"^(?:help|\?|what (?:else )?can you do(?: for me)?|what do you do|what can i (?:ask|say)(?: you)?(?: to do)?|"
+    r"commands|menu|how do(?:es)? (?:this|you|it) work|what do you understand|what are you (?:able to|capable of)(?: do)?|"
+    r"what (?:kinds?|sorts?|types?) of (?:things|questions|requests|stuff) (?:can|may|should) i ask(?: you)?(?: about)?|"
+    r"what are your (?:capabilities|abilities|skills|features|functions)|how can you help(?: me)?|"
+    r"what (?:things|questions|requests) (?:can|may) i ask(?: you)?|what can you help (?:me )?with|who are you|"
+    r"what (?:are )?(?:the )?(?:kinds?|sorts?|types?) of (?:things|questions|requests|stuff|tasks|topics) (?:can|may|"
+    r"should|could|do) (?:i|you)\b.{0,40}|what can i ask (?:you )?(?:to|about)\b.{0,40}|"
+    r"what (?:else )?can you (?:do|help)\b.{0,40}|what are you (?:able|capable)\b.{0,40})$",
     re.I,
 )
 
@@ -204,8 +236,10 @@ def _help(text: str, now: datetime, tools: Collection[str]) -> Intent:
 
 
 _SUMMARIZE = re.compile(
-    r"^(?:summari[sz]e|sum up|tl;?dr|give me (?:a|the) (?:summary|gist|tl;?dr) of|what(?:'s| is) the gist of|"
-    r"translate|rewrite|rephrase|proofread|paraphrase|explain)\b",
+    r"^(?:(?:give me (?:a|the) (?:summary|gist|tl;?dr) of|what(?:'s| is) the gist of)\s"
+    r"|(?:summari[sz]e|sum up|translate|rewrite|rephrase|proofread|paraphrase)(?:\s+(?:this|that|these|it|the following|the text|this text|"
+    r"the (?:e-?mail|message|article|document|page|paragraph|thread|log)|for me)\b|\s*:|\s+(?:in)?to \w+\s*:)"
+    r"|tl;?dr\b)",
     re.I,
 )
 SUMMARIZE_REFUSAL = (
@@ -221,7 +255,8 @@ def _summarize(text: str, now: datetime, tools: Collection[str]) -> Intent:
 # --- reminders --------------------------------------------------------------------------------------------------
 
 _REMIND = re.compile(
-    r"^(?:remind me|(?:set|add|create|make|schedule) (?:me )?(?:a |an )?(?:new )?reminder|new reminder|"
+    r"^(?:remind me|remind(?= to\b)|(?:don't|do not) let me forget|"
+    r"(?:set|add|create|make|schedule|send) (?:me )?(?:a |an )?(?:new )?(?:reminder|notification|notice)|new reminder|"
     r"reminder(?=:| to\b))\b:?\s*(.*)$",
     re.I,
 )
@@ -325,17 +360,53 @@ _LIST_REMINDERS = re.compile(
 )
 
 
+_ALARMS = r"(?:alarms?|alerts?|reminders?|wake[- ]?up(?: alarms?| calls?| times?)?)"
+# A question about the person's alarms or reminders, then at most a few words of when ("set for tomorrow morning").
+_ASK_ALARMS = re.compile(
+    rf"^(?:(?:what|which|how many|any)\s+(?:\w+\s+)?{_ALARMS}(?:\s+(?:do|did|have|are|is|i|you))?"
+    rf"|(?:show|list|tell me|read|check|see|give me|display|view|review|let me see|let me know)\s+(?:me\s+)?"
+    rf"(?:about\s+)?{_SOME}(?:set\s+|\w+\s+)?{_ALARMS}"
+    rf"|(?:do i have|have i got|are there|is there|is|are)\s+(?:(?:any|an?|my|all|the)\s+(?:\w+\s+)?)?{_ALARMS}"
+    rf"|what(?: is|'s| are) (?:on )?(?:my|the) (?:next |\w+ )?{_ALARMS}(?: list)?|what(?: is|'s) on my list of reminders"
+    rf"|(?:at )?what times? (?:is|are|will|does|do|have you set) (?:my|the) (?:\w+\s+)?{_ALARMS}"
+    rf"|when (?:is|are) my (?:next )?{_ALARMS})(?P<tail>(?:\s+\S+){{0,8}})$",
+    re.I,
+)
+_QUESTION_TAIL = {
+    "set", "currently", "right", "now", "scheduled", "planned", "booked", "listed", "coming", "up", "going", "on",
+    "my", "for", "the", "this", "next", "in", "at", "between", "to", "until", "any", "there", "me", "already", "yet",
+    "left", "remaining", "i", "you", "do", "did", "have", "got", "are", "is", "was", "set?", "active", "upcoming",
+    "today's", "tomorrow's", "go", "off", "ring", "morning", "hours", "all", "and", "there?", "what", "they", "it",
+    "calendar", "schedule", "agenda", "diary", "free", "busy", "anything", "after", "before", "from", "i've", "been",
+    "times", "time", "event", "events", "meeting", "meetings", "appointments", "scheduled?", "please", "available",
+    "later", "so", "far", "here", "again", "total", "will", "many", "going", "any?", "they?",
+}  # fmt: skip
+
+
+def is_question_tail(tail: str) -> bool:
+    """Whether the words after a question only say when or which ("set for tomorrow morning", "this week")."""
+    words = re.sub(r"\bwith (?:(?:dr|mr|mrs|ms)\.? |my |the )?[\w'-]+(?: (?:and )?[\w'-]+)?", "", tail.lower())
+    words = words.replace("?", "").replace(",", "").split()
+    return all(word in _QUESTION_TAIL or _TIME_WORD.match(word) for word in words)
+
+
 def _list_reminders(text: str, now: datetime, tools: Collection[str]) -> Intent:
-    return Act("list_reminders", {}) if _LIST_REMINDERS.match(text) else None
+    if _LIST_REMINDERS.match(text):
+        return Act("list_reminders", {})
+    asked = _ASK_ALARMS.match(text)
+    if asked is not None and is_question_tail(asked["tail"]) and not re.search(r"\bemails?\b", text, re.I):
+        return Act("list_reminders", {})
+    return None
 
 
 # The reminder is the verb's object: "cancel the stretch reminder", "delete my reminder to call Sam", never a word
 # further on ("clear my head before the reminder fires").
 _NOT_A_NAME = r"(?!(?:before|after|when|if|until|because|so|and|but|since|while|for|from)\b)"
 _CANCEL = re.compile(
-    r"^(?:cancel|delete|remove|stop|clear|drop|forget|forget about|turn off|disable|unschedule|get rid of|"
-    r"i (?:don't|do not) need)\s+"
-    rf"((?:(?:the|my|that|this|these|those|all|every|each|of)\s+)*(?:{_NOT_A_NAME}[\w'-]+\s+){{0,3}}reminders?\b.*"
+    r"^(?:cancel|delete|remove|stop|clear|drop|forget|forget about|turn off|switch off|disable|deactivate|unset|"
+    r"silence|unschedule|get rid of|i (?:don't|do not|no longer) need)\s+"
+    rf"((?:(?:the|my|that|this|these|those|all|every|each|of|any)\s+)*(?:{_NOT_A_NAME}[\w':.-]+\s+){{0,3}}"
+    r"(?:reminders?|alarms?|wake[- ]?up(?: calls?| alarms?)?)\b.*"
     r"|rem_[A-Za-z0-9]+)$",
     re.I,
 )
@@ -354,9 +425,15 @@ def _cancel(text: str, now: datetime, tools: Collection[str]) -> Intent:
     if reminder_id is not None:
         return CancelNamed(reminder_id[0])
     words = [word for word in re.findall(r"[\w'-]+", named.lower()) if word not in _FILLER]
-    if words and all(word in {"all", "every", "them", "each"} for word in words):
+    if words and all(word in {"all", "every", "them", "each", "any"} for word in words):
         words = []  # "cancel all my reminders": one at a time, asked by name
+    if re.search(r"\b(?:alarms?|wake[- ]?up)\b", named, re.I):
+        # "cancel my 6am alarm": the alarm's time is not in its words; the alarms are asked about by name
+        words = [word for word in words if not _TIME_WORD.match(word) and word not in _ALARM_FILLER] or ["wake" if "wake" in named.lower() else "alarm"]
     return CancelNamed(" ".join(words))
+
+
+_ALARM_FILLER = {"alarm", "alarms", "wake", "up", "wake-up", "calls", "call", "set", "for", "which", "i", "any", "if"}
 
 
 # --- calendar, mail, webhooks -------------------------------------------------------------------------------------
@@ -397,7 +474,9 @@ _DAY_WORDS = (
     r"this week(?:end)?|next week|the rest of (?:the|this) (?:day|week)|"
     r"(?:this |next )?(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]* \d{1,2}(?:st|nd|rd|th)?|\d{1,2}(?:st|nd|rd|th)? "
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*)"
+    r"(?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*|the \d{1,2}(?:st|nd|rd|th)|"
+    r"the (?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|"
+    r"fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|twenty-\w+|thirtieth|thirty-first))"
 )
 _A_DAY = rf"(?:\s+(?:for |on |in |during )?{_DAY_WORDS})"
 _CALENDAR_NOUN = r"(?:my|the)\s+(?:calendar|agenda|schedule|diary)"
@@ -420,12 +499,43 @@ _AGENDA = re.compile(
 )
 
 
+_EVENT_NOUNS = (
+    r"(?:meetings?|events?|appointments?|plans|calls?|engagements?|get-togethers?|sessions?|classes|class|"
+    r"interviews?|lunch|dinner|breakfast|parties|party|standups?|reviews?|syncs?|demos?|birthdays?|anniversar(?:y|ies))"
+)
+# More questions about the person's days, then a few words of when: "do I have a sales meeting today", "is there
+# anything on my calendar for Thursday", "when is my next meeting with Roger", "what's coming up this week".
+_ASK_AGENDA = re.compile(
+    rf"^(?:(?:do|did) i have (?:a |an |any |anything |something |any other )?(?:\w+\s+)?(?:{_EVENT_NOUNS}|anything|"
+    r"something|things?)(?:\s+(?:going on|planned|scheduled|booked|coming up|on))?"
+    rf"|(?:is|are) there (?:a |an |any )?(?:\w+\s+)?{_EVENT_NOUNS}(?:\s+(?:on|in) {_CALENDAR_NOUN})?"
+    rf"|(?:is|are) there anything (?:on|in) {_CALENDAR_NOUN}"
+    rf"|what(?:'s| is| are)? (?:on )?(?:my|the) (?:\w+ )?(?:calendar|calender|schedule|agenda|diary|plans)"
+    rf"|what (?:do i have|have i got)(?: going on| planned| scheduled| on| coming up)?"
+    rf"|how many (?:\w+ )?{_EVENT_NOUNS} (?:do|will|did) i have"
+    rf"|what my (?:day|week|schedule|calendar|agenda) looks? like"
+    rf"|what(?:'s| is) (?:coming up|planned|scheduled)(?: for me| on my calendar)?"
+    rf"|what (?:{_EVENT_NOUNS}) (?:do i have|have i got|are (?:there|scheduled|planned|coming up)|am i in)"
+    rf"|(?:show|tell me|list|read|check|see|give me|open|get|view)(?: me)?(?: about)? (?:all |my |the |any |upcoming |"
+    rf"today's |tomorrow's )*(?:calendar|schedule|agenda|{_EVENT_NOUNS})"
+    rf"|(?:am i|is my (?:calendar|schedule|day)) (?:free|busy|available|booked|open)"
+    rf"|when (?:is|are) (?:my|the) (?:next )?(?:\w+\s+)?{_EVENT_NOUNS}"
+    rf"|what does my (?:day|week|weekend|schedule|calendar|agenda|morning|afternoon|evening)(?:\s+\S+){{0,2}} look like"
+    rf"|what am i (?:doing|supposed to be doing))(?P<tail>(?:\s+\S+){{0,8}})$",
+    re.I,
+)
+
+
 def _agenda(text: str, now: datetime, tools: Collection[str]) -> Intent:
     if not _AGENDA.match(text):
-        return None
+        asked = _ASK_AGENDA.match(text)
+        if asked is None or not is_question_tail(asked["tail"]) or re.search(r"\b(?:e-?mails?|alarms?)\b", text, re.I):
+            return None
     if CALENDAR_TOOLS[0] not in tools:
         return Refuse(NO_CALENDAR, "calendar_list_events")
     start, end, label = _days(text, now)
+    if label == "today" and re.match(r"^when\b", text, re.I):
+        start, end, label = now.replace(second=0, microsecond=0), now + timedelta(days=30), "in the next 30 days"
     return Act(
         "calendar_list_events",
         {"start": start.isoformat(timespec="minutes"), "end": end.isoformat(timespec="minutes")},
@@ -445,7 +555,7 @@ def _days(text: str, now: datetime) -> tuple[datetime, datetime, str]:
         return monday, monday + timedelta(days=7), "next week"
     if "week" in said:
         return now.replace(second=0, microsecond=0), midnight + timedelta(days=7 - midnight.weekday()), "this week"
-    day = times.day_named(said.removeprefix("this "), now) if said and not said.startswith(("to", "this")) else None
+    day = times.day_named(said.removeprefix("the "), now) if said and not said.startswith(("to", "this")) else None
     if day is not None:
         return day, day + timedelta(days=1), times.day(day, now)
     return midnight, midnight + timedelta(days=1), "today"
@@ -466,12 +576,64 @@ _CHECK_MAIL = re.compile(
 )
 
 
+_MAIL_WORDS = r"(?:e-?mails?|mails?|messages|inbox|gmail|outlook)"
+_NOT_WHEN = r"(?!(?:today|yesterday|recently|lately|since|last|this|for|in|about|on|at|please|now|so|to|me)\b)"
+_SENDER = rf"{_NOT_WHEN}[\w.@'-]+(?: {_NOT_WHEN}[\w.'-]+)?"
+_FROM = rf"(?:\s+(?:from|by)\s+{_SENDER})?"
+# Questions about the inbox, then a few words of when: "any new mail from sarah", "who sent me email today", "did I
+# get an email from Sandy", "did Paul email me recently", "what's the latest email from Amazon".
+_ASK_MAIL = re.compile(
+    r"^(?:(?:do i have|have i got|did i get|did i receive|have i received|have i gotten|is there|are there|any|got any|"
+    r"anything)\s+(?:any\s+|a\s+|an\s+)?(?:(?:new|unread|recent|latest|important)\s+)*(?:e-?mails?|mail|messages)"
+    rf"{_FROM}"
+    r"|(?:check|read|show|open|display|list|get|fetch|see|view|find|give me)(?: me)? (?:(?:all|my|the|any|new|unread|"
+    rf"latest|recent|newest|last|most recent)\s+)*{_MAIL_WORDS}{_FROM}"
+    rf"|who (?:has |have )?(?:e-?mailed|sent|wrote|written)(?: me| to me)?(?: (?:an? |any )?{_MAIL_WORDS})?(?: me)?"
+    r"|(?:did|has) (?!i\b|you\b)(?P<writer>\w+(?: \w+)?) (?:e-?mail(?:ed)?|sen[dt] me (?:an? )?(?:e-?mail|mail|message)s?|"
+    r"wr(?:ite|ote|itten) (?:to )?me)(?: me)?"
+    r"|what(?:'s| is| are) (?:my |the )?(?:new|newest|latest|last|most recent|unread)(?: \w+)? "
+    rf"(?:e-?mails?|mail|messages){_FROM}"
+    rf"|how many (?:new |unread )?(?:e-?mails?|mails|messages)(?: do i have| have i got| did i get| are there)?{_FROM}"
+    rf"|what (?:new |unread )?(?:e-?mails?|messages) (?:do i have|have i got|did i get){_FROM}"
+    rf"|(?:have|has) (?:any|there been any) (?:new )?(?:e-?mails?|mail|messages) (?:come in|arrived)"
+    rf"|(?:inform|update|tell) me (?:of|on|about) (?:my )?(?:new |unread )?(?:e-?mails?|mail|inbox){_FROM})"
+    r"(?P<tail>(?:\s+\S+){0,6})$",
+    re.I,
+)
+_MAIL_TAIL = {
+    "today", "yesterday", "recently", "lately", "since", "last", "hour", "this", "morning", "week", "for", "me", "in",
+    "my", "inbox", "please", "now", "right", "yet", "so", "far", "the", "at", "moment", "new", "unread", "email",
+    "emails", "mail", "from", "hours", "days", "afternoon", "evening", "i", "checked", "to", "on", "any", "received",
+    "got", "get", "gotten", "minutes", "night", "come", "in", "after", "before", "noon",
+}  # fmt: skip
+
+
 def _mail(text: str, now: datetime, tools: Collection[str]) -> Intent:
-    if not _CHECK_MAIL.match(text):
+    asked = None if _CHECK_MAIL.match(text) else _ASK_MAIL.match(text)
+    if asked is None and not _CHECK_MAIL.match(text):
+        return None
+    if asked is not None and not all(word in _MAIL_TAIL or _TIME_WORD.match(word) for word in asked["tail"].lower().split()):
         return None
     if MAIL_TOOL not in tools:
         return Refuse(NO_MAILBOX, MAIL_TOOL)
-    return Act(MAIL_TOOL, {"unseen": True})
+    return Act(MAIL_TOOL, _mail_filters(text, asked, now))
+
+
+def _mail_filters(text: str, asked: re.Match[str] | None, now: datetime) -> dict[str, Any]:
+    """What to search for: unread mail unless the question names a sender or a day ("who emailed me today")."""
+    filters: dict[str, Any] = {}
+    named = re.search(rf"\b(?:from|by)\s+({_SENDER})", text, re.I)
+    sender = (named[1] if named is not None else "") or (asked["writer"] if asked is not None else "")
+    if sender and sender.split()[0].lower() not in {"my", "me", "anyone", "someone", "anybody", "somebody", "the"}:
+        filters["from"] = sender
+    since = re.search(r"\b(today|yesterday|this week)\b", text, re.I)
+    if since is not None:
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        back = {"today": 0, "yesterday": 1, "this week": now.weekday()}[since[1].lower()]
+        filters["since"] = (midnight - timedelta(days=back)).date().isoformat()
+    if not filters or re.search(r"\b(?:new|unread)\b", text, re.I):
+        filters["unseen"] = True
+    return filters
 
 
 # "email bob@example.com that I'm running late", "send an email to bob@example.com saying …", "write to
@@ -492,23 +654,37 @@ _SEND_MAIL = re.compile(
     rf"(?:{_SAYING}(.*))?$",
     re.I,
 )
+# A mail to someone named without an address ("email my boss that I'll be late", "send an email to sandy"): asked
+# for the address.
+_NOT_SOMEONE = (
+    r"(?!(?:is|was|are|the|a|an|it|this|that|me|server|address|sent|from|to|not|still|down|works?|template|client|"
+    r"app|list|and|for|in|on|me|with|again|notifications?|settings?|account|box|inbox)\b)"
+)
+_SEND_MAIL_NAMED = re.compile(
+    r"^(?:e-?mail|send (?:an? |a quick )?e-?mail to|write (?:an? )?e-?mail to|(?:start|compose|draft) (?:an? )?e-?mail "
+    rf"(?:to|for))\s+(my \w+|{_NOT_SOMEONE}[\w'-]+(?: (?-i:[A-Z])\w+)?)"
+    r"(?:\s+(?:that|to|about|and|saying|asking|telling|how|with|if|:)\b.*|:.*)?$"
+    r"|^tell ([\w'-]+) .+ (?:through|by|via|over|in an) e-?mail$",
+    re.I,
+)
 _SUBJECT_LIMIT = 60
 
 
 def _send_mail(text: str, now: datetime, tools: Collection[str]) -> Intent:
     found = _SEND_MAIL.match(text)
     if found is None:
-        return None
+        named = _SEND_MAIL_NAMED.match(text)
+        if named is None:
+            return None
+        if "mail_send" not in tools:
+            return Refuse(NO_MAILBOX, "mail_send")
+        return _address_needed(named[1] or named[2])
     recipient = next(group for group in found.groups()[:-1] if group)
     said = (found.groups()[-1] or "").strip()
     if "mail_send" not in tools:
         return Refuse(NO_MAILBOX, "mail_send")
     if not re.fullmatch(_ADDRESS, recipient):
-        return Refuse(
-            f"I need {recipient}'s email address: say “email {recipient.split()[0].lower()}@example.com that …” with "
-            "their address (without a language model I cannot look it up).",
-            "mail_send",
-        )
+        return _address_needed(recipient)
     about = re.match(r"^about\s+(.+?)(?:\s*[:,]\s*|\s+(?:saying|that)\s+)(.+)$|^about\s+(.+)$", said, re.I)
     subject, body = _subject_of(said), said
     if about is not None:
@@ -523,6 +699,15 @@ def _send_mail(text: str, now: datetime, tools: Collection[str]) -> Intent:
     return Act("mail_send", {"to": recipient, "subject": subject, "body": body}, confirm=True)
 
 
+def _address_needed(recipient: str) -> Refuse:
+    example = re.sub(r"[^\w]", "", recipient.split()[-1].lower()) or "sam"
+    return Refuse(
+        f"I need {yours(recipient)}'s email address: say “email {example}@example.com that …” with their address "
+        "(without a language model I cannot look it up).",
+        "mail_send",
+    )
+
+
 def _subject_of(body: str) -> str:
     """A subject from the mail's own words: "I'm running late" is about "Running late"."""
     words = re.sub(r"^(?:i'm|i am|i'll|i will|we're|we are|just|hi|hello|hey)\s+", "", body.strip(), flags=re.I)
@@ -533,7 +718,7 @@ def _subject_of(body: str) -> str:
 
 
 _ADD_EVENT = re.compile(
-    r"^(?:add|schedule|put|book|create|plan|set up|block)\s+"
+    r"^(?:add|schedule|put|book|create|plan|set up|block|arrange|organi[sz]e|make|set|write down|note down)\s+"
     r"(?:an? event\s+|an? (?:event|meeting|appointment) (?:called|named|for)\s+)?(?:an?\s+|the\s+)?"
     r"(.+)$",
     re.I,
@@ -542,12 +727,31 @@ _ON_CALENDAR = re.compile(r"\s+(?:to|on|in|into) (?:my |the )?calendar\b", re.I)
 _LENGTH = re.compile(r"\s+for (?:(\d{1,3}|an?|one|two|three|half an?) )?(hours?|minutes?|mins?)\b", re.I)
 
 
+# What makes "book …" or "schedule …" an event in the calendar: the calendar named, or an event's noun among the
+# first words ("schedule a call with Ana", "book the retro"), or a person to meet ("set up lunch with Sam"). A cab, a
+# train, a table or a flight is booked elsewhere: "book a cab to the station in 20 minutes" is no calendar event.
+_AN_EVENT = re.compile(
+    r"^\w+(?: up)?\s+(?:\S+\s+){0,3}?(?:meeting|call|appointment|event|lunch|dinner|breakfast|brunch|coffee|drinks|"
+    r"party|retro|retrospective|review|standup|stand-up|sync|demo|1:1|one-on-one|catch-?up|interview|workshop|"
+    r"webinar|conference|class|lesson|session|training|practice|dentist|doctor|check-?up|haircut|date|presentation|"
+    r"planning|offsite|visit)s?\b",
+    re.I,
+)
+_WITH_SOMEONE = re.compile(r"\bwith (?:(?-i:[A-Z])\w+|my \w+|the \w+ team)\b", re.I)
+_BOOKED_ELSEWHERE = re.compile(
+    r"\b(?:cab|taxi|uber|lyft|ola|flights?|train|tickets?|hotel|room|table|restaurant|reservation|rental|car|pto|"
+    r"vacation|leave|alarm|timer|list|playlist|song)\b",
+    re.I,
+)
+
+
 def _event(text: str) -> _Draft | None:
     found = _ADD_EVENT.match(_ON_CALENDAR.sub("", text))
     if found is None or "reminder" in text.lower():
         return None
-    if re.match(r"^(?:put|block)\b", text, re.I) and not _ON_CALENDAR.search(text):
-        return None  # "put the washing on at 3pm" is not about the calendar
+    on_calendar = _ON_CALENDAR.search(text) is not None
+    if not on_calendar and (_BOOKED_ELSEWHERE.search(text) or not (_AN_EVENT.match(text) or _WITH_SOMEONE.search(text))):
+        return None  # "put the washing on at 3pm", "book a cab at 5": not about the calendar
     body, minutes = found[1], 60
     length = _LENGTH.search(body)
     if length is not None:
@@ -556,8 +760,8 @@ def _event(text: str) -> _Draft | None:
         minutes = int(amount * (60 if length[2].lower().startswith("h") else 1))
         body = body[: length.start()] + body[length.end() :]
     what, when = split_when(body)
-    if not when and not re.search(r"\bcalendar\b", text, re.I):
-        return None  # "add milk": not an event
+    if not when and not (on_calendar or _AN_EVENT.match(text)):
+        return None  # "add milk": not an event; "schedule a meeting with James": asked when
     return _Draft("event", what, when, minutes=max(5, min(minutes, 24 * 60)))
 
 
@@ -661,19 +865,29 @@ def _event_call(what: str, when: times.When, minutes: int, now: datetime) -> Act
 # --- what it knows it cannot do -------------------------------------------------------------------------------------
 
 _OTHER_MAIL = re.compile(
-    r"^(?:forward|reply to|answer|respond to|draft a reply to|archive|delete|mark)\s+(?:(?:my|the|this|that|all|"
-    r"last|latest|new|unread)\s+)*(?:e-?mails?|mails?|messages?)\b"
-    rf"|^(?:send|write|compose|draft)\s+(?:{_MAIL_NOUN})\b",  # without a recipient
+    r"^(?:forward|reply(?: back)?(?: to)?|answer|respond(?: back)? to|draft a reply to|archive|delete|mark)\s+"
+    r"(?:(?:my|the|this|that|all|a|last|latest|new|unread|[\w-]+'s)\s+)*(?:e-?mails?|mails?|messages?)\b"
+    r"|^(?:send|write|compose|draft|start)\s+(?:an?\s+|a quick\s+)?(?:e-?mail|mail)\b",  # without a recipient
     re.I,
 )
+_EVENT_NOUNS_CHANGED = (
+    r"(?:events?|evenets?|meetings?|appointments?|appoitments?|calls?|parties|party|lunch|dinner|breakfast|birthday|"
+    r"standups?|hair ?cut|programs?|date|plans?)"
+)
 _CHANGE_EVENT = re.compile(
-    r"^(?:delete|remove|cancel|move|reschedule|push back|postpone|rename)\s+(?:(?:my|the|this|that|all|"
-    rf"today's|tomorrow's)\s+)*(?:{_NOT_A_NAME}[\w'-]+\s+){{0,3}}(?:event|meeting|appointment|call)s?\b",
+    r"^(?:delete|remove|cancel|move|reschedule|push back|postpone|rename|erase|dismiss|disregard|clear(?: off)?|"
+    r"take|get rid of|drop)\s+(?:(?:my|the|this|that|all|all of|all my|every|next|today's|tomorrow's)\s+)*"
+    rf"(?:(?:{_NOT_A_NAME}[\w'-]+\s+){{0,3}}{_EVENT_NOUNS_CHANGED}\b|.+\b(?:from|off|on) (?:my |the )?(?:\w+ )?"
+    r"(?:calendar|calender|schedule|agenda)\b)"
+    r"|^(?:clear|empty|wipe|reset|clean)\s+(?:out\s+)?(?:my|the)\s+(?:whole\s+|entire\s+)?(?:calendar|calender|schedule|"
+    r"agenda|day)\b",
     re.I,
 )
 
 
 def _known_refusal(text: str, now: datetime, tools: Collection[str]) -> Intent:
+    if re.search(r"\b(?:list|reminders?|alarms?)\b", text, re.I):
+        return None  # "remove event from my list" is another tool's; reminders are cancelled, not refused
     if _OTHER_MAIL.search(text):
         return Refuse(
             "I can't forward, answer or file mail: without a language model I list your unread mail and send a mail "
