@@ -225,7 +225,7 @@ _HELP = re.compile(
     r"what are your (?:capabilities|abilities|skills|features|functions)|how can you help(?: me)?|"
     r"what (?:things|questions|requests) (?:can|may) i ask(?: you)?|what can you help (?:me )?with|who are you|"
     r"what (?:are )?(?:the )?(?:kinds?|sorts?|types?) of (?:things|questions|requests|stuff|tasks|topics) (?:can|may|"
-    r"should|could|do) (?:i|you)\b.{0,40}|what can i ask (?:you )?(?:to|about)\b.{0,40}|"
+    r"should|could) (?:i|you)\b.{0,40}|what can i ask (?:you )?(?:to|about)\b.{0,40}|"
     r"what (?:else )?can you (?:do|help)\b.{0,40}|what are you (?:able|capable)\b.{0,40})$",
     re.I,
 )
@@ -256,7 +256,7 @@ def _summarize(text: str, now: datetime, tools: Collection[str]) -> Intent:
 
 _REMIND = re.compile(
     r"^(?:remind me|remind(?= to\b)|(?:don't|do not) let me forget|"
-    r"(?:set|add|create|make|schedule|send) (?:me )?(?:a |an )?(?:new )?(?:reminder|notification|notice)|new reminder|"
+    r"(?:set|add|create|make|schedule|send) (?:me )?(?:a |an )?(?:new )?reminder(?! e-?mail)|new reminder|"
     r"reminder(?=:| to\b))\b:?\s*(.*)$",
     re.I,
 )
@@ -508,9 +508,10 @@ _EVENT_NOUNS = (
 _ASK_AGENDA = re.compile(
     rf"^(?:(?:do|did) i have (?:a |an |any |anything |something |any other )?(?:\w+\s+)?(?:{_EVENT_NOUNS}|anything|"
     r"something|things?)(?:\s+(?:going on|planned|scheduled|booked|coming up|on))?"
-    rf"|(?:is|are) there (?:a |an |any )?(?:\w+\s+)?{_EVENT_NOUNS}(?:\s+(?:on|in) {_CALENDAR_NOUN})?"
+    r"|(?:is|are) there (?:a |an |any )?(?:\w+\s+)?(?:meetings?|appointments?|calls?)"
+    rf"|(?:is|are) there (?:a |an |any )?(?:\w+\s+)?{_EVENT_NOUNS}\s+(?:on|in) {_CALENDAR_NOUN}"
     rf"|(?:is|are) there anything (?:on|in) {_CALENDAR_NOUN}"
-    rf"|what(?:'s| is| are)? (?:on )?(?:my|the) (?:\w+ )?(?:calendar|calender|schedule|agenda|diary|plans)"
+    rf"|what(?:'s| is| are)? (?:on )?(?:my (?:\w+ )?|the )(?:calendar|calender|schedule|agenda|diary|plans)"
     rf"|what (?:do i have|have i got)(?: going on| planned| scheduled| on| coming up)?"
     rf"|how many (?:\w+ )?{_EVENT_NOUNS} (?:do|will|did) i have"
     rf"|what my (?:day|week|schedule|calendar|agenda) looks? like"
@@ -529,7 +530,8 @@ _ASK_AGENDA = re.compile(
 def _agenda(text: str, now: datetime, tools: Collection[str]) -> Intent:
     if not _AGENDA.match(text):
         asked = _ASK_AGENDA.match(text)
-        if asked is None or not is_question_tail(asked["tail"]) or re.search(r"\b(?:e-?mails?|alarms?)\b", text, re.I):
+        unlike = re.search(r"\b(?:e-?mails?|alarms?|to do|to-do|todo)\b", text, re.I)
+        if asked is None or not is_question_tail(asked["tail"]) or unlike:
             return None
     if CALENDAR_TOOLS[0] not in tools:
         return Refuse(NO_CALENDAR, "calendar_list_events")
@@ -731,7 +733,7 @@ _LENGTH = re.compile(r"\s+for (?:(\d{1,3}|an?|one|two|three|half an?) )?(hours?|
 # first words ("schedule a call with Ana", "book the retro"), or a person to meet ("set up lunch with Sam"). A cab, a
 # train, a table or a flight is booked elsewhere: "book a cab to the station in 20 minutes" is no calendar event.
 _AN_EVENT = re.compile(
-    r"^\w+(?: up)?\s+(?:\S+\s+){0,3}?(?:meeting|call|appointment|event|lunch|dinner|breakfast|brunch|coffee|drinks|"
+    r"^\w+(?: up)?\s+(?:\S+\s+){0,3}?(?:meeting|call|appointment|event|lunch|dinner|breakfast|brunch|"
     r"party|retro|retrospective|review|standup|stand-up|sync|demo|1:1|one-on-one|catch-?up|interview|workshop|"
     r"webinar|conference|class|lesson|session|training|practice|dentist|doctor|check-?up|haircut|date|presentation|"
     r"planning|offsite|visit)s?\b",
@@ -740,7 +742,7 @@ _AN_EVENT = re.compile(
 _WITH_SOMEONE = re.compile(r"\bwith (?:(?-i:[A-Z])\w+|my \w+|the \w+ team)\b", re.I)
 _BOOKED_ELSEWHERE = re.compile(
     r"\b(?:cab|taxi|uber|lyft|ola|flights?|train|tickets?|hotel|room|table|restaurant|reservation|rental|car|pto|"
-    r"vacation|leave|alarm|timer|list|playlist|song)\b",
+    r"vacation|leave|alarm|timer|list|playlist|song|coffee|party of|phone call|call to|oil|tires?|me on a call)\b",
     re.I,
 )
 
@@ -886,7 +888,7 @@ _CHANGE_EVENT = re.compile(
 
 
 def _known_refusal(text: str, now: datetime, tools: Collection[str]) -> Intent:
-    if re.search(r"\b(?:list|reminders?|alarms?)\b", text, re.I):
+    if re.search(r"\b(?:list|reminders?|alarms?|reservations?|reserved)\b", text, re.I):
         return None  # "remove event from my list" is another tool's; reminders are cancelled, not refused
     if _OTHER_MAIL.search(text):
         return Refuse(
