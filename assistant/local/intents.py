@@ -140,6 +140,8 @@ def understand(text: str, now: datetime, tools: Collection[str], earlier: str | 
         intent = _sentence(sentence, now, tools, report)
         if intent is not None:
             found.append(intent)
+    if len(said) > 1:
+        found = [intent for intent in found if not isinstance(intent, Answer)]  # "Help! My card was stolen"
     if len(found) > 1:
         return Several(tuple(found[:MAX_REQUESTS]))
     return found[0] if found else None
@@ -186,9 +188,15 @@ _EMBEDDED = (
 )
 
 
+_TIME_FIRST = re.compile(r"^([^,]{2,40}),\s+(.+)$")
+
+
 def _asked(text: str) -> str:
     for expression, replacement in _EMBEDDED:
         text = expression.sub(replacement, text, count=1)
+    first = _TIME_FIRST.match(text)
+    if first is not None and is_time_phrase(first[1].split()) and not re.match(r"^remind\b", first[2], re.I):
+        return f"{first[2]} {first[1]}"  # "at noon, schedule a meeting with Saul"
     return text
 
 
@@ -196,6 +204,7 @@ def _request(request: str, now: datetime, tools: Collection[str], report: str = 
     request = _asked(request)
     readers = (
         _help, _summarize, _cancel, _list_reminders, _webhooks, _agenda, _mail, _send_mail, _known_refusal,
+        _looked_up,
     )  # fmt: skip
     for reader in readers:
         intent = reader(request, now, tools)
@@ -226,7 +235,10 @@ _HELP = re.compile(
     r"what (?:things|questions|requests) (?:can|may) i ask(?: you)?|what can you help (?:me )?with|who are you|"
     r"what (?:are )?(?:the )?(?:kinds?|sorts?|types?) of (?:things|questions|requests|stuff|tasks|topics) (?:can|may|"
     r"should|could) (?:i|you)\b.{0,40}|what can i ask (?:you )?(?:to|about)\b.{0,40}|"
-    r"what (?:else )?can you (?:do|help)\b.{0,40}|what are you (?:able|capable)\b.{0,40})$",
+    r"what (?:else )?can you (?:do|help)\b.{0,40}|what are you (?:able|capable)\b.{0,40}|"
+    r"(?:what|which)\b.{0,50}\b(?:can|could|may|should) (?:i|you) (?:ask|help|assist|answer|respond)\b.{0,40}|"
+    r"what (?:skills|commands|topics|subjects|questions|information) (?:do|can|are) you\b.{0,40}|"
+    r"what are (?:my|your) (?:list of )?commands|what (?:do|can) you know(?: about)?)$",
     re.I,
 )
 
@@ -520,7 +532,9 @@ _ASK_AGENDA = re.compile(
     rf"|(?:show|tell me|list|read|check|see|give me|open|get|view)(?: me)?(?: about)? (?:all |my |the |any |upcoming |"
     rf"today's |tomorrow's )*(?:calendar|schedule|agenda|{_EVENT_NOUNS})"
     rf"|(?:am i|is my (?:calendar|schedule|day)) (?:free|busy|available|booked|open)"
-    rf"|when (?:is|are) (?:my|the) (?:next )?(?:\w+\s+)?{_EVENT_NOUNS}"
+    rf"|(?:when|what time|what day|on what day) (?:is|are) (?:my|the|that) (?:next )?(?:[\w']+\s+)?{_EVENT_NOUNS}"
+    r"|am i scheduled (?:for|to)\b(?:\s+\S+){0,2}?|do i (?:meet|have a meeting) with \S+"
+    rf"|any (?:upcoming |new )?{_EVENT_NOUNS}"
     rf"|what does my (?:day|week|weekend|schedule|calendar|agenda|morning|afternoon|evening)(?:\s+\S+){{0,2}} look like"
     rf"|what am i (?:doing|supposed to be doing))(?P<tail>(?:\s+\S+){{0,8}})$",
     re.I,
@@ -533,6 +547,11 @@ def _agenda(text: str, now: datetime, tools: Collection[str]) -> Intent:
         unlike = re.search(r"\b(?:e-?mails?|alarms?|to do|to-do|todo)\b", text, re.I)
         if asked is None or not is_question_tail(asked["tail"]) or unlike:
             return None
+    return _agenda_of(text, now, tools)
+
+
+def _agenda_of(text: str, now: datetime, tools: Collection[str]) -> Intent:
+    """The listing of the span ``text`` names."""
     if CALENDAR_TOOLS[0] not in tools:
         return Refuse(NO_CALENDAR, "calendar_list_events")
     start, end, label = _days(text, now)
@@ -592,13 +611,15 @@ _ASK_MAIL = re.compile(
     rf"latest|recent|newest|last|most recent)\s+)*{_MAIL_WORDS}{_FROM}"
     rf"|who (?:has |have )?(?:e-?mailed|sent|wrote|written)(?: me| to me)?(?: (?:an? |any )?{_MAIL_WORDS})?(?: me)?"
     r"|(?:did|has) (?!i\b|you\b)(?P<writer>\w+(?: \w+)?) (?:e-?mail(?:ed)?|sen[dt] me (?:an? )?(?:e-?mail|mail|message)s?|"
-    r"wr(?:ite|ote|itten) (?:to )?me)(?: me)?"
+    r"wr(?:ite|ote|itten) (?:to )?me|sen[dt] me any (?:new )?(?:e-?mails?|mail|messages))(?: me)?"
     r"|what(?:'s| is| are) (?:my |the )?(?:new|newest|latest|last|most recent|unread)(?: \w+)? "
     rf"(?:e-?mails?|mail|messages){_FROM}"
     rf"|how many (?:new |unread )?(?:e-?mails?|mails|messages)(?: do i have| have i got| did i get| are there)?{_FROM}"
     rf"|what (?:new |unread )?(?:e-?mails?|messages) (?:do i have|have i got|did i get){_FROM}"
     rf"|(?:have|has) (?:any|there been any) (?:new )?(?:e-?mails?|mail|messages) (?:come in|arrived)"
-    rf"|(?:inform|update|tell) me (?:of|on|about) (?:my )?(?:new |unread )?(?:e-?mails?|mail|inbox){_FROM})"
+    rf"|(?:inform|update|tell) me (?:of|on|about) (?:my )?(?:new |unread )?(?:e-?mails?|mail|inbox){_FROM}"
+    r"|(?:check|scan|search|look through|go through)(?: (?:my|the|by))?(?: (?:inbox|e-?mails?|mail))? for (?:all |any )?"
+    rf"(?:new |unread |recent )?(?:e-?mails?|mail|messages){_FROM})"
     r"(?P<tail>(?:\s+\S+){0,6})$",
     re.I,
 )
@@ -606,7 +627,7 @@ _MAIL_TAIL = {
     "today", "yesterday", "recently", "lately", "since", "last", "hour", "this", "morning", "week", "for", "me", "in",
     "my", "inbox", "please", "now", "right", "yet", "so", "far", "the", "at", "moment", "new", "unread", "email",
     "emails", "mail", "from", "hours", "days", "afternoon", "evening", "i", "checked", "to", "on", "any", "received",
-    "got", "get", "gotten", "minutes", "night", "come", "in", "after", "before", "noon",
+    "got", "get", "gotten", "minutes", "night", "come", "in", "after", "before", "noon", "time", "all",
 }  # fmt: skip
 
 
@@ -663,10 +684,11 @@ _NOT_SOMEONE = (
     r"app|list|and|for|in|on|me|with|again|notifications?|settings?|account|box|inbox)\b)"
 )
 _SEND_MAIL_NAMED = re.compile(
-    r"^(?:e-?mail|send (?:an? |a quick )?e-?mail to|write (?:an? )?e-?mail to|(?:start|compose|draft) (?:an? )?e-?mail "
+    r"^(?:e-?mail|(?:send|write|prepare|start|compose|draft|open) (?:an? |the |a new |a quick )?(?:e-?mail|mail) "
     rf"(?:to|for))\s+(my \w+|{_NOT_SOMEONE}[\w'-]+(?: (?-i:[A-Z])\w+)?)"
     r"(?:\s+(?:that|to|about|and|saying|asking|telling|how|with|if|:)\b.*|:.*)?$"
-    r"|^tell ([\w'-]+) .+ (?:through|by|via|over|in an) e-?mail$",
+    r"|^tell ([\w'-]+) .+ (?:through|by|via|over|in an) e-?mail$"
+    rf"|^send ({_NOT_SOMEONE}\w+) (?:an? |the following )?e-?mail\b.*$",
     re.I,
 )
 _SUBJECT_LIMIT = 60
@@ -680,7 +702,7 @@ def _send_mail(text: str, now: datetime, tools: Collection[str]) -> Intent:
             return None
         if "mail_send" not in tools:
             return Refuse(NO_MAILBOX, "mail_send")
-        return _address_needed(named[1] or named[2])
+        return _address_needed(next(group for group in named.groups() if group))
     recipient = next(group for group in found.groups()[:-1] if group)
     said = (found.groups()[-1] or "").strip()
     if "mail_send" not in tools:
@@ -864,11 +886,45 @@ def _event_call(what: str, when: times.When, minutes: int, now: datetime) -> Act
     return Act("calendar_create_event", arguments, done=f"Added “{summary}” to your calendar {said}.")
 
 
+# A question or a request to look, about the person's reminder list or calendar, whatever its other words ("is the
+# company party on my list of reminders", "what is showing on my calendar for the 17th of march"): both only list.
+_LOOK = re.compile(
+    r"^(?:what|which|when|where|is|are|was|were|do|does|did|have|has|am|check|search|scan|show|tell|read|list|give|"
+    r"go through|walk me through|repeat|pull up|bring up|open|look|let me (?:know|see)|how many|any|can you (?:read|"
+    r"check|show|tell|give|see|look|list|pull up)|i (?:want|need|would like|'d like) (?:to )?(?:know|see))\b",
+    re.I,
+)
+_MY_REMINDER_LIST = re.compile(r"\b(?:my |the )?(?:reminders? list|list of reminders|reminder list)\b|\bmy reminders\b", re.I)
+_MY_CALENDAR_SAID = re.compile(
+    r"\b(?:on|in|from|to|of) (?:my|the) (?:\w+ )?(?:calendar|calender|calander|schedule|agenda|diary)\b|"
+    r"\bmy (?:calendar|calender|calander|schedule|agenda)\b|\bmy (?:next |upcoming |scheduled )?(?:meetings?|"
+    r"appointments?)\b",
+    re.I,
+)
+
+
+_NOT_LOOKING = (
+    r"\b(?:webhooks?|triggers?|e-?mails?|inbox|remove|delete|clear|add|added|cancel|way to|theaters?|holidays?|"
+    r"serviced|free day)\b"
+)
+
+
+def _looked_up(text: str, now: datetime, tools: Collection[str]) -> Intent:
+    if not _LOOK.match(text) or re.search(_NOT_LOOKING, text, re.I):
+        return None
+    if _MY_REMINDER_LIST.search(text):
+        return Act("list_reminders", {})
+    if _MY_CALENDAR_SAID.search(text) and not re.search(r"\b(?:sync|share|app|invite)\b", text, re.I):
+        return _agenda_of(text, now, tools)
+    return None
+
+
 # --- what it knows it cannot do -------------------------------------------------------------------------------------
 
 _OTHER_MAIL = re.compile(
     r"^(?:forward|reply(?: back)?(?: to)?|answer|respond(?: back)? to|draft a reply to|archive|delete|mark)\s+"
-    r"(?:(?:my|the|this|that|all|a|last|latest|new|unread|[\w-]+'s)\s+)*(?:e-?mails?|mails?|messages?)\b"
+    r"(?:(?:my|the|this|that|all|a|last|latest|new|unread|[\w-]+'s?)\s+)*(?:\S+\s+)?(?:e-?mails?|mails?|messages?)\b"
+    r"|^send (?:a |my )?(?:reply|response)\b"
     r"|^(?:send|write|compose|draft|start)\s+(?:an?\s+|a quick\s+)?(?:e-?mail|mail)\b",  # without a recipient
     re.I,
 )
