@@ -185,6 +185,8 @@ _EMBEDDED = (
     (re.compile(r"^(what|when|who|where)'s\b", re.I), r"\1 is"),
     (re.compile(r"^(?:go |please )+(?=check|read|look)", re.I), ""),
     (re.compile(r"^look at\b", re.I), "check"),
+    (re.compile(r"^(?:i (?:need|want|would like|'d like)|get me) (an? (?:meeting|call|appointment)\b)(?: to be)?"
+                r"(?: scheduled| set up| booked)?", re.I), r"schedule \1"),  # fmt: skip
 )
 
 
@@ -238,7 +240,11 @@ _HELP = re.compile(
     r"what (?:else )?can you (?:do|help)\b.{0,40}|what are you (?:able|capable)\b.{0,40}|"
     r"(?:what|which)\b.{0,50}\b(?:can|could|may|should) (?:i|you) (?:ask|help|assist|answer|respond)\b.{0,40}|"
     r"what (?:skills|commands|topics|subjects|questions|information) (?:do|can|are) you\b.{0,40}|"
-    r"what are (?:my|your) (?:list of )?commands|what (?:do|can) you know(?: about)?)$",
+    r"what are (?:my|your) (?:list of )?commands|what (?:do|can) you know(?: about)?|"
+    r"(?:tell me |what are |what's |what is )?(?:the )?(?:\w+ )?(?:kinds?|sorts?|types?|areas?) of (?:things|questions|"
+    r"subjects|stuff|topics|tasks)\b.{0,50}\b(?:ask|know|familiar|knowledg\w*|versed|good at|respon\w+)\b.{0,30}|"
+    r"what (?:questions|things|tasks) (?:can|may|am|are) (?:i|you) (?:ask|allowed|complete|able)\b.{0,30}|"
+    r"can i ask you (?:about )?anything|what do you have answers for)$",
     re.I,
 )
 
@@ -268,7 +274,9 @@ def _summarize(text: str, now: datetime, tools: Collection[str]) -> Intent:
 
 _REMIND = re.compile(
     r"^(?:remind me|remind(?= to\b)|(?:don't|do not) let me forget|"
-    r"(?:set|add|create|make|schedule|send) (?:me )?(?:a |an )?(?:new )?reminder(?! e-?mail)|new reminder|"
+    r"(?:set|add|create|make|schedule|send|set up|give me|i need|i want|i would like|i'd like|can i set|can you set|"
+    r"how about|open up)(?: me)? (?:a |an )?(?:new )?reminder(?! e-?mail)(?: set| made)?|new reminder|"
+    r"(?:be|get) reminded|"
     r"reminder(?=:| to\b))\b:?\s*(.*)$",
     re.I,
 )
@@ -381,7 +389,9 @@ _ASK_ALARMS = re.compile(
     rf"|(?:do i have|have i got|are there|is there|is|are)\s+(?:(?:any|an?|my|all|the)\s+(?:\w+\s+)?)?{_ALARMS}"
     rf"|what(?: is|'s| are) (?:on )?(?:my|the) (?:next |\w+ )?{_ALARMS}(?: list)?|what(?: is|'s) on my list of reminders"
     rf"|(?:at )?what times? (?:is|are|will|does|do|have you set) (?:my|the) (?:\w+\s+)?{_ALARMS}"
-    rf"|when (?:is|are) my (?:next )?{_ALARMS})(?P<tail>(?:\s+\S+){{0,8}})$",
+    rf"|when (?:is|are) my (?:next )?{_ALARMS}|(?:have i|did you|did i) set (?:any |an |my |the )?{_ALARMS}"
+    rf"|(?:show|give|tell) me the list of {_ALARMS}|my (?:set |current )?{_ALARMS}"
+    rf"|what {_ALARMS} will (?:wake|go off)|what time is set for my (?:\w+ )?{_ALARMS})(?P<tail>(?:\s+\S+){{0,8}})$",
     re.I,
 )
 _QUESTION_TAIL = {
@@ -769,7 +779,17 @@ _BOOKED_ELSEWHERE = re.compile(
 )
 
 
+_ADDED_TO_CALENDAR = re.compile(
+    r"^(?:i (?:would like|want|need) (?:to have )?)?(?:the )?(.+?) (?:needs to be |to be )?(?:added|put) "
+    r"(?:to|on|in) (?:my|the) (?:calendar|calender|schedule)(.*)$",
+    re.I,
+)
+
+
 def _event(text: str) -> _Draft | None:
+    added = _ADDED_TO_CALENDAR.match(text)
+    if added is not None:
+        text = f"add {added[1]}{added[2]} to my calendar"  # "the staff meeting on march 1 at 10am needs to be added …"
     found = _ADD_EVENT.match(_ON_CALENDAR.sub("", text))
     if found is None or "reminder" in text.lower():
         return None
@@ -895,6 +915,7 @@ _LOOK = re.compile(
     re.I,
 )
 _MY_REMINDER_LIST = re.compile(r"\b(?:my |the )?(?:reminders? list|list of reminders|reminder list)\b|\bmy reminders\b", re.I)
+_MY_ALARMS = re.compile(r"\b(?:my|any|set) (?:\w+ )?alarms?\b|\balarms? (?:is |are )?set\b|\balarms? situation\b", re.I)
 _MY_CALENDAR_SAID = re.compile(
     r"\b(?:on|in|from|to|of) (?:my|the) (?:\w+ )?(?:calendar|calender|calander|schedule|agenda|diary)\b|"
     r"\bmy (?:calendar|calender|calander|schedule|agenda)\b|\bmy (?:next |upcoming |scheduled )?(?:meetings?|"
@@ -912,7 +933,7 @@ _NOT_LOOKING = (
 def _looked_up(text: str, now: datetime, tools: Collection[str]) -> Intent:
     if not _LOOK.match(text) or re.search(_NOT_LOOKING, text, re.I):
         return None
-    if _MY_REMINDER_LIST.search(text):
+    if _MY_REMINDER_LIST.search(text) or _MY_ALARMS.search(text):
         return Act("list_reminders", {})
     if _MY_CALENDAR_SAID.search(text) and not re.search(r"\b(?:sync|share|app|invite)\b", text, re.I):
         return _agenda_of(text, now, tools)
@@ -943,6 +964,13 @@ _CHANGE_EVENT = re.compile(
 )
 
 
+_CHANGE_CALENDAR = re.compile(
+    r"^(?:i (?:no longer want|need to|want to)\s+|make sure\s+)?(?:remove|delete|cancel|clear|scratch|erase|undo|"
+    r"edit|change|move|reschedule|take)\b.*\b(?:calendar|calender|schedule)\b",
+    re.I,
+)
+
+
 def _known_refusal(text: str, now: datetime, tools: Collection[str]) -> Intent:
     if re.search(r"\b(?:list|reminders?|alarms?|reservations?|reserved)\b", text, re.I):
         return None  # "remove event from my list" is another tool's; reminders are cancelled, not refused
@@ -952,7 +980,7 @@ def _known_refusal(text: str, now: datetime, tools: Collection[str]) -> Intent:
             "you dictate (“email sam@example.com that …”).",
             "other_mail",
         )
-    if _CHANGE_EVENT.search(text):
+    if _CHANGE_EVENT.search(text) or _CHANGE_CALENDAR.search(text):
         return Refuse(
             "I can't change or remove calendar events: without a language model I only list and add them.",
             "change_events",
