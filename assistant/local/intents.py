@@ -222,12 +222,20 @@ def _request(request: str, now: datetime, tools: Collection[str], report: str = 
 
 CAPABILITIES = (
     "I'm the built-in assistant and work without a language model, so I understand only a few requests:\n"
-    "- reminders: “remind me to stretch at 3pm”, “in 20 minutes”, “every weekday at 9”\n"
-    "- “what reminders do I have”, “cancel the stretch reminder”\n"
+    "- reminders and alarms: “remind me to stretch at 3pm”, “in 20 minutes”, “every weekday at 9”, “wake me up at "
+    "half past six”\n"
+    "- “what reminders do I have”, “cancel the stretch reminder”, “cancel my 6am alarm”\n"
     "- “what's on my calendar today”, “add lunch with Sam on Friday at 1pm” (with a calendar connected)\n"
-    "- “show my unread mail”, “email sam@example.com that I'm running late” (with a mailbox connected)\n"
+    "- “show my unread mail”, “any new mail from Sarah”, “email sam@example.com that I'm running late” (with a "
+    "mailbox connected)\n"
     "- “list my webhooks”\n"
     "For anything else, this server needs a model (ASSISTANT_BACKEND=openai) or an assistant runtime."
+)
+# The answer to a message it did not understand: one short line, and "help" for the whole list.
+NOT_UNDERSTOOD = (
+    "Sorry, I didn't understand that. Without a language model I understand reminders and alarms (“remind me to "
+    "stretch at 3pm”), your calendar and mail when they are connected, and your webhooks: say “help” for examples. "
+    "For anything else this server needs a model (ASSISTANT_BACKEND=openai)."
 )
 _HELP = re.compile(
     r"^(?:help|\?|what (?:else )?can you do(?: for me)?|what do you do|what can i (?:ask|say)(?: you)?(?: to do)?|"

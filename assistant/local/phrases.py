@@ -73,7 +73,8 @@ def is_time_phrase(words: list[str]) -> bool:
     by another ("put the washing on at 3pm": "on at 3pm" is not the time, "at 3pm" is)."""
     if not words or not LEAD.match(words[0]):
         return False
-    if not all(_TIME_WORD.match(word.strip(",")) for word in words):
+    quarter_to = {index for index, word in enumerate(words) if word == "to" and index and words[index - 1] == "quarter"}
+    if not all(_TIME_WORD.match(word.strip(",")) or index in quarter_to for index, word in enumerate(words)):
         return False
     return not any(a.lower() in _PREPOSITIONS and b.lower() in _PREPOSITIONS for a, b in itertools.pairwise(words))
 
