@@ -81,7 +81,10 @@ def _show(git_dir: str, path: str) -> str:
 
 def _files(git_dir: str) -> list[str]:
     listed = subprocess.run(
-        ["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", "HEAD"], capture_output=True, text=True, check=True
+        ["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return listed.stdout.splitlines()
 
@@ -191,7 +194,9 @@ def measure(data: list[tuple[str, str]], misses: int = 0) -> dict[str, object]:
         "claimed": sum(claimed.values()),
         "other": other,
         "per_intent": {name: [read[name], round(right_by_intent[name] / read[name], 3)] for name in sorted(read)},
-        "per_label": {label: [claimed[label], round(understood[label] / claimed[label], 3)] for label in sorted(claimed)},
+        "per_label": {
+            label: [claimed[label], round(understood[label] / claimed[label], 3)] for label in sorted(claimed)
+        },
     }
 
 

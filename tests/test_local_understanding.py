@@ -45,7 +45,10 @@ SCRIPTS = [
         "Build failed in Jenkins: nightly-integration #512 - remind me in an hour to rerun it",
         remind("Rerun it", "2026-11-25T11:00"),
     ),
-    ("Release 1.8.0 is out. Please remind me to announce it tomorrow at 10.", remind("Announce it", "2026-11-26T10:00")),
+    (
+        "Release 1.8.0 is out. Please remind me to announce it tomorrow at 10.",
+        remind("Announce it", "2026-11-26T10:00"),
+    ),
     ("Standup moved to 10:30. What reminders do I have?", Act("list_reminders", {})),
     ("Back from lunch. Any new mail?", Act("mail_search", {"unseen": True})),
 ]
@@ -84,6 +87,7 @@ def test_a_request_to_summarize_keeps_the_text_from_being_acted_on():
     assert isinstance(intent, Refuse) and intent.about == "summarize"
 
 
+DEC_14, NOV_28 = "2026-12-14T00:00", "2026-11-28T00:00"
 WORDS = [
     ("set an alarm for seven am", remind("Alarm", "2026-11-26T07:00")),
     ("get me up at half past six", remind("Wake up", "2026-11-26T06:30")),
@@ -102,10 +106,8 @@ WORDS = [
     ("any new mail from sarah", Act("mail_search", {"from": "sarah", "unseen": True})),
     ("who sent me email today", Act("mail_search", {"since": "2026-11-25"})),
     ("did Paul email me recently", Act("mail_search", {"from": "Paul"})),
-    ("what's on my schedule for the 13th", Act("calendar_list_events", {"start": "2026-12-13T00:00",
-                                                                         "end": "2026-12-14T00:00"})),  # fmt: skip
-    ("am I free on Friday afternoon?", Act("calendar_list_events", {"start": "2026-11-27T00:00",
-                                                                    "end": "2026-11-28T00:00"})),  # fmt: skip
+    ("what's on my schedule for the 13th", Act("calendar_list_events", {"start": "2026-12-13T00:00", "end": DEC_14})),
+    ("am I free on Friday afternoon?", Act("calendar_list_events", {"start": "2026-11-27T00:00", "end": NOV_28})),
 ]
 
 

@@ -133,18 +133,25 @@ def understand(text: str, now: datetime, tools: Collection[str], earlier: str | 
             return _scheduled(_answered(draft, request, now), now, tools)
     if _SUMMARIZE.match(request):
         return _summarize(request, now, tools)  # the rest is the text to summarize, never requests to act on
-    said = sentences(text)
-    found = []
-    for index, sentence in enumerate(said):
-        report = " ".join(said[:index] + said[index + 1 :])
-        intent = _sentence(sentence, now, tools, report)
-        if intent is not None:
-            found.append(intent)
-    if len(said) > 1:
-        found = [intent for intent in found if not isinstance(intent, Answer)]  # "Help! My card was stolen"
+    found = _requests(sentences(text), now, tools)
     if len(found) > 1:
         return Several(tuple(found[:MAX_REQUESTS]))
     return found[0] if found else None
+
+
+def _requests(
+    said: list[str], now: datetime, tools: Collection[str]
+) -> list[Act | CancelNamed | Ask | Refuse | Answer]:
+    """The request of each sentence that has one; the other sentences are its report."""
+    found = []
+    for index, sentence in enumerate(said):
+        intent = _sentence(sentence, now, tools, report=" ".join(said[:index] + said[index + 1 :]))
+        if intent is None or isinstance(intent, Several):
+            continue
+        if isinstance(intent, Answer) and len(said) > 1:
+            continue  # "Help! My card was stolen": an exclamation, not a question to us
+        found.append(intent)
+    return found
 
 
 MAX_REQUESTS = 3
@@ -174,9 +181,14 @@ def _sentence(sentence: str, now: datetime, tools: Collection[str], report: str)
 # A question asked inside a request ("tell me what's on my schedule", "let me know if I have any meetings") is read
 # as the question itself.
 _EMBEDDED = (
-    (re.compile(r"^(?:(?:can you |could you |please )?(?:tell me|let me know|inform me|show me|find out|check)|"
-                r"i (?:want|need|would like|'d like) to know)(?: about)?\s+(?=what|when|which|who|how|if|whether|do)",
-                re.I), ""),  # fmt: skip
+    (
+        re.compile(
+            r"^(?:(?:can you |could you |please )?(?:tell me|let me know|inform me|show me|find out|check)|"
+            r"i (?:want|need|would like|'d like) to know)(?: about)?\s+(?=what|when|which|who|how|if|whether|do)",
+            re.I,
+        ),
+        "",
+    ),
     (re.compile(r"^(?:if|whether) i have\b", re.I), "do i have"),
     (re.compile(r"^(?:if|whether) there (are|is)\b", re.I), r"\1 there"),
     (re.compile(r"^(?:if|whether) i(?: am|'m)\b", re.I), "am i"),
@@ -185,8 +197,14 @@ _EMBEDDED = (
     (re.compile(r"^(what|when|who|where)'s\b", re.I), r"\1 is"),
     (re.compile(r"^(?:go |please )+(?=check|read|look)", re.I), ""),
     (re.compile(r"^look at\b", re.I), "check"),
-    (re.compile(r"^(?:i (?:need|want|would like|'d like)|get me) (an? (?:meeting|call|appointment)\b)(?: to be)?"
-                r"(?: scheduled| set up| booked)?", re.I), r"schedule \1"),  # fmt: skip
+    (
+        re.compile(
+            r"^(?:i (?:need|want|would like|'d like)|get me) (an? (?:meeting|call|appointment)\b)(?: to be)?"
+            r"(?: scheduled| set up| booked)?",
+            re.I,
+        ),
+        r"schedule \1",
+    ),
 )
 
 
@@ -239,8 +257,10 @@ NOT_UNDERSTOOD = (
 )
 _HELP = re.compile(
     r"^(?:help|\?|what (?:else )?can you do(?: for me)?|what do you do|what can i (?:ask|say)(?: you)?(?: to do)?|"
-    r"commands|menu|how do(?:es)? (?:this|you|it) work|what do you understand|what are you (?:able to|capable of)(?: do)?|"
-    r"what (?:kinds?|sorts?|types?) of (?:things|questions|requests|stuff) (?:can|may|should) i ask(?: you)?(?: about)?|"
+    r"commands|menu|how do(?:es)? (?:this|you|it) work|what do you understand|"
+    r"what are you (?:able to|capable of)(?: do)?|"
+    r"what (?:kinds?|sorts?|types?) of (?:things|questions|requests|stuff) (?:can|may|should) i ask(?: you)?"
+    r"(?: about)?|"
     r"what are your (?:capabilities|abilities|skills|features|functions)|how can you help(?: me)?|"
     r"what (?:things|questions|requests) (?:can|may) i ask(?: you)?|what can you help (?:me )?with|who are you|"
     r"what (?:are )?(?:the )?(?:kinds?|sorts?|types?) of (?:things|questions|requests|stuff|tasks|topics) (?:can|may|"
@@ -263,8 +283,9 @@ def _help(text: str, now: datetime, tools: Collection[str]) -> Intent:
 
 _SUMMARIZE = re.compile(
     r"^(?:(?:give me (?:a|the) (?:summary|gist|tl;?dr) of|what(?:'s| is) the gist of)\s"
-    r"|(?:summari[sz]e|sum up|translate|rewrite|rephrase|proofread|paraphrase)(?:\s+(?:this|that|these|it|the following|the text|this text|"
-    r"the (?:e-?mail|message|article|document|page|paragraph|thread|log)|for me)\b|\s*:|\s+(?:in)?to \w+\s*:)"
+    r"|(?:summari[sz]e|sum up|translate|rewrite|rephrase|proofread|paraphrase)(?:\s+(?:this|that|these|it|"
+    r"the following|the text|this text|the (?:e-?mail|message|article|document|page|paragraph|thread|log)|for me)\b"
+    r"|\s*:|\s+(?:in)?to \w+\s*:)"
     r"|tl;?dr\b)",
     re.I,
 )
@@ -313,7 +334,9 @@ def _at_hour(when: str) -> str:
 
 def _in_the_morning(when: str) -> str:
     """Waking up is in the morning: "get me up at 6" is 06:00, not asked about."""
-    if times.has_bare_hour(when) and not re.search(r"\b(?:[ap]\.?m|morning|afternoon|evening|night|tonight)\b", when, re.I):
+    if times.has_bare_hour(when) and not re.search(
+        r"\b(?:[ap]\.?m|morning|afternoon|evening|night|tonight)\b", when, re.I
+    ):
         return f"{when} in the morning"
     return when
 
@@ -326,6 +349,8 @@ def _alarm(rest: str) -> _Draft:
     if when and not split_when(rest)[1]:
         name = ""  # the time was the rest: "for 6"
     return _Draft("reminder", name, when, "alarm")
+
+
 _WHEN_FIRST = re.compile(r"^(.+?),?\s+remind me\b\s*(.*)$", re.I)
 _CONNECTOR = re.compile(r"^(to|about|that|of|for)\s+(.*)$", re.I)
 _INNER_CONNECTOR = re.compile(r"\s(to|about|that)\s", re.I)
@@ -395,7 +420,8 @@ _ASK_ALARMS = re.compile(
     rf"|(?:show|list|tell me|read|check|see|give me|display|view|review|let me see|let me know)\s+(?:me\s+)?"
     rf"(?:about\s+)?{_SOME}(?:set\s+|\w+\s+)?{_ALARMS}"
     rf"|(?:do i have|have i got|are there|is there|is|are)\s+(?:(?:any|an?|my|all|the)\s+(?:\w+\s+)?)?{_ALARMS}"
-    rf"|what(?: is|'s| are) (?:on )?(?:my|the) (?:next |\w+ )?{_ALARMS}(?: list)?|what(?: is|'s) on my list of reminders"
+    rf"|what(?: is|'s| are) (?:on )?(?:my|the) (?:next |\w+ )?{_ALARMS}(?: list)?"
+    rf"|what(?: is|'s) on my list of reminders"
     rf"|(?:at )?what times? (?:is|are|will|does|do|have you set) (?:my|the) (?:\w+\s+)?{_ALARMS}"
     rf"|when (?:is|are) my (?:next )?{_ALARMS}|(?:have i|did you|did i) set (?:any |an |my |the )?{_ALARMS}"
     rf"|(?:show|give|tell) me the list of {_ALARMS}|my (?:set |current )?{_ALARMS}"
@@ -409,14 +435,14 @@ _QUESTION_TAIL = {
     "today's", "tomorrow's", "go", "off", "ring", "morning", "hours", "all", "and", "there?", "what", "they", "it",
     "calendar", "schedule", "agenda", "diary", "free", "busy", "anything", "after", "before", "from", "i've", "been",
     "times", "time", "event", "events", "meeting", "meetings", "appointments", "scheduled?", "please", "available",
-    "later", "so", "far", "here", "again", "total", "will", "many", "going", "any?", "they?",
+    "later", "so", "far", "here", "again", "total", "will", "many", "any?", "they?",
 }  # fmt: skip
 
 
 def is_question_tail(tail: str) -> bool:
     """Whether the words after a question only say when or which ("set for tomorrow morning", "this week")."""
-    words = re.sub(r"\bwith (?:(?:dr|mr|mrs|ms)\.? |my |the )?[\w'-]+(?: (?:and )?[\w'-]+)?", "", tail.lower())
-    words = words.replace("?", "").replace(",", "").split()
+    without_names = re.sub(r"\bwith (?:(?:dr|mr|mrs|ms)\.? |my |the )?[\w'-]+(?: (?:and )?[\w'-]+)?", "", tail.lower())
+    words = without_names.replace("?", "").replace(",", "").split()
     return all(word in _QUESTION_TAIL or _TIME_WORD.match(word) for word in words)
 
 
@@ -459,7 +485,9 @@ def _cancel(text: str, now: datetime, tools: Collection[str]) -> Intent:
         words = []  # "cancel all my reminders": one at a time, asked by name
     if re.search(r"\b(?:alarms?|wake[- ]?up)\b", named, re.I):
         # "cancel my 6am alarm": the alarm's time is not in its words; the alarms are asked about by name
-        words = [word for word in words if not _TIME_WORD.match(word) and word not in _ALARM_FILLER] or ["wake" if "wake" in named.lower() else "alarm"]
+        words = [word for word in words if not _TIME_WORD.match(word) and word not in _ALARM_FILLER] or [
+            "wake" if "wake" in named.lower() else "alarm"
+        ]
     return CancelNamed(" ".join(words))
 
 
@@ -628,7 +656,8 @@ _ASK_MAIL = re.compile(
     r"|(?:check|read|show|open|display|list|get|fetch|see|view|find|give me)(?: me)? (?:(?:all|my|the|any|new|unread|"
     rf"latest|recent|newest|last|most recent)\s+)*{_MAIL_WORDS}{_FROM}"
     rf"|who (?:has |have )?(?:e-?mailed|sent|wrote|written)(?: me| to me)?(?: (?:an? |any )?{_MAIL_WORDS})?(?: me)?"
-    r"|(?:did|has) (?!i\b|you\b)(?P<writer>\w+(?: \w+)?) (?:e-?mail(?:ed)?|sen[dt] me (?:an? )?(?:e-?mail|mail|message)s?|"
+    r"|(?:did|has) (?!i\b|you\b)(?P<writer>\w+(?: \w+)?) "
+    r"(?:e-?mail(?:ed)?|sen[dt] me (?:an? )?(?:e-?mail|mail|message)s?|"
     r"wr(?:ite|ote|itten) (?:to )?me|sen[dt] me any (?:new )?(?:e-?mails?|mail|messages))(?: me)?"
     r"|what(?:'s| is| are) (?:my |the )?(?:new|newest|latest|last|most recent|unread)(?: \w+)? "
     rf"(?:e-?mails?|mail|messages){_FROM}"
@@ -636,7 +665,8 @@ _ASK_MAIL = re.compile(
     rf"|what (?:new |unread )?(?:e-?mails?|messages) (?:do i have|have i got|did i get){_FROM}"
     rf"|(?:have|has) (?:any|there been any) (?:new )?(?:e-?mails?|mail|messages) (?:come in|arrived)"
     rf"|(?:inform|update|tell) me (?:of|on|about) (?:my )?(?:new |unread )?(?:e-?mails?|mail|inbox){_FROM}"
-    r"|(?:check|scan|search|look through|go through)(?: (?:my|the|by))?(?: (?:inbox|e-?mails?|mail))? for (?:all |any )?"
+    r"|(?:check|scan|search|look through|go through)(?: (?:my|the|by))?(?: (?:inbox|e-?mails?|mail))? for "
+    r"(?:all |any )?"
     rf"(?:new |unread |recent )?(?:e-?mails?|mail|messages){_FROM})"
     r"(?P<tail>(?:\s+\S+){0,6})$",
     re.I,
@@ -645,7 +675,7 @@ _MAIL_TAIL = {
     "today", "yesterday", "recently", "lately", "since", "last", "hour", "this", "morning", "week", "for", "me", "in",
     "my", "inbox", "please", "now", "right", "yet", "so", "far", "the", "at", "moment", "new", "unread", "email",
     "emails", "mail", "from", "hours", "days", "afternoon", "evening", "i", "checked", "to", "on", "any", "received",
-    "got", "get", "gotten", "minutes", "night", "come", "in", "after", "before", "noon", "time", "all",
+    "got", "get", "gotten", "minutes", "night", "come", "after", "before", "noon", "time", "all",
 }  # fmt: skip
 
 
@@ -653,7 +683,9 @@ def _mail(text: str, now: datetime, tools: Collection[str]) -> Intent:
     asked = None if _CHECK_MAIL.match(text) else _ASK_MAIL.match(text)
     if asked is None and not _CHECK_MAIL.match(text):
         return None
-    if asked is not None and not all(word in _MAIL_TAIL or _TIME_WORD.match(word) for word in asked["tail"].lower().split()):
+    if asked is not None and not all(
+        word in _MAIL_TAIL or _TIME_WORD.match(word) for word in asked["tail"].lower().split()
+    ):
         return None
     if MAIL_TOOL not in tools:
         return Refuse(NO_MAILBOX, MAIL_TOOL)
@@ -802,7 +834,9 @@ def _event(text: str) -> _Draft | None:
     if found is None or "reminder" in text.lower():
         return None
     on_calendar = _ON_CALENDAR.search(text) is not None
-    if not on_calendar and (_BOOKED_ELSEWHERE.search(text) or not (_AN_EVENT.match(text) or _WITH_SOMEONE.search(text))):
+    if not on_calendar and (
+        _BOOKED_ELSEWHERE.search(text) or not (_AN_EVENT.match(text) or _WITH_SOMEONE.search(text))
+    ):
         return None  # "put the washing on at 3pm", "book a cab at 5": not about the calendar
     body, minutes = found[1], 60
     length = _LENGTH.search(body)
@@ -922,7 +956,9 @@ _LOOK = re.compile(
     r"check|show|tell|give|see|look|list|pull up)|i (?:want|need|would like|'d like) (?:to )?(?:know|see))\b",
     re.I,
 )
-_MY_REMINDER_LIST = re.compile(r"\b(?:my |the )?(?:reminders? list|list of reminders|reminder list)\b|\bmy reminders\b", re.I)
+_MY_REMINDER_LIST = re.compile(
+    r"\b(?:my |the )?(?:reminders? list|list of reminders|reminder list)\b|\bmy reminders\b", re.I
+)
 _MY_ALARMS = re.compile(r"\b(?:my|any|set) (?:\w+ )?alarms?\b|\balarms? (?:is |are )?set\b|\balarms? situation\b", re.I)
 _MY_CALENDAR_SAID = re.compile(
     r"\b(?:on|in|from|to|of) (?:my|the) (?:\w+ )?(?:calendar|calender|calander|schedule|agenda|diary)\b|"

@@ -8,7 +8,8 @@ import re
 _POLITE = re.compile(
     r"^(?:(?:hey|hi|hello|ok|okay|so|and|also)\b[,!]?\s+)*"
     r"(?:(?:please|pls|kindly|can you|could you|would you|will you|i want you to|i'd like you to|i want to|"
-    r"i'd like to|i would like to|i need to|i need you to|help me|i wanna|i gotta|i must|i have to|i got to|i shall|go ahead and|see if you can)\b[,]?\s+)*",
+    r"i'd like to|i would like to|i need to|i need you to|help me|i wanna|i gotta|i must|i have to|i got to|"
+    r"i shall|go ahead and|see if you can)\b[,]?\s+)*",
     re.I,
 )
 _THANKS = re.compile(r"(?:[\s,]+(?:please|pls|thanks|thank you|thx))+\s*$", re.I)

@@ -6,10 +6,9 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from assistant.local import intents, times
+from assistant.local import times
 
 LISTED = 10
-
 
 
 def parsed(result: str, member: str) -> list[dict[str, Any]] | None:

@@ -1,6 +1,7 @@
 """Times as people write them, read in their time zone: dates.py reads dates and times ("tomorrow at noon", "in 20
-minutes", "Friday at 1pm", "six thirty am"), dateparser what it does not know, dateutil's rrule makes and serialises the recurrence ("every weekday at 9"). What is
-here is only the grammar around those calls: which words repeat, which hour a bare "at 9" means, and when to ask.
+minutes", "Friday at 1pm", "six thirty am"), dateparser what dates.py does not know ("next week"), dateutil's rrule
+makes and serialises the recurrence ("every weekday at 9"). What is here is only the grammar around those calls:
+which words repeat, which hour a bare "at 9" means, and when to ask.
 
 A bare hour (no am/pm, no minutes on the 24-hour clock) is read so: 7 to 11 in the morning, 12 at noon, 13 to 23 and
 0 on the 24-hour clock, and 1 to 6 asked about ("3am or 3pm?"), unless the phrase says morning, afternoon, evening
