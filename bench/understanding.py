@@ -29,6 +29,7 @@ from pathlib import Path
 
 import django
 
+from assistant.local import times
 from assistant.local.intents import intent_name, understand
 
 NOW = datetime(2026, 11, 25, 10, 0)  # a Wednesday morning, local
@@ -247,7 +248,12 @@ def main() -> None:
     if not data:
         print(f"No data under {options.data}: extract it first (see this script's help). Skipped.")
         return
+    read_by_dateparser: list[str] = []
+    with_dateparser = getattr(times, "with_dateparser", None)  # absent from a checkout before dates.py
+    if with_dateparser is not None:
+        times.with_dateparser = lambda phrase, now: read_by_dateparser.append(phrase) or with_dateparser(phrase, now)
     results = {"split": options.split, "messages": len(data), "public": measure(data, options.misses)}
+    results["times_read_by_dateparser"] = len(read_by_dateparser)  # the rest: assistant/local/dates.py
     results["notifications"] = measure(notifications(), options.misses)
     if options.speed:
         results["speed"] = latency(data + notifications())
