@@ -4,6 +4,7 @@ wake-ups, calendar and mail questions in the words people use, spoken times. ben
 same on public sets of requests; here are the cases the docs name, for a fixed "now" (Wednesday 25 November 2026,
 10:00, local)."""
 
+import sys
 from datetime import datetime
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from assistant.local import dates
 from assistant.local.intents import Act, Answer, Ask, CancelNamed, Refuse, Several, intent_name, understand
+from bench import understanding
 from bench.understanding import measure, notifications
 from conversations.models import Message, Role
 from reminders.models import Reminder
@@ -163,6 +165,13 @@ def test_spoken_numbers_become_clock_times():
 def test_the_notification_fixture_meets_the_targets():
     found = measure(notifications())
     assert found["precision"] >= 0.97 and found["recall"] >= 0.9 and found["acted_on_other"] == 0
+
+
+def test_the_benchmark_skips_without_its_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["understanding", "--data", str(tmp_path)])
+    monkeypatch.setenv("DEBUG", "1")  # what the script sets when run alone
+    understanding.main()
+    assert "Skipped" in capsys.readouterr().out
 
 
 @settings(max_examples=300, deadline=None)
