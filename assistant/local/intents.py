@@ -197,6 +197,7 @@ _EMBEDDED = (
     (re.compile(r"^(what|when|who|where)'s\b", re.I), r"\1 is"),
     (re.compile(r"^(?:go |please )+(?=check|read|look)", re.I), ""),
     (re.compile(r"^look at\b", re.I), "check"),
+    (re.compile(r"^(?:is it possible|would it be possible) (?:for you )?to\s+", re.I), ""),
     (
         re.compile(
             r"^(?:i (?:need|want|would like|'d like)|get me) (an? (?:meeting|call|appointment)\b)(?: to be)?"
@@ -683,9 +684,8 @@ def _mail(text: str, now: datetime, tools: Collection[str]) -> Intent:
     asked = None if _CHECK_MAIL.match(text) else _ASK_MAIL.match(text)
     if asked is None and not _CHECK_MAIL.match(text):
         return None
-    if asked is not None and not all(
-        word in _MAIL_TAIL or _TIME_WORD.match(word) for word in asked["tail"].lower().split()
-    ):
+    tail = re.sub(r"\b(?:about|regarding) .+$", "", asked["tail"].lower()) if asked is not None else ""
+    if not all(word in _MAIL_TAIL or _TIME_WORD.match(word) for word in tail.split()):
         return None
     if MAIL_TOOL not in tools:
         return Refuse(NO_MAILBOX, MAIL_TOOL)
@@ -699,6 +699,9 @@ def _mail_filters(text: str, asked: re.Match[str] | None, now: datetime) -> dict
     sender = (named[1] if named is not None else "") or (asked["writer"] if asked is not None else "")
     if sender and sender.split()[0].lower() not in {"my", "me", "anyone", "someone", "anybody", "somebody", "the"}:
         filters["from"] = sender
+    topic = re.search(r"\b(?:about|regarding) ((?:\S+ ?){1,5})$", asked["tail"] if asked is not None else "", re.I)
+    if topic is not None:
+        filters["text"] = re.sub(r"^(?:the|my|a|an) ", "", topic[1].strip(), flags=re.I)
     since = re.search(r"\b(today|yesterday|this week)\b", text, re.I)
     if since is not None:
         midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -953,7 +956,16 @@ def _event_call(what: str, when: times.When, minutes: int, now: datetime) -> Act
 _LOOK = re.compile(
     r"^(?:what|which|when|where|is|are|was|were|do|does|did|have|has|am|check|search|scan|show|tell|read|list|give|"
     r"go through|walk me through|repeat|pull up|bring up|open|look|let me (?:know|see)|how many|any|can you (?:read|"
-    r"check|show|tell|give|see|look|list|pull up)|i (?:want|need|would like|'d like) (?:to )?(?:know|see))\b",
+    r"check|show|tell|give|see|look|list|pull up)|i (?:want|need|would like|'d like) (?:to )?(?:know|see)|see|hear|"
+    r"review|go over|let me hear|do you know|about how many)\b",
+    re.I,
+)
+# Meetings on a day ("are any meetings booked for today", "check to see if I have any meetings with Peter today").
+_MEETINGS = re.compile(r"\b(?:meetings?|mettings?|appointments?|conferences|gatherings)\b", re.I)
+# "Do I have a reminder for the AA meeting", "what did I ask to be reminded about": the reminders, listed.
+_REMINDERS_ASKED = re.compile(
+    r"^(?:(?:do i have|is there|are there|did i set|have i set) (?:a|any) reminders? (?:for|about|to|set)\b"
+    r"|what (?:\w+ ){0,6}(?:remember|reminded)\b)",
     re.I,
 )
 _MY_REMINDER_LIST = re.compile(
@@ -970,16 +982,17 @@ _MY_CALENDAR_SAID = re.compile(
 
 _NOT_LOOKING = (
     r"\b(?:webhooks?|triggers?|e-?mails?|inbox|remove|delete|clear|add|added|cancel|way to|theaters?|holidays?|"
-    r"serviced|free day)\b"
+    r"serviced|free day|schedule an?|set up an?|book an?|put in)\b"
 )
 
 
 def _looked_up(text: str, now: datetime, tools: Collection[str]) -> Intent:
     if not _LOOK.match(text) or re.search(_NOT_LOOKING, text, re.I):
         return None
-    if _MY_REMINDER_LIST.search(text) or _MY_ALARMS.search(text):
+    if _MY_REMINDER_LIST.search(text) or _MY_ALARMS.search(text) or _REMINDERS_ASKED.match(text):
         return Act("list_reminders", {})
-    if _MY_CALENDAR_SAID.search(text) and not re.search(r"\b(?:sync|share|app|invite)\b", text, re.I):
+    on_a_day = _MEETINGS.search(text) and re.search(_DAY_WORDS, text, re.I)
+    if (_MY_CALENDAR_SAID.search(text) or on_a_day) and not re.search(r"\b(?:sync|share|app|invite)\b", text, re.I):
         return _agenda_of(text, now, tools)
     return None
 
