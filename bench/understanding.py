@@ -29,7 +29,7 @@ from pathlib import Path
 
 import django
 
-from assistant.local import times
+from assistant.local import dates, times
 from assistant.local.intents import intent_name, understand
 
 NOW = datetime(2026, 11, 25, 10, 0)  # a Wednesday morning, local
@@ -166,8 +166,13 @@ def _right(label: str) -> set[str]:
 def measure(data: list[tuple[str, str]], misses: int = 0) -> dict[str, object]:
     """Precision of what it reads (right / read), recall of the claimed labels, and how often it reads anything into
     a message of a kind it does not claim; ``misses``: print that many wrong readings and missed requests."""
-    read, right_by_intent, claimed, understood, other, acted_other = Counter(), Counter(), Counter(), Counter(), 0, 0
-    wrong, missed = [], []
+    read: Counter[str] = Counter()
+    right_by_intent: Counter[str] = Counter()
+    claimed: Counter[str] = Counter()
+    understood: Counter[str] = Counter()
+    other, acted_other = 0, 0
+    wrong: list[tuple[str, ...]] = []
+    missed: list[tuple[str, ...]] = []
     for label, text in data:
         name = intent_name(understand(text, NOW, TOOLS))
         right = _right(label)
@@ -227,6 +232,40 @@ def latency(data: list[tuple[str, str]], rounds: int = 3) -> dict[str, float]:
     }
 
 
+# Times as the reminders above say them, once the bare hours are resolved (what times.py hands the readers).
+PHRASES = (
+    "tomorrow at 12:00", "in 20 minutes", "on friday at 13:00", "at 15:30", "tomorrow at 09:30", "on dec 3 at 17:00",
+    "in 1 hour", "today at 20:00", "on the 13th at 12:00", "at 06:30 tomorrow",
+)  # fmt: skip
+
+
+def date_readers(rounds: int = 20) -> dict[str, object]:
+    """assistant/local/dates.py beside dateparser on the same phrases: CPU milliseconds per phrase, and where they
+    read a different minute."""
+    times.with_dateparser("tomorrow", NOW)  # dateparser's first load (over a second) is not counted
+    readers = {"dates.py": dates.read, "dateparser": times.with_dateparser}
+    found: dict[str, object] = {}
+    for name, reader in readers.items():
+        costs = []
+        for _ in range(rounds):
+            for phrase in PHRASES:
+                started = time.thread_time()
+                reader(phrase, NOW)
+                costs.append((time.thread_time() - started) * 1000)
+        costs.sort()
+        found[name] = {
+            "cpu_p50_ms": round(costs[len(costs) // 2], 4),
+            "cpu_p99_ms": round(costs[int(len(costs) * 0.99)], 3),
+        }
+    differently: dict[str, list[str]] = {}
+    for phrase in PHRASES:
+        minutes = [f"{(reader(phrase, NOW) or (None, ''))[0]}"[:16] for reader in readers.values()]
+        if minutes[0] != minutes[1]:
+            differently[phrase] = minutes
+    found["read_differently"] = differently
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command")
@@ -251,12 +290,18 @@ def main() -> None:
     read_by_dateparser: list[str] = []
     with_dateparser = getattr(times, "with_dateparser", None)  # absent from a checkout before dates.py
     if with_dateparser is not None:
-        times.with_dateparser = lambda phrase, now: read_by_dateparser.append(phrase) or with_dateparser(phrase, now)
+
+        def counted(phrase: str, now: datetime) -> tuple[datetime | None, str]:
+            read_by_dateparser.append(phrase)
+            return with_dateparser(phrase, now)
+
+        times.with_dateparser = counted
     results = {"split": options.split, "messages": len(data), "public": measure(data, options.misses)}
     results["times_read_by_dateparser"] = len(read_by_dateparser)  # the rest: assistant/local/dates.py
     results["notifications"] = measure(notifications(), options.misses)
     if options.speed:
         results["speed"] = latency(data + notifications())
+        results["date_readers"] = date_readers()
     for name, value in results.items():
         if isinstance(value, dict):
             lines = [f"  {key}: {json.dumps(inner)}" for key, inner in value.items()]
