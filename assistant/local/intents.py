@@ -17,7 +17,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from assistant.local import times
-from assistant.local.phrases import _TIME_WORD, LEAD, is_answer, is_time_phrase, plain, sentences, split_when, yours
+from assistant.local.phrases import (
+    LEAD,
+    is_answer,
+    is_time_phrase,
+    is_time_word,
+    plain,
+    sentences,
+    split_when,
+    yours,
+)
 
 # Every question about a time ends so: the person's next message, when it is only a time, answers it.
 ANSWER_HINT = "(Just reply with the time.)"
@@ -444,7 +453,7 @@ def is_question_tail(tail: str) -> bool:
     """Whether the words after a question only say when or which ("set for tomorrow morning", "this week")."""
     without_names = re.sub(r"\bwith (?:(?:dr|mr|mrs|ms)\.? |my |the )?[\w'-]+(?: (?:and )?[\w'-]+)?", "", tail.lower())
     words = without_names.replace("?", "").replace(",", "").split()
-    return all(word in _QUESTION_TAIL or _TIME_WORD.match(word) for word in words)
+    return all(word in _QUESTION_TAIL or is_time_word(word) for word in words)
 
 
 def _list_reminders(text: str, now: datetime, tools: Collection[str]) -> Intent:
@@ -486,7 +495,7 @@ def _cancel(text: str, now: datetime, tools: Collection[str]) -> Intent:
         words = []  # "cancel all my reminders": one at a time, asked by name
     if re.search(r"\b(?:alarms?|wake[- ]?up)\b", named, re.I):
         # "cancel my 6am alarm": the alarm's time is not in its words; the alarms are asked about by name
-        words = [word for word in words if not _TIME_WORD.match(word) and word not in _ALARM_FILLER] or [
+        words = [word for word in words if not is_time_word(word) and word not in _ALARM_FILLER] or [
             "wake" if "wake" in named.lower() else "alarm"
         ]
     return CancelNamed(" ".join(words))
@@ -685,7 +694,7 @@ def _mail(text: str, now: datetime, tools: Collection[str]) -> Intent:
     if asked is None and not _CHECK_MAIL.match(text):
         return None
     tail = re.sub(r"\b(?:about|regarding) .+$", "", asked["tail"].lower()) if asked is not None else ""
-    if not all(word in _MAIL_TAIL or _TIME_WORD.match(word) for word in tail.split()):
+    if not all(word in _MAIL_TAIL or is_time_word(word) for word in tail.split()):
         return None
     if MAIL_TOOL not in tools:
         return Refuse(NO_MAILBOX, MAIL_TOOL)

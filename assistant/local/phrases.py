@@ -69,6 +69,11 @@ _TIME_WORD = re.compile(
 _PREPOSITIONS = {"at", "on", "in", "by", "around", "from"}
 
 
+def is_time_word(word: str) -> bool:
+    """A word a time phrase may hold: "at", "6:30", "tomorrow", "thirteenth", "half"."""
+    return _TIME_WORD.match(word) is not None
+
+
 def is_time_phrase(words: list[str]) -> bool:
     """Every word a time word, starting like a time ("at", "tomorrow", "every", "3pm"), and no preposition followed
     by another ("put the washing on at 3pm": "on at 3pm" is not the time, "at 3pm" is)."""
