@@ -17,7 +17,19 @@ from assistant.approval.rule import Verdict
 from assistant.approval.text import in_words
 from assistant.conversation import CHANNEL_SOURCES, AssistantRequest
 from assistant.local import replies
-from assistant.local.intents import ANSWER_HINT, MAX_REQUEST, Act, Answer, Ask, CancelNamed, Intent, Refuse, understand
+from assistant.local.intents import (
+    ANSWER_HINT,
+    MAX_REQUEST,
+    NOT_UNDERSTOOD,
+    Act,
+    Answer,
+    Ask,
+    CancelNamed,
+    Intent,
+    Refuse,
+    Several,
+    understand,
+)
 from assistant.outcomes import Reply
 from assistant.tools import Toolbox
 from assistant.tools.toolbox import toolbox_for_request
@@ -88,6 +100,8 @@ class _Turn:
         return result.removeprefix("Error: "), not failed
 
     def carry_out(self, intent: Intent, request: AssistantRequest) -> str:
+        if isinstance(intent, Several):  # each request in turn, each call under the same approval rules as alone
+            return "\n\n".join(self.carry_out(one, request) for one in intent.intents)
         if isinstance(intent, Act):
             return self.act(intent)
         if isinstance(intent, CancelNamed):
@@ -105,7 +119,7 @@ class _Turn:
             return payload
         if len(request.text) > MAX_REQUEST:
             return _long_text(request.text)
-        return f"Sorry, I didn't understand that. {replies.CAPABILITIES}"
+        return NOT_UNDERSTOOD
 
     def waits(self, tool: str) -> bool:
         """Whether the call only asks the person's approval (a key's or a trigger's message, a tool that changes
@@ -127,7 +141,7 @@ class _Turn:
             return replies.webhooks(result)
         if intent.tool == "calendar_list_events":
             return replies.events(result, intent.done, self.zone, self.now)
-        return replies.mail(result)
+        return replies.mail(result, unread=bool(intent.arguments.get("unseen")))
 
     def zone_hint(self) -> str:
         if self.zone.key != "UTC":
