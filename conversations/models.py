@@ -90,6 +90,9 @@ class Message(models.Model):
         "triggers.WebhookTrigger", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
     )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # What became of its delivery (delivered or failed), written when that row is pruned (delivery/retention.py), so
+    # that the receipt and the console still say it; blank while the delivery row exists (it says so) or never was.
+    outcome = models.CharField(max_length=16, blank=True, default="", db_default="", editable=False)
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -10,13 +10,13 @@ costs the same at ten million rows as at a thousand (docs/howto/use-the-console.
 """
 
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.db import connections
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 # A count reads at most this many rows (and the list then offers COUNT_CAP / per page pages of a filtered list).
 COUNT_CAP = 10_000
@@ -27,7 +27,7 @@ class EstimatedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        queryset = self.object_list
+        queryset: QuerySet[Any] = self.object_list  # type: ignore[assignment]  # the admin's lists are querysets
         if not queryset.query.where:
             estimate = _estimated_rows(queryset.db, queryset.model._meta.db_table)
             if estimate > COUNT_CAP:
@@ -52,8 +52,8 @@ class LargeTableAdmin(admin.ModelAdmin):
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
-    ordering: Any = ("-pk",)
-    sortable_by: Any = ()
+    ordering: ClassVar[Any] = ("-pk",)
+    sortable_by: ClassVar[Any] = ()
     list_per_page = 50
 
     def get_readonly_fields(self, request: Any, obj: Any = None) -> list[str]:
