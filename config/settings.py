@@ -334,6 +334,14 @@ IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 60 * 6
 # How long a webhook trigger remembers a GitHub delivery (its X-GitHub-Delivery and signed body) to acknowledge a
 # replay without a second message; GitHub redelivers for 3 days (`manage.py prunetriggerdeliveries` removes older).
 TRIGGER_DELIVERY_RETENTION_SECONDS = env_int("TRIGGER_DELIVERY_RETENTION_SECONDS", 7 * 24 * 60 * 60)
+# Retention (ops/pruning.py): how long the queue's finished entries and the logs are kept, in days. A message itself
+# is the person's history and stays until they delete it; its delivery's final status is kept on it.
+DELIVERY_RETENTION_DAYS = env_int("DELIVERY_RETENTION_DAYS", 90)  # delivered or failed, with their tool calls
+OUTBOX_RETENTION_DAYS = env_int("OUTBOX_RETENTION_DAYS", 90)  # texts sent or given up on
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 400)  # an account's audit log
+# Every prune deletes this many rows per transaction, and a run stops after PRUNE_RUN_SECONDS (the next goes on).
+PRUNE_BATCH_ROWS = env_int("PRUNE_BATCH_ROWS", 1000)
+PRUNE_RUN_SECONDS = env_int("PRUNE_RUN_SECONDS", 120)
 
 # --- OpenAPI (drf-spectacular; the docs page's assets come from the sidecar package, not a CDN) -------------------
 SPECTACULAR_SETTINGS = {

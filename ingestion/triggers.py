@@ -142,6 +142,8 @@ def _firing(entry: trigger_log.Line) -> dict[str, Any]:
         status = "awaiting_approval"
     elif message is not None and getattr(message, "delivery", None) is not None:
         status = str(message.delivery.status)
+    elif message is not None and message.outcome:  # its delivery was pruned: the final status stays on the message
+        status = message.outcome
     return {
         "at": _iso(line.at),
         "lastAt": _iso(line.last_at),

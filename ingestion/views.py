@@ -2,6 +2,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.utils.http import http_date
@@ -40,6 +41,8 @@ from ops.errors import json_error
 from triggers.models import WebhookTrigger
 
 SENT = "Message sent successfully"
+# A message with a receipt: one handed to the assistant, whose delivery row exists or was pruned (its outcome kept).
+HANDED_OVER = Q(delivery__isnull=False) | ~Q(outcome="")
 
 
 class _MessageView(APIView):
@@ -272,7 +275,7 @@ class MessageReceiptView(APIView):
             raise MessageNotFound()
         if isinstance(request.auth, WebhookTrigger):
             fired = Message.objects.select_related("delivery").filter(
-                public_id=message_id, role=Role.USER, trigger_id=request.auth.pk, delivery__isnull=False
+                HANDED_OVER, public_id=message_id, role=Role.USER, trigger_id=request.auth.pk
             )
             message = fired.first()
             if message is None:
@@ -283,9 +286,7 @@ class MessageReceiptView(APIView):
         messages = Message.objects.select_related("delivery__reply" if key.may_read_replies else "delivery")
         # The sending key's own messages only: another key's message, even the same account's, is as absent as one
         # that never existed (a leaked key reads nothing but what it sent itself).
-        message = messages.filter(
-            public_id=message_id, role=Role.USER, api_key_id=key.pk, delivery__isnull=False
-        ).first()
+        message = messages.filter(HANDED_OVER, public_id=message_id, role=Role.USER, api_key_id=key.pk).first()
         if message is None:
             raise MessageNotFound()
         return Response(receipt(message, with_reply=key.may_read_replies))

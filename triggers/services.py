@@ -18,6 +18,7 @@ from accounts.models import AuditKind
 from accounts.services import lock_account
 from keys import tokens
 from keys.models import ApiKey
+from ops.pruning import delete_in_batches
 from ops.signals import asker_gone
 from ops.visible import refusal
 from triggers.models import ACTION_MAX_LENGTH, CONDITION_MAX_LENGTH, ReceivedDelivery, WebhookTrigger
@@ -224,8 +225,7 @@ def first_receipt(trigger: WebhookTrigger, delivery_id: str | None, signed_body:
 def prune_received_deliveries() -> int:
     """Forget deliveries older than TRIGGER_DELIVERY_RETENTION_SECONDS; returns how many."""
     cutoff = timezone.now() - timedelta(seconds=settings.TRIGGER_DELIVERY_RETENTION_SECONDS)
-    deleted, _ = ReceivedDelivery.objects.filter(received_at__lt=cutoff).delete()
-    return deleted
+    return delete_in_batches(ReceivedDelivery.objects.filter(received_at__lt=cutoff), oldest_first=("received_at",))
 
 
 # --- what a firing says --------------------------------------------------------------------------------------------
