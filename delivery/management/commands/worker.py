@@ -33,6 +33,7 @@ from django_tasks_db.management.commands import db_worker
 from delivery import work
 from delivery.housekeeping import Housekeeper
 from delivery.work import Runner
+from ops.preload import import_before_threads
 
 logger = logging.getLogger("delivery.handoff")
 
@@ -155,7 +156,7 @@ class Command(db_worker.Command):
             kinds = work.selection(only)
         except ValueError as error:
             raise CommandError(str(error)) from error
-        work.import_before_threads()
+        import_before_threads()
         housekeeper = Housekeeper()
         # Under autoreload the command runs twice, in the watching process and in the one that works: only there.
         working_here = not options["reload"] or os.environ.get(DJANGO_AUTORELOAD_ENV) == "true"
