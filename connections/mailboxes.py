@@ -182,6 +182,11 @@ def _failure(error: BaseException, protocol: str, host: str, bound: Bound, *, oa
             "asks for one).",
             authentication=True,
         )
+    return _refusal(error, protocol, host)
+
+
+def _refusal(error: BaseException, protocol: str, host: str) -> ServiceError:
+    """_failure's sentence for what the server or the connection refused."""
     if isinstance(error, ssl.SSLCertVerificationError):
         return ServiceError(f"The {protocol} server's TLS certificate could not be verified ({error.verify_message}).")
     if isinstance(error, ssl.SSLError):
@@ -501,13 +506,7 @@ def read(server: MailServer, uid: int, *, max_characters: int, seconds: float) -
         parts = list(_parts(meta[b"BODYSTRUCTURE"]))
         body = [part for part in parts if not part.attachment and part.kind in ("text/plain", "text/html")]
         chosen = next((p for p in body if p.kind == "text/plain"), None) or next(iter(body), None)
-        raw = b""
-        if chosen is not None:
-            limit = READ_BYTES if chosen.kind == "text/plain" else HTML_READ_BYTES
-            key = f"BODY[{chosen.number}]<0>".encode()
-            fetched = client.fetch([uid], [f"BODY.PEEK[{chosen.number}]<0.{limit}>"]).get(uid) or {}
-            raw = fetched.get(key) or next((v for k, v in fetched.items() if k.startswith(b"BODY[")), b"") or b""
-            raw = raw[:limit]  # whatever the server sent
+        raw = _fetch_text(client, uid, chosen) if chosen is not None else b""
     envelope = meta.get(b"ENVELOPE")
     text = _decoded(raw, chosen).replace("\r\n", "\n") if chosen is not None else ""
     from_html = chosen is not None and chosen.kind == "text/html"
@@ -519,9 +518,7 @@ def read(server: MailServer, uid: int, *, max_characters: int, seconds: float) -
         sender=_addresses(getattr(envelope, "from_", None)),
         to=_addresses(getattr(envelope, "to", None)),
         subject=_header(getattr(envelope, "subject", None)),
-        date=envelope.date.isoformat(timespec="minutes")
-        if envelope is not None and isinstance(envelope.date, datetime)
-        else "",
+        date=_sent_at(envelope),
         text=text[:max_characters],
         truncated=cut,
         converted_from_html=from_html,
@@ -531,6 +528,20 @@ def read(server: MailServer, uid: int, *, max_characters: int, seconds: float) -
             if part.attachment
         ][:50],
     )
+
+
+def _fetch_text(client: IMAPClient, uid: int, chosen: _Part) -> bytes:
+    """The start of the message's text part, at most what its kind allows."""
+    limit = READ_BYTES if chosen.kind == "text/plain" else HTML_READ_BYTES
+    key = f"BODY[{chosen.number}]<0>".encode()
+    fetched = client.fetch([uid], [f"BODY.PEEK[{chosen.number}]<0.{limit}>"]).get(uid) or {}
+    raw = fetched.get(key) or next((v for k, v in fetched.items() if k.startswith(b"BODY[")), b"") or b""
+    return bytes(raw[:limit])  # whatever the server sent
+
+
+def _sent_at(envelope: Any) -> str:
+    date = getattr(envelope, "date", None)
+    return date.isoformat(timespec="minutes") if isinstance(date, datetime) else ""
 
 
 # Drafts and sending -----------------------------------------------------------------------------------------------
