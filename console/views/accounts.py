@@ -21,6 +21,7 @@ from channels.adapters import configured, telegram
 from channels.adapters.base import Channel
 from console import signup_confirmation
 from console.forms.accounts import TELEGRAM, TIME_ZONE_LIST, ContactForm, SignUpForm
+from console.signed_in import AuthenticatedRequest
 from ops import metrics
 from ops.limits import AttemptLimit
 
@@ -111,13 +112,13 @@ def signup(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def contact_settings(request: HttpRequest) -> HttpResponse:
-    profile = services.profile_of(request.user)  # type: ignore[arg-type]
+def contact_settings(request: AuthenticatedRequest) -> HttpResponse:
+    profile = services.profile_of(request.user)
     initial = {"phone_number": profile.phone_number, "channel": profile.channel, "time_zone": profile.time_zone}
     form = ContactForm(request.POST or None, initial=initial, phone_regions=browser_regions(request))
     if request.method == "POST" and form.is_valid():
         services.update_contact(
-            request.user,  # type: ignore[arg-type]
+            request.user,
             phone_number=form.cleaned_data["phone_number"],
             channel=form.cleaned_data["channel"],
             time_zone=form.cleaned_data["time_zone"] or None,  # blank: keep the one set
