@@ -62,6 +62,14 @@ class MailServer:
         return f"MailServer({self.username!r} at {self.imap_host}:{self.imap_port}, {self.smtp_host}:{self.smtp_port})"
 
 
+_HOSTS = ("imap_host", "imap_port", "imap_security", "smtp_host", "smtp_port", "smtp_security")
+
+
+def hosts_of(source: Any) -> dict[str, Any]:
+    """The IMAP and SMTP servers of a MailServer or a MailAccount (which name them alike), for making the other."""
+    return {name: getattr(source, name) for name in _HOSTS}
+
+
 def xoauth2(user: str, token: str) -> str:
     """The SASL XOAUTH2 initial client response (Google's and Microsoft's IMAP and SMTP take it), before base64."""
     return f"user={user}\x01auth=Bearer {token}\x01\x01"
