@@ -366,7 +366,7 @@ SPECTACULAR_SETTINGS = {
 # --- The assistant hand-off ---------------------------------------------------------------------------------
 # After a message commits, a django.tasks task hands it to the assistant. "immediate" runs the task in the
 # request's process right after the commit (the single-process default and the tests); "database" queues it in
-# PostgreSQL for `manage.py db_worker` (production); any other value is a backend class path
+# PostgreSQL for `manage.py worker` (production); any other value is a backend class path
 # (docs/explanation/handoff.md).
 # The default is the production path, also under `make run` (whose `manage.py serve` runs the worker in-process);
 # only the tests default to immediate.
@@ -393,7 +393,7 @@ ASSISTANT_MAX_ANSWER_BYTES = env_int("ASSISTANT_MAX_ANSWER_BYTES", 1_000_000)
 # How many of the latest thread messages (this one included) go to a remote assistant.
 ASSISTANT_THREAD_MESSAGES = env_int("ASSISTANT_THREAD_MESSAGES", 20)
 
-# The delivery engine (`manage.py db_worker` with TASK_BACKEND=database; docs/explanation/handoff.md).
+# The delivery engine (`manage.py worker` with TASK_BACKEND=database; docs/explanation/handoff.md).
 # Attempts in flight per worker process: threads waiting on the assistant, each with a keep-alive connection to it.
 # The process's database connections stay at 1 + DELIVERY_RECORDERS whatever this is.
 DELIVERY_CONCURRENCY = env_int("DELIVERY_CONCURRENCY", 32)
@@ -524,7 +524,7 @@ ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
 # How long the person may answer a request to approve a side-effecting tool (assistant/approvals.py); after it the
 # action is not done and the assistant says so.
 APPROVAL_TIMEOUT_SECONDS = env_int("APPROVAL_TIMEOUT_SECONDS", 86400)
-# How often each worker (db_worker, serve) expires unanswered approvals and fires reminders a lost task left; the
+# How often each worker (manage.py worker, serve) expires unanswered approvals and fires reminders a lost task left; the
 # prunes run every 60 such periods (delivery/housekeeping.py). 0: the worker does none of it (run the commands
 # from cron instead).
 HOUSEKEEPING_SECONDS = env_int("HOUSEKEEPING_SECONDS", 60)
