@@ -91,6 +91,29 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+# ops/preload.py imports these, with the URLconf, in a process's main thread before its second thread starts.
+# Modules that code imports inside a function (on first use, to keep other commands' start short, or to break an
+# import circle): the assistant's backends (assistant/backends/__init__.py), the delivery tasks' hand-off, the OAuth
+# sign-ins of MCP servers, and the libraries of calendars, mailboxes, local time parsing and JSON Web Tokens.
+IMPORTED_ON_FIRST_USE = (
+    "assistant.backends.approved",
+    "assistant.backends.local",
+    "assistant.backends.openai",
+    "assistant.backends.webhook",
+    "connections.oauth.mcp",
+    "delivery.handoff",
+    "delivery.queue",
+    "caldav.davclient",
+    "caldav.lib.error",
+    "dateparser.date",
+    "icalendar",
+    "jwt",
+    "lxml.etree",
+    "lxml.html",
+    "mcp.shared.auth",
+    "niquests",
+    "recurring_ical_events",
+)
 WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
