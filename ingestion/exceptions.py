@@ -208,9 +208,8 @@ def _from_drf(exc: exceptions.APIException, view: Any) -> tuple[str, str]:
     if isinstance(exc, exceptions.MethodNotAllowed):
         return "method_not_allowed", f"{exc.detail} {_what_to_send(view)}"
     if isinstance(exc, exceptions.UnsupportedMediaType):
-        return "unsupported_media_type", (
-            f"{exc.detail} Send the body as JSON with the header 'Content-Type: application/json'."
-        )
+        default = "Send the body as JSON with the header 'Content-Type: application/json'."
+        return "unsupported_media_type", f"{exc.detail} {getattr(view, 'media_type_hint', default)}"
     if isinstance(exc, exceptions.NotAcceptable):  # only the schema and docs views negotiate (YAML, JSON, HTML)
         return "not_acceptable", f"{exc.detail} Send no Accept header, or one that allows {_media_types(view)}."
     if isinstance(exc, exceptions.ParseError):

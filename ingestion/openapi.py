@@ -175,7 +175,9 @@ current_endpoint = extend_schema(
     summary="Send a message to the key owner's assistant",
     description=(
         "Any non-empty JSON object; the whole body is forwarded to the assistant as context. `message`, when "
-        "present, must be a non-blank string. V2 keys only."
+        "present, must be a non-blank string. Or the message as plain text (`text/plain`, UTF-8; one final line "
+        "break is dropped), forwarded as `{\"message\": <text>}`; same size limit and errors. Any other media type, "
+        "such as curl -d's default `application/x-www-form-urlencoded`, gets 415. V2 keys only."
     ),
     request={
         "application/json": {
@@ -183,7 +185,8 @@ current_endpoint = extend_schema(
             "minProperties": 1,
             "properties": {"message": _MESSAGE},
             "additionalProperties": True,
-        }
+        },
+        "text/plain": {"type": "string", "minLength": 1, "pattern": r"\S", "example": "Backup finished on db-1"},
     },
     responses=responses(*_KEY_SENDING_ERRORS, success=SentSerializer),
     parameters=_SENDING_REQUEST_HEADERS + COMMON_RESPONSE_HEADERS,

@@ -31,6 +31,7 @@ from ingestion.hotpath import recent
 from ingestion.hotpath.recording import record_user_message
 from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
+from ingestion.parsers import PlainTextParser, StrictJSONParser
 from ingestion.receipts import receipt
 from ingestion.throttling import ReceiptReadThrottle, WindowThrottle
 from ingestion.triggers import KeyOrWebhookTokenAuthentication
@@ -51,13 +52,14 @@ class _MessageView(APIView):
     notes_key_use = False  # record_user_message notes it, once the message is written
     endpoint: Endpoint
     text_of: Callable[[Any], str]
+    empty_body_hint = 'Send a JSON object, for example {"message": "Hello"}.'
 
     def read_body(self, request: Request) -> tuple[Any, str]:
         data = request.data
         if request.stream is None:
             if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
                 raise LengthRequired()  # WSGI gives Django no body without a Content-Length
-            raise InvalidJson('The body is empty. Send a JSON object, for example {"message": "Hello"}.')
+            raise InvalidJson(f"The body is empty. {type(self).empty_body_hint}")
         return data, type(self).text_of(data)
 
     def accept(self, request: Request) -> tuple[ApiKey, Message]:
@@ -128,6 +130,14 @@ class _MessageView(APIView):
 
 class CurrentMessageView(_MessageView):
     authentication_classes = [V2KeyAuthentication]
+    # A text/plain body is the message (ingestion/parsers.py). A form body is refused, not guessed at: it is what
+    # curl -d sends by default, and a JSON object sent that way would otherwise become the text of a message.
+    parser_classes = [StrictJSONParser, PlainTextParser]
+    media_type_hint = (
+        "Send the text of the message with 'Content-Type: text/plain', or a JSON object with 'Content-Type: "
+        "application/json' (curl -d sends application/x-www-form-urlencoded unless you add one of these with -H)."
+    )
+    empty_body_hint = 'Send the text of the message (text/plain) or a JSON object, for example {"message": "Hello"}.'
     endpoint = Endpoint.CURRENT
     text_of = staticmethod(body_rules.current_endpoint_text)
 
