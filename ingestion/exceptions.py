@@ -113,6 +113,10 @@ class InvalidJson(ApiError):
     default_detail = "The body is not valid JSON."
 
 
+class InvalidParameter(ApiError):
+    default_code = "invalid_parameter"
+
+
 class InvalidBody(ApiError):
     default_code = "invalid_body"
 

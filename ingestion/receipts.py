@@ -46,6 +46,8 @@ def receipt(message: Message, *, with_reply: bool) -> dict[str, Any]:
         "finished_at": delivery.finished_at,
         "next_attempt_at": delivery.next_attempt_at,
     }
+    if message.test:
+        body["test"] = True  # a test key's message: answered apart, nothing acted or texted
     if with_reply:
         reply = delivery.reply
         body["reply"] = (

@@ -17,8 +17,10 @@ from accounts.services import profile_of
 from conversations.models import Endpoint, Message, Role, is_message_id
 from ingestion import accept as fast_path
 from ingestion import body as body_rules
+from ingestion import listing
 from ingestion import openapi
 from ingestion.authentication import (
+    AnyKeyAuthentication,
     CURRENT_PATH,
     UNCONFIRMED,
     ApiKeyAuthentication,
@@ -278,27 +280,52 @@ class MessageReceiptView(APIView):
 
     @openapi.receipt_endpoint
     def get(self, request: Request, message_id: str) -> Response:
+        seconds = listing.wait_of(request.query_params)
         if not is_message_id(message_id):
             raise MessageNotFound()
         if isinstance(request.auth, WebhookTrigger):
-            fired = Message.objects.select_related("delivery").filter(
-                public_id=message_id, role=Role.USER, trigger_id=request.auth.pk, delivery__isnull=False
+            # A webhook trigger's token: its own firings' receipts, never their replies.
+            mine = Message.objects.select_related("delivery").filter(trigger_id=request.auth.pk)
+            with_reply = False
+        else:
+            key = request.auth
+            assert isinstance(key, ApiKey)
+            with_reply = key.may_read_replies
+            # The sending key's own messages only: another key's message, even the same account's, is as absent as
+            # one that never existed (a leaked key reads nothing but what it sent itself).
+            mine = Message.objects.select_related("delivery__reply" if with_reply else "delivery").filter(
+                api_key_id=key.pk
             )
-            message = fired.first()
+        found = mine.filter(public_id=message_id, role=Role.USER, delivery__isnull=False)
+
+        def load() -> Message:
+            message = found.first()
             if message is None:
                 raise MessageNotFound()
-            return Response(receipt(message, with_reply=False))
+            return message
+
+        message, could_not_wait = listing.when_final(load, seconds, with_reply=with_reply)
+        response = Response(receipt(message, with_reply=with_reply))
+        if could_not_wait:
+            response["Retry-After"] = "1"  # every waiting slot was taken: ask again, with wait, in a second
+        return response
+
+
+class MessageListView(APIView):
+    """GET what the key sent, newest first, a page at a time (ingestion/listing.py)."""
+
+    authentication_classes = [AnyKeyAuthentication]
+    throttle_classes = [ReceiptReadThrottle]
+    http_method_names = ["get"]
+    content_negotiation_class = JsonOnly
+    required_scopes = {"GET": Scope.RECEIPTS_READ}
+
+    @openapi.message_list_endpoint
+    def get(self, request: Request) -> Response:
         key = request.auth
         assert isinstance(key, ApiKey)
-        messages = Message.objects.select_related("delivery__reply" if key.may_read_replies else "delivery")
-        # The sending key's own messages only: another key's message, even the same account's, is as absent as one
-        # that never existed (a leaked key reads nothing but what it sent itself).
-        message = messages.filter(
-            public_id=message_id, role=Role.USER, api_key_id=key.pk, delivery__isnull=False
-        ).first()
-        if message is None:
-            raise MessageNotFound()
-        return Response(receipt(message, with_reply=key.may_read_replies))
+        limit = listing.limit_of(request.query_params)
+        return Response(listing.page(key, request.query_params.get("cursor"), limit))
 
 
 def _profile_of(key: Any) -> Profile:

@@ -49,6 +49,13 @@ _LIST = (
         True,
     ),
     ErrorCode(
+        "invalid_parameter",
+        400,
+        "a query parameter out of range: `limit` not 1 to 100 or a `cursor` the list did not give (the list of "
+        "messages), `wait` not 0 to 30 seconds (a receipt)",
+        True,
+    ),
+    ErrorCode(
         "bad_request",
         400,
         "refused before reaching the API, most often a `Host` header this server does not serve (`ALLOWED_HOSTS`), "
