@@ -195,7 +195,7 @@ class Delivery(models.Model):
         verbose_name_plural = "deliveries"
         indexes = [
             models.Index(fields=["api_key", "created_at"]),
-            # GET /api/v1/inbound/messages: one key's messages, newest first, a page after a cursor (ingestion/listing.py).
+            # GET /api/v1/inbound/messages: a key's messages, newest first, a page at a time (ingestion/listing.py).
             models.Index(fields=["api_key", "-id"], name="delivery_by_key_newest_first"),
             models.Index(fields=["status", "created_at"]),
             # The queue (delivery/queue.py): the pending deliveries in acceptance order, and each thread's pending ones.

@@ -181,7 +181,7 @@ current_endpoint = extend_schema(
     description=(
         "Any non-empty JSON object; the whole body is forwarded to the assistant as context. `message`, when "
         "present, must be a non-blank string. Or the message as plain text (`text/plain`, UTF-8; one final line "
-        "break is dropped), forwarded as `{\"message\": <text>}`; same size limit and errors. Any other media type, "
+        'break is dropped), forwarded as `{"message": <text>}`; same size limit and errors. Any other media type, '
         "such as curl -d's default `application/x-www-form-urlencoded`, gets 415. V2 keys only."
     ),
     request={

@@ -17,12 +17,11 @@ from accounts.services import profile_of
 from conversations.models import Endpoint, Message, Role, is_message_id
 from ingestion import accept as fast_path
 from ingestion import body as body_rules
-from ingestion import listing
-from ingestion import openapi
+from ingestion import listing, openapi
 from ingestion.authentication import (
-    AnyKeyAuthentication,
     CURRENT_PATH,
     UNCONFIRMED,
+    AnyKeyAuthentication,
     ApiKeyAuthentication,
     V1KeyAuthentication,
     V2KeyAuthentication,

@@ -61,7 +61,13 @@ def test_a_legacy_key_lists_its_own_messages(client, user):
 
 @pytest.mark.parametrize(
     "query",
-    [{"limit": "0"}, {"limit": "101"}, {"limit": "ten"}, {"cursor": "msg_000000000000000000000000"}, {"cursor": "x\x00"}],
+    [
+        {"limit": "0"},
+        {"limit": "101"},
+        {"limit": "ten"},
+        {"cursor": "msg_000000000000000000000000"},
+        {"cursor": "x\x00"},
+    ],
 )
 def test_a_bad_limit_or_cursor_is_a_clear_error(client, v2, query):
     response = listed(client, v2[1], **query)

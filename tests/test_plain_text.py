@@ -26,7 +26,7 @@ def test_a_text_body_is_the_message(client, v2, content_type):
 
 
 def test_a_final_line_break_is_not_part_of_the_message(client, v2):
-    response = send_text(client, v2[1], "Backup finished on db-1\nin 4 minutes\r\n".encode())
+    response = send_text(client, v2[1], b"Backup finished on db-1\nin 4 minutes\r\n")
 
     assert response.status_code == 200
     assert Message.objects.get(public_id=response.json()["id"]).text == "Backup finished on db-1\nin 4 minutes"

@@ -110,6 +110,8 @@ class Toolbox:
     # Whether what a tool returns can lead the next calls: a model reads results and may follow words in them; the
     # built-in assistant (assistant/backends/local.py) chooses its calls from the person's words by its own code.
     follows_results: bool = True
+    # Why no tool is offered at all, told to the model for any call (a test key's message: assistant/tools/toolbox.py).
+    no_tools_because: str = ""
 
     def add(self, tool: Tool) -> None:
         name = tool_name(tool.name)
@@ -180,6 +182,8 @@ class Toolbox:
             database(ledger.note_read_outside, action)
         if entry.verdict is ledger.Verdict.REUSE:
             return action.result
+        if tool is None and self.no_tools_because:
+            return _finish(action, f"Error: {self.no_tools_because}", True)
         if tool is None:
             known = ", ".join(sorted(self.tools)) or "none"
             return _finish(action, f"Error: there is no tool named {str(name)[:100]!r}. The tools are: {known}.", True)

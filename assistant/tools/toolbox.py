@@ -42,6 +42,9 @@ def _apply_policy(box: Toolbox, message: Message, offered: list[Tool]) -> list[T
     box.read_outside = origins.words_from_outside(message)
     if box.read_outside:
         box.read_from = "a tool's follow-up" if message.source == Source.TOOL_FOLLOW_UP else "a request you approved"
+    if message.test:  # a test key's message is answered, never acted on (keys/models.py, test_mode)
+        box.no_tools_because = "this is a test message (sent with a test key): no tool runs. Say what you would do."
+        return []
     if key is not None:
         box.waived = not key.tools_need_approval
         box.requested_by = audit.by_key(key.name, key.hint)
