@@ -189,6 +189,15 @@ class ReplyAlreadyRecorded(ApiError):
     default_detail = "This message already has its reply in the thread; a message takes one reply."
 
 
+class ReceiptWaitsBusy(ApiError):
+    default_code = "receipt_waits_busy"
+    default_detail = (
+        "This server has as many receipts waiting as it lets wait at once. Ask again in a few seconds (Retry-After), "
+        "or without wait."
+    )
+    wait = 5  # sent as Retry-After
+
+
 class ServiceUnavailable(ApiError):
     default_code = "service_unavailable"
     default_detail = "The service is briefly unavailable and nothing was recorded. Retry in a few seconds."

@@ -7,8 +7,10 @@ place in this key's list and nothing else.
 
 A waiting receipt holds its gunicorn thread while it waits (WSGI has no other way to answer later), asleep between
 cheap reads of one delivery row by primary key, backing off from 50 ms to 1 s. So that waiting never takes the
-threads that accept messages, a process lets at most RECEIPT_WAIT_SLOTS requests wait at once; one more is answered
-at once, as without ``wait``, with ``Retry-After: 1`` (docs/explanation/limits.md#waiting-receipts).
+threads that accept messages, a process lets at most RECEIPT_WAIT_SLOTS requests wait at once, and gunicorn.conf.py
+gives it that many threads more than WEB_THREADS. One more is refused before its key is even looked up (503
+receipt_waits_busy, Retry-After), so that callers asking again cost next to nothing
+(docs/reference/api.md#waiting-for-the-answer).
 """
 
 import threading
@@ -20,7 +22,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from conversations.models import Delivery, DeliveryStatus, Endpoint, Message, is_message_id
-from ingestion.exceptions import InvalidParameter
+from ingestion.exceptions import InvalidParameter, ReceiptWaitsBusy
 from ingestion.receipts import receipt
 from keys.models import ApiKey
 
@@ -90,12 +92,27 @@ def is_final(message: Message, *, with_reply: bool) -> bool:
     return delivery.status == DeliveryStatus.DELIVERED and (not with_reply or delivery.reply_id is not None)
 
 
+def refuse_when_busy(query: Any) -> None:
+    """Before anything else is read (the key, the limit, the message): a request that asks to wait while every slot
+    of this process is taken is refused at once, for next to nothing (ReceiptWaitsBusy, 503 with Retry-After). A
+    hundred callers asking again and again must not cost what a hundred receipts read in full would."""
+    try:
+        seconds = wait_of(query)
+    except InvalidParameter:
+        return  # answered after the key is checked, like any other bad request
+    if seconds > 0 and _slots.full():
+        raise ReceiptWaitsBusy()
+
+
 class _Slots:
     """How many requests of this process may wait at once (RECEIPT_WAIT_SLOTS, read when first needed)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._taken = 0
+
+    def full(self) -> bool:
+        return self._taken >= settings.RECEIPT_WAIT_SLOTS  # a glance without the lock: take() decides
 
     def take(self) -> bool:
         with self._lock:

@@ -229,8 +229,8 @@ _WAIT = OpenApiParameter(
     required=False,
     description=(
         "Seconds (0 to 30) to wait for the message to be final (failed, or delivered: with the assistant's reply "
-        "for a key that reads replies) before answering; the answer comes as soon as it is. When the server has no "
-        "room for another waiting request it answers at once, with Retry-After: 1."
+        "for a key that reads replies) before answering; the answer comes as soon as it is. When this server "
+        "process already has as many waiting as it allows: 503 receipt_waits_busy with Retry-After."
     ),
 )
 

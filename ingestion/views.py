@@ -27,7 +27,15 @@ from ingestion.authentication import (
     V2KeyAuthentication,
     is_unconfirmed,
 )
-from ingestion.exceptions import ApiError, InvalidJson, LengthRequired, MessageNotFound, NotFound, Unauthorized
+from ingestion.exceptions import (
+    ApiError,
+    InvalidJson,
+    LengthRequired,
+    MessageNotFound,
+    NotFound,
+    ReceiptWaitsBusy,
+    Unauthorized,
+)
 from ingestion.hotpath import recent
 from ingestion.hotpath.recording import record_user_message
 from ingestion.idempotency import idempotent
@@ -277,6 +285,10 @@ class MessageReceiptView(APIView):
     content_negotiation_class = JsonOnly
     required_scopes = {"GET": Scope.RECEIPTS_READ}
 
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        listing.refuse_when_busy(request.query_params)
+        super().initial(request, *args, **kwargs)
+
     @openapi.receipt_endpoint
     def get(self, request: Request, message_id: str) -> Response:
         seconds = listing.wait_of(request.query_params)
@@ -306,7 +318,7 @@ class MessageReceiptView(APIView):
         message, could_not_wait = listing.when_final(load, seconds, with_reply=with_reply)
         response = Response(receipt(message, with_reply=with_reply))
         if could_not_wait:
-            response["Retry-After"] = "1"  # every waiting slot was taken: ask again, with wait, in a second
+            response["Retry-After"] = str(ReceiptWaitsBusy.wait)  # the last slot went between the glance and now
         return response
 
 

@@ -254,6 +254,13 @@ _LIST = (
         "servers (`Retry-After`)",
     ),
     ErrorCode(
+        "receipt_waits_busy",
+        503,
+        "a receipt asked to wait (`?wait=`) while this web process already has `RECEIPT_WAIT_SLOTS` receipts waiting "
+        "(`Retry-After`): ask again then, or without `wait`",
+        True,
+    ),
+    ErrorCode(
         "service_unavailable",
         503,
         "the database or cache cannot be reached; nothing was recorded (`Retry-After: 5`)",

@@ -179,6 +179,21 @@ def test_the_landing_page_shows_visitors_what_the_service_does_and_sends_members
     assert client.get("/")["Location"] == "/keys/"
 
 
+def test_the_landing_pages_sample_answer_has_the_fields_a_real_answer_has(client, v2):
+    """The sample under the curl command: the same members as the endpoint's answer, the message id included."""
+    import html
+    import json
+
+    from tests.conftest import CURRENT, post
+
+    page = html.unescape(client.get("/").content.decode())
+    sample = json.loads(re.search(r'\n(\{"success": true.*?\})</code>', page).group(1))
+    real = post(client, CURRENT, v2[1], {"message": "The nightly backup failed, open a ticket"}).json()
+
+    assert sample.keys() == real.keys()
+    assert sample["message"] == real["message"] and re.fullmatch(r"msg_[0-9A-Za-z]{24}", sample["id"])
+
+
 def test_contact_settings_show_and_change_the_phone_number_and_channel(client, user):
     client.force_login(user)
     page = client.get("/settings/").content.decode()

@@ -6,6 +6,7 @@ import time
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Delivery
 from ingestion import listing
@@ -88,17 +89,37 @@ def test_a_wait_out_of_range_is_a_json_error(client, v2, wait):
 
 
 @pytest.mark.django_db
-def test_with_every_slot_taken_the_receipt_answers_at_once_and_says_when_to_ask_again(client, v2, settings):
+def test_with_every_slot_taken_a_wait_is_refused_at_once_for_next_to_nothing(client, v2, settings):
     settings.RECEIPT_WAIT_SLOTS = 1
     message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
     assert listing._slots.take()  # another request is waiting
     try:
-        started = time.monotonic()
-        response = receipt(client, v2[1], message_id, "5")
+        with CaptureQueriesContext(connection) as queries:
+            refused = receipt(client, v2[1], message_id, "5")
+        without_wait = client.get(RECEIPTS + message_id, headers={"Authorization": f"Bearer {v2[1]}"})
     finally:
         listing._slots.give_back()
 
-    assert time.monotonic() - started < 1
+    assert refused.status_code == 503
+    assert refused.json()["code"] == "receipt_waits_busy"
+    assert refused["Retry-After"] == "5"
+    assert len(queries) == 0  # not even the key's lookup
+    assert without_wait.json()["status"] == "queued"  # reading without waiting is unaffected
+
+
+@pytest.mark.django_db
+def test_a_slot_taken_between_the_glance_and_the_wait_answers_at_once_with_retry_after(client, v2, settings):
+    settings.RECEIPT_WAIT_SLOTS = 1
+    message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
+    original = listing._Slots.full
+    listing._Slots.full = lambda self: False  # type: ignore[method-assign]  # the glance saw a free slot
+    assert listing._slots.take()
+    try:
+        response = receipt(client, v2[1], message_id, "5")
+    finally:
+        listing._Slots.full = original  # type: ignore[method-assign]
+        listing._slots.give_back()
+
     assert response.status_code == 200
-    assert response["Retry-After"] == "1"
+    assert response["Retry-After"] == "5"
     assert response.json()["status"] == "queued"
