@@ -28,11 +28,11 @@ class ConversationAdmin(admin.ModelAdmin):
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "conversation", "role", "source", "short_text", "api_key"]
-    list_filter = ["role", "source", "created_at"]
+    list_display = ["created_at", "conversation", "role", "source", "short_text", "api_key", "test"]
+    list_filter = ["role", "source", "test", "created_at"]
     search_fields = ["public_id", "text", "conversation__user__email", "api_key__name", "api_key__hint"]
     readonly_fields = [
-        "public_id", "conversation", "role", "source", "text", "context", "api_key", "trigger", "created_at",
+        "public_id", "conversation", "role", "source", "text", "context", "api_key", "trigger", "test", "created_at",
     ]  # fmt: skip
     list_select_related = ["conversation__user", "api_key"]
     date_hierarchy = "created_at"

@@ -48,6 +48,18 @@ def _too_large() -> PayloadTooLarge:
     )
 
 
+def _read_within_limit(stream: IO[bytes], parser_context: Mapping[str, Any] | None) -> bytes:
+    """The body, read no further than INGEST_MAX_BODY_BYTES; one that declares or has more is refused."""
+    limit = settings.INGEST_MAX_BODY_BYTES
+    length = declared_length((parser_context or {}).get("request"))
+    if length is not None and length > limit:
+        raise _too_large()  # refuse before reading a byte of it
+    raw = stream.read(limit + 1)
+    if len(raw) > limit:
+        raise _too_large()
+    return raw
+
+
 class StrictJSONParser(BaseParser):
     """JSON bodies as RFC 8259 has them (UTF-8, no NaN or Infinity), read no further than the size limit."""
 
@@ -60,15 +72,7 @@ class StrictJSONParser(BaseParser):
         if declared not in ("", "utf-8", "utf8"):
             raise UnsupportedMediaType(f"JSON bodies must be UTF-8, but the Content-Type declares charset={declared}.")
 
-        request = (parser_context or {}).get("request")
-        limit = settings.INGEST_MAX_BODY_BYTES
-        length = declared_length(request)
-        if length is not None and length > limit:
-            raise _too_large()  # refuse before reading a byte of it
-        raw = stream.read(limit + 1)
-        if len(raw) > limit:
-            raise _too_large()
-
+        raw = _read_within_limit(stream, parser_context)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -117,14 +121,7 @@ class PlainTextParser(BaseParser):
         declared = _declared_charset(media_type or "")
         if declared not in ("", "utf-8", "utf8", "us-ascii"):
             raise UnsupportedMediaType(f"Text bodies must be UTF-8, but the Content-Type declares charset={declared}.")
-        request = (parser_context or {}).get("request")
-        limit = settings.INGEST_MAX_BODY_BYTES
-        length = declared_length(request)
-        if length is not None and length > limit:
-            raise _too_large()
-        raw = stream.read(limit + 1)
-        if len(raw) > limit:
-            raise _too_large()
+        raw = _read_within_limit(stream, parser_context)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:

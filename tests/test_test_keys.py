@@ -137,6 +137,14 @@ def test_the_console_makes_and_marks_a_test_key(client, user, admin_client):
     assert "column-test_mode" in admin_list
 
 
+def test_the_admin_marks_test_messages(admin_client, send, user):
+    _, plaintext = create_key(user, "ci check", test_mode=True)
+    send(plaintext, {"message": "a test from CI"})
+
+    page = admin_client.get("/admin/conversations/message/?test__exact=1").content.decode()
+    assert "a test from CI" in page and "column-test" in page
+
+
 def test_an_ordinary_key_is_not_marked(client, user):
     client.force_login(user)
     client.post("/keys/new/", {"name": "nightly", "nonce": form_nonce(client, "/keys/new/"), **DEFAULT_SCOPES})
