@@ -5,9 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# The console's links that commands print (createapikey's set-password link) point here when it is not the default.
+# Links to the console (approval links in the thread and on the phone, createapikey's set-password link) point here
+# when it is not the default: the server and the command it prints both get it.
 BASE_URL := http://$(HOST):$(PORT)
-KEY_ENV := $(if $(filter http://127.0.0.1:8000,$(BASE_URL)),,PUBLIC_BASE_URL=$(BASE_URL) )
+BASE_URL_ENV := $(if $(filter http://127.0.0.1:8000,$(BASE_URL)),,PUBLIC_BASE_URL=$(BASE_URL) )
 
 .PHONY: install clients run test lint typecheck pytest docs docs-check bench clean screenshots
 
@@ -32,13 +33,13 @@ clients: $(CLIENTS)
 run: install
 	DEBUG=$${DEBUG-1} $(BIN)/python manage.py migrate --no-input
 	@echo
-	@echo "  Create a key:   DEBUG=1 $(KEY_ENV)$(BIN)/python manage.py createapikey --email you@example.com --name my-script"
+	@echo "  Create a key:   DEBUG=1 $(BASE_URL_ENV)$(BIN)/python manage.py createapikey --email you@example.com --name my-script"
 	@echo "  Send a message: curl -X POST http://$(HOST):$(PORT)/api/v1/inbound/api-message \\"
 	@echo "                    -H 'Authorization: Bearer <API_KEY>' -H 'Content-Type: application/json' \\"
 	@echo "                    -d '{\"message\": \"Remind me to stretch at 3pm\"}'"
 	@echo "  Admin:          DEBUG=1 $(BIN)/python manage.py createsuperuser, then http://$(HOST):$(PORT)/admin/"
 	@echo
-	DEBUG=$${DEBUG-1} $(BIN)/python manage.py serve $(HOST):$(PORT)
+	DEBUG=$${DEBUG-1} $(BASE_URL_ENV)$(BIN)/python manage.py serve $(HOST):$(PORT)
 
 lint: install
 	$(BIN)/ruff check .

@@ -36,7 +36,9 @@ bind = f"{os.environ.get('BIND_HOST', '0.0.0.0')}:{_env_int('PORT', 8000)}"  # n
 # do the work; a few threads each keep a core busy while one of them waits for PostgreSQL or Redis. The platform
 # may set WEB_CONCURRENCY for its machine size. Database connections in use: workers x threads.
 workers = _env_int("WEB_CONCURRENCY", _cores() + 1)
-threads = _env_int("WEB_THREADS", 4)
+# Besides WEB_THREADS, one thread per receipt that may wait (?wait=N, at most RECEIPT_WAIT_SLOTS at once per process,
+# ingestion/listing.py): a waiting receipt sleeps in its thread, so that waiting never takes a thread that accepts.
+threads = _env_int("WEB_THREADS", 4) + _env_int("RECEIPT_WAIT_SLOTS", 4)
 # gthread, with a deadline for reading each request (ops/slow_clients.py): a client that sends half a request and
 # waits would otherwise keep a thread for ever, and a few dozen of them stop the service.
 worker_class = "ops.slow_clients.ReadDeadlineWorker"

@@ -52,7 +52,9 @@ class AssistantRequest:
 def recent_thread(message: Message) -> list[ThreadEntry]:
     """The last ASSISTANT_THREAD_MESSAGES messages of the conversation up to and including this one."""
     recent = (
-        Message.objects.filter(conversation_id=message.conversation_id, created_at__lte=message.created_at)
+        Message.objects.filter(
+            conversation_id=message.conversation_id, created_at__lte=message.created_at, test=message.test
+        )
         .exclude(pk__gt=message.pk, created_at=message.created_at)
         .order_by("-created_at", "-pk")
         .values_list("public_id", "role", "text", "created_at", "answered_delivery__backend")[

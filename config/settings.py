@@ -323,6 +323,9 @@ if PHONE_DEFAULT_REGION not in phonenumbers.SUPPORTED_REGIONS:
 INGEST_RATE_LIMIT = env_rate("INGEST_RATE_LIMIT", "60/m")
 # Receipt reads per API key, counted apart from sending (a script polling a receipt must not use up its sends).
 RECEIPT_RATE_LIMIT = env_rate("RECEIPT_RATE_LIMIT", "300/m")
+# Receipts that wait (?wait=N) at once per web process; each holds a gunicorn thread, asleep, while it waits, and
+# gunicorn.conf.py adds that many threads to WEB_THREADS (docs/reference/api.md#waiting-for-the-answer).
+RECEIPT_WAIT_SLOTS = env_int("RECEIPT_WAIT_SLOTS", 4)
 # Failed authentications per client address (IPv4 address, IPv6 /64); over it, the address is refused with 429 for
 # the rest of the window before any database query, whatever key it sends.
 AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")

@@ -40,11 +40,11 @@ class ConversationAdmin(admin.ModelAdmin):
 
 @admin.register(Message)
 class MessageAdmin(LargeTableAdmin):
-    list_display = ["created_at", "public_id", "conversation", "role", "source", "short_text", "api_key"]
+    list_display = ["created_at", "public_id", "conversation", "role", "source", "short_text", "api_key", "test"]
     search_fields = ["public_id"]
     search_help_text = "A message id (msg_…) or the exact email of its person."
     readonly_fields = [
-        "public_id", "conversation", "role", "source", "text", "context", "api_key", "trigger", "created_at",
+        "public_id", "conversation", "role", "source", "text", "context", "api_key", "trigger", "test", "created_at",
     ]  # fmt: skip
     list_select_related = ["conversation__user", "api_key"]
 

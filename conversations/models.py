@@ -89,6 +89,9 @@ class Message(models.Model):
     trigger = models.ForeignKey(
         "triggers.WebhookTrigger", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
     )
+    # A test key's message, and the assistant's reply to it: kept apart from the person's thread (not shown there,
+    # not in the assistant's history of it, never texted). db_default: the replies' own INSERTs may leave it out.
+    test = models.BooleanField(default=False, db_default=False, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     # What became of its delivery (delivered or failed), written when that row is pruned (delivery/retention.py), so
     # that the receipt and the console still say it; blank while the delivery row exists (it says so) or never was.
@@ -199,6 +202,8 @@ class Delivery(models.Model):
         verbose_name_plural = "deliveries"
         indexes = [
             models.Index(fields=["api_key", "created_at"]),
+            # GET /api/v1/inbound/messages: a key's messages, newest first, a page at a time (ingestion/listing.py).
+            models.Index(fields=["api_key", "-id"], name="delivery_by_key_newest_first"),
             models.Index(fields=["status", "created_at"]),
             # The queue (delivery/queue.py): the pending deliveries in acceptance order, and each thread's pending ones.
             models.Index(fields=["id"], name="delivery_pending", condition=models.Q(status__in=PENDING)),

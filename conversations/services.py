@@ -21,7 +21,13 @@ def conversation_of(user: User) -> Conversation:
 
 
 def assistant_message(
-    conversation_id: int, text: str, *, source: str, context: Any = None, created_at: datetime | None = None
+    conversation_id: int,
+    text: str,
+    *,
+    source: str,
+    context: Any = None,
+    created_at: datetime | None = None,
+    test: bool = False,
 ) -> Message:
     """A message from the assistant into a thread. A delivery's reply goes through delivery/lifecycle.py (which uses
     this on SQLite, and one statement on PostgreSQL); a reminder firing calls it directly."""
@@ -33,6 +39,7 @@ def assistant_message(
             text=text,
             context=context,
             created_at=created_at or timezone.now(),
+            test=test,  # the reply to a test key's message: kept apart with it (keys/models.py, test_mode)
         )
         outbound.written([message.pk])
     return message

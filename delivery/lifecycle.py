@@ -152,6 +152,7 @@ _CLAIM_WITH_REQUESTS = """
                      COALESCE((SELECT r.backend FROM {delivery} AS r WHERE r.reply_id = u.id), '') AS replied_by
               FROM {message} AS u
               WHERE u.conversation_id = m.conversation_id AND (u.created_at, u.id) <= (m.created_at, m.id)
+                    AND u.test = m.test
               ORDER BY u.created_at DESC, u.id DESC LIMIT %(thread)s) AS t
     ) AS thread
     ORDER BY claimed.id
@@ -258,8 +259,8 @@ def still_held(held: Held) -> bool:
 
 _DELIVERED_WITH_REPLY = """
     WITH reply AS (
-        INSERT INTO {message} (public_id, conversation_id, role, source, text, context, api_key_id, created_at)
-        SELECT %(public_id)s, m.conversation_id, 'assistant', 'assistant', %(text)s, NULL, NULL, %(now)s
+        INSERT INTO {message} (public_id, conversation_id, role, source, text, context, api_key_id, created_at, test)
+        SELECT %(public_id)s, m.conversation_id, 'assistant', 'assistant', %(text)s, NULL, NULL, %(now)s, m.test
         FROM {delivery} AS d JOIN {message} AS m ON m.id = d.message_id
         WHERE d.id = %(id)s AND d.status = 'processing' AND d.attempts = %(attempt)s AND d.reply_id IS NULL
         FOR UPDATE OF d
@@ -299,7 +300,7 @@ def delivered(held: Held, reply_text: str | None) -> bool:
         if delivery is None:
             return False
         if delivery.reply_id is None:
-            delivery.reply = _assistant_message(delivery.message.conversation_id, reply_text, now)
+            delivery.reply = _assistant_message(delivery.message, reply_text, now)
         _holding(held).update(
             status=DeliveryStatus.DELIVERED,
             reply=delivery.reply,
@@ -317,7 +318,7 @@ _DELIVERED_WITH_REPLIES = """
             AS i(id, attempt, public_id, text)
     ),
     held AS (
-        SELECT d.id, i.public_id, i.text, m.conversation_id
+        SELECT d.id, i.public_id, i.text, m.conversation_id, m.test
         FROM input AS i
         JOIN {delivery} AS d ON d.id = i.id AND d.status = 'processing' AND d.attempts = i.attempt
                              AND d.reply_id IS NULL
@@ -325,8 +326,8 @@ _DELIVERED_WITH_REPLIES = """
         FOR UPDATE OF d
     ),
     reply AS (
-        INSERT INTO {message} (public_id, conversation_id, role, source, text, context, api_key_id, created_at)
-        SELECT held.public_id, held.conversation_id, 'assistant', 'assistant', held.text, NULL, NULL, %(now)s
+        INSERT INTO {message} (public_id, conversation_id, role, source, text, context, api_key_id, created_at, test)
+        SELECT held.public_id, held.conversation_id, 'assistant', 'assistant', held.text, NULL, NULL, %(now)s, held.test
         FROM held
         RETURNING id, public_id
     )
@@ -391,7 +392,7 @@ def record_callback_reply(message: Message, reply_text: str, callback_id: str) -
                 return delivery, False
             raise ReplyAlreadyRecorded()
         now = timezone.now()
-        delivery.reply = _assistant_message(delivery.message.conversation_id, reply_text, now)
+        delivery.reply = _assistant_message(delivery.message, reply_text, now)
         delivery.callback_id = callback_id
         if delivery.status != DeliveryStatus.DELIVERED:
             delivery.finished_at = now  # an attempt still running (or a retry waiting) ends here
@@ -442,5 +443,7 @@ def queue_again(delivery_id: int) -> bool:
     )
 
 
-def _assistant_message(conversation_id: int, text: str, now: datetime) -> Message:
-    return assistant_message(conversation_id, text, source=Source.ASSISTANT, created_at=now)
+def _assistant_message(answered: Message, text: str, now: datetime) -> Message:
+    return assistant_message(
+        answered.conversation_id, text, source=Source.ASSISTANT, created_at=now, test=answered.test
+    )

@@ -41,5 +41,7 @@ html_theme = "furo"
 html_title = "Message ingestion API"
 html_static_path: list[str] = []
 html_show_sourcelink = False
+# The console's mark: every page links it, so browsers do not ask the site for a /favicon.ico it does not have.
+html_favicon = "../static/img/mark.svg"
 pygments_style = "friendly"
 pygments_dark_style = "monokai"

@@ -113,6 +113,10 @@ class InvalidJson(ApiError):
     default_detail = "The body is not valid JSON."
 
 
+class InvalidParameter(ApiError):
+    default_code = "invalid_parameter"
+
+
 class InvalidBody(ApiError):
     default_code = "invalid_body"
 
@@ -185,6 +189,15 @@ class ReplyAlreadyRecorded(ApiError):
     default_detail = "This message already has its reply in the thread; a message takes one reply."
 
 
+class ReceiptWaitsBusy(ApiError):
+    default_code = "receipt_waits_busy"
+    default_detail = (
+        "This server has as many receipts waiting as it lets wait at once. Ask again in a few seconds (Retry-After), "
+        "or without wait."
+    )
+    wait = 5  # sent as Retry-After
+
+
 class ServiceUnavailable(ApiError):
     default_code = "service_unavailable"
     default_detail = "The service is briefly unavailable and nothing was recorded. Retry in a few seconds."
@@ -208,9 +221,8 @@ def _from_drf(exc: exceptions.APIException, view: Any) -> tuple[str, str]:
     if isinstance(exc, exceptions.MethodNotAllowed):
         return "method_not_allowed", f"{exc.detail} {_what_to_send(view)}"
     if isinstance(exc, exceptions.UnsupportedMediaType):
-        return "unsupported_media_type", (
-            f"{exc.detail} Send the body as JSON with the header 'Content-Type: application/json'."
-        )
+        default = "Send the body as JSON with the header 'Content-Type: application/json'."
+        return "unsupported_media_type", f"{exc.detail} {getattr(view, 'media_type_hint', default)}"
     if isinstance(exc, exceptions.NotAcceptable):  # only the schema and docs views negotiate (YAML, JSON, HTML)
         return "not_acceptable", f"{exc.detail} Send no Accept header, or one that allows {_media_types(view)}."
     if isinstance(exc, exceptions.ParseError):

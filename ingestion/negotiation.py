@@ -21,14 +21,17 @@ class JsonOnly(DefaultContentNegotiation):
         return renderer, renderer.media_type
 
     def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser | None:
-        """JSON only when the body says it is JSON: application/json itself, not a wildcard such as */* (which DRF
-        lets match), and not compressed (a gzip body would otherwise be read as malformed JSON)."""
+        """A parser only when the body names its media type exactly (application/json, or text/plain where the view
+        takes it), not a wildcard such as */* (which DRF lets match), and not compressed (a gzip body would
+        otherwise be read as malformed JSON)."""
         coding = request.META.get("HTTP_CONTENT_ENCODING", "").strip().lower()
         if coding not in ("", "identity"):
             raise UnsupportedMediaType(
                 f"Content-Encoding {coding[:40]!r} is not supported. Send the JSON body uncompressed, without a "
                 "Content-Encoding header."
             )
-        if request.content_type.split(";")[0].strip().lower() != "application/json":
+        parsers = list(parsers)
+        media_type = request.content_type.split(";")[0].strip().lower()
+        if media_type not in {parser.media_type for parser in parsers}:
             return None  # DRF answers 415 unsupported_media_type
         return super().select_parser(request, parsers)

@@ -92,6 +92,11 @@ class ReceiptSerializer(serializers.Serializer):
         required=False,
         help_text="What the assistant did while answering (its tool calls), under the same permission as `reply`.",
     )
+    test = serializers.BooleanField(
+        required=False,
+        help_text="Present, and true, only for a test key's message: answered apart from the person's thread, with no "
+        "tool, no text to their phone and no approval asked.",
+    )
 
 
 # Each error status is described by the codes ops/errors.py lists for it (those the public endpoints answer).
@@ -175,7 +180,9 @@ current_endpoint = extend_schema(
     summary="Send a message to the key owner's assistant",
     description=(
         "Any non-empty JSON object; the whole body is forwarded to the assistant as context. `message`, when "
-        "present, must be a non-blank string. V2 keys only."
+        "present, must be a non-blank string. Or the message as plain text (`text/plain`, UTF-8; one final line "
+        'break is dropped), forwarded as `{"message": <text>}`; same size limit and errors. Any other media type, '
+        "such as curl -d's default `application/x-www-form-urlencoded`, gets 415. V2 keys only."
     ),
     request={
         "application/json": {
@@ -183,7 +190,8 @@ current_endpoint = extend_schema(
             "minProperties": 1,
             "properties": {"message": _MESSAGE},
             "additionalProperties": True,
-        }
+        },
+        "text/plain": {"type": "string", "minLength": 1, "pattern": r"\S", "example": "Backup finished on db-1"},
     },
     responses=responses(*_KEY_SENDING_ERRORS, success=SentSerializer),
     parameters=_SENDING_REQUEST_HEADERS + COMMON_RESPONSE_HEADERS,
@@ -214,16 +222,66 @@ legacy_endpoint = extend_schema(
 )
 
 
+_WAIT = OpenApiParameter(
+    "wait",
+    {"type": "number", "minimum": 0, "maximum": 30},
+    location=OpenApiParameter.QUERY,
+    required=False,
+    description=(
+        "Seconds (0 to 30) to wait for the message to be final (failed, or delivered: with the assistant's reply "
+        "for a key that reads replies) before answering; the answer comes as soon as it is. When this server "
+        "process already has as many waiting as it allows: 503 receipt_waits_busy with Retry-After."
+    ),
+)
+
 receipt_endpoint = extend_schema(
     operation_id="get_message_receipt",
     summary="What became of a message you sent",
     description=(
         "Only with the key (V1 or V2) that sent the message: any other key, even of the same account, gets 404. "
         "Status, attempts and times; the assistant's reply (`reply`) only for a key whose owner allowed it "
-        '("may read replies" on the key\'s console page, off by default).'
+        '("may read replies" on the key\'s console page, off by default). `?wait=N` answers once the message is '
+        "final, within N seconds."
     ),
-    responses=responses(401, 403, 404, 429, 503, success=ReceiptSerializer),
-    parameters=COMMON_RESPONSE_HEADERS,
+    responses=responses(400, 401, 403, 404, 429, 503, success=ReceiptSerializer),
+    parameters=[_WAIT, *COMMON_RESPONSE_HEADERS],
+    tags=["messages"],
+)
+
+
+class MessageListSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    messages = ReceiptSerializer(many=True, help_text="The key's messages, newest first, each as its receipt.")
+    next_cursor = serializers.CharField(
+        allow_null=True, help_text="Pass as `cursor` for the next page; null on the last page. Opaque."
+    )
+
+
+message_list_endpoint = extend_schema(
+    operation_id="list_messages",
+    summary="What this key sent, newest first",
+    description=(
+        "The messages sent with this key (V1 or V2, scope receipts:read), newest first, each as its receipt (the "
+        "reply only for a key that reads replies). A page at a time: pass `next_cursor` back as `cursor`."
+    ),
+    parameters=[
+        OpenApiParameter(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+            location=OpenApiParameter.QUERY,
+            required=False,
+            description="Messages per page, 1 to 100.",
+        ),
+        OpenApiParameter(
+            "cursor",
+            OpenApiTypes.STR,
+            location=OpenApiParameter.QUERY,
+            required=False,
+            description="The previous page's next_cursor.",
+        ),
+        *COMMON_RESPONSE_HEADERS,
+    ],
+    responses=responses(400, 401, 403, 429, 503, success=MessageListSerializer),
     tags=["messages"],
 )
 

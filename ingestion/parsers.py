@@ -48,6 +48,18 @@ def _too_large() -> PayloadTooLarge:
     )
 
 
+def _read_within_limit(stream: IO[bytes], parser_context: Mapping[str, Any] | None) -> bytes:
+    """The body, read no further than INGEST_MAX_BODY_BYTES; one that declares or has more is refused."""
+    limit = settings.INGEST_MAX_BODY_BYTES
+    length = declared_length((parser_context or {}).get("request"))
+    if length is not None and length > limit:
+        raise _too_large()  # refuse before reading a byte of it
+    raw = stream.read(limit + 1)
+    if len(raw) > limit:
+        raise _too_large()
+    return raw
+
+
 class StrictJSONParser(BaseParser):
     """JSON bodies as RFC 8259 has them (UTF-8, no NaN or Infinity), read no further than the size limit."""
 
@@ -60,15 +72,7 @@ class StrictJSONParser(BaseParser):
         if declared not in ("", "utf-8", "utf8"):
             raise UnsupportedMediaType(f"JSON bodies must be UTF-8, but the Content-Type declares charset={declared}.")
 
-        request = (parser_context or {}).get("request")
-        limit = settings.INGEST_MAX_BODY_BYTES
-        length = declared_length(request)
-        if length is not None and length > limit:
-            raise _too_large()  # refuse before reading a byte of it
-        raw = stream.read(limit + 1)
-        if len(raw) > limit:
-            raise _too_large()
-
+        raw = _read_within_limit(stream, parser_context)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -101,3 +105,28 @@ def _declared_charset(media_type: str) -> str:
         if name.strip().lower() == "charset":
             return value.strip().strip('"').lower()
     return ""
+
+
+class PlainTextParser(BaseParser):
+    """A text/plain body is the message itself (``curl -d "Backup finished" -H 'Content-Type: text/plain'``): read
+    under the same size limit as JSON, UTF-8 (US-ASCII is a subset), and handed on as the JSON body
+    ``{"message": <text>}`` would be, so the endpoint's rules and the assistant's context are the same for both.
+    One line break at the end (a file sent with --data-binary, an ``echo``) is not part of the message."""
+
+    media_type = "text/plain"
+
+    def parse(
+        self, stream: IO[bytes], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
+        declared = _declared_charset(media_type or "")
+        if declared not in ("", "utf-8", "utf8", "us-ascii"):
+            raise UnsupportedMediaType(f"Text bodies must be UTF-8, but the Content-Type declares charset={declared}.")
+        raw = _read_within_limit(stream, parser_context)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidBody(f"The body is not valid UTF-8 (byte {error.start}).") from None
+        text = text.removesuffix("\n").removesuffix("\r")
+        if not text.strip():
+            raise InvalidBody("The body is blank; write the instruction for the assistant, for example: Backup done.")
+        return {"message": text}

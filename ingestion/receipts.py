@@ -55,7 +55,7 @@ def receipt(message: Message, *, with_reply: bool) -> dict[str, Any]:
         )
         # What the assistant did while answering (its tool calls): the person's, like the reply.
         body["actions"] = [action.as_json() for action in delivery.actions.all()]
-    return body
+    return _marked_if_test(message, body)
 
 
 PRUNED_SUMMARY: dict[str, str] = {
@@ -80,4 +80,10 @@ def _receipt_after_pruning(message: Message, *, with_reply: bool) -> dict[str, A
     if with_reply:
         body["reply"] = None
         body["actions"] = []
+    return _marked_if_test(message, body)
+
+
+def _marked_if_test(message: Message, body: dict[str, Any]) -> dict[str, Any]:
+    if message.test:
+        body["test"] = True  # a test key's message: answered apart, nothing acted or texted
     return body

@@ -6,6 +6,7 @@ from ingestion import callback, cli_auth, followups, mailcal, mcp, profile, trig
 urlpatterns = [
     re_path(r"^api/v1/inbound/api-message/?$", views.CurrentMessageView.as_view(), name="api-message"),
     re_path(r"^api/v1/inbound-sms/webhook/?$", views.LegacyWebhookView.as_view(), name="legacy-webhook"),
+    re_path(r"^api/v1/inbound/messages/?$", views.MessageListView.as_view(), name="message-list"),
     re_path(
         r"^api/v1/inbound/messages/(?P<message_id>[^/]+)/?$", views.MessageReceiptView.as_view(), name="message-receipt"
     ),

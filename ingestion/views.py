@@ -18,20 +18,30 @@ from accounts.services import profile_of
 from conversations.models import Endpoint, Message, Role, is_message_id
 from ingestion import accept as fast_path
 from ingestion import body as body_rules
-from ingestion import openapi
+from ingestion import listing, openapi
 from ingestion.authentication import (
     CURRENT_PATH,
     UNCONFIRMED,
+    AnyKeyAuthentication,
     ApiKeyAuthentication,
     V1KeyAuthentication,
     V2KeyAuthentication,
     is_unconfirmed,
 )
-from ingestion.exceptions import ApiError, InvalidJson, LengthRequired, MessageNotFound, NotFound, Unauthorized
+from ingestion.exceptions import (
+    ApiError,
+    InvalidJson,
+    LengthRequired,
+    MessageNotFound,
+    NotFound,
+    ReceiptWaitsBusy,
+    Unauthorized,
+)
 from ingestion.hotpath import recent
 from ingestion.hotpath.recording import record_user_message
 from ingestion.idempotency import idempotent
 from ingestion.negotiation import JsonOnly
+from ingestion.parsers import PlainTextParser, StrictJSONParser
 from ingestion.receipts import receipt
 from ingestion.throttling import ReceiptReadThrottle, WindowThrottle
 from ingestion.triggers import KeyOrWebhookTokenAuthentication
@@ -61,13 +71,14 @@ class _MessageView(APIView):
     notes_key_use = False  # record_user_message notes it, once the message is written
     endpoint: Endpoint
     text_of: Callable[[Any], str]
+    empty_body_hint = 'Send a JSON object, for example {"message": "Hello"}.'
 
     def read_body(self, request: Request) -> tuple[Any, str]:
         data = request.data
         if request.stream is None:
             if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
                 raise LengthRequired()  # WSGI gives Django no body without a Content-Length
-            raise InvalidJson('The body is empty. Send a JSON object, for example {"message": "Hello"}.')
+            raise InvalidJson(f"The body is empty. {type(self).empty_body_hint}")
         return data, type(self).text_of(data)
 
     def accept(self, request: Request) -> tuple[ApiKey, Message]:
@@ -138,6 +149,14 @@ class _MessageView(APIView):
 
 class CurrentMessageView(_MessageView):
     authentication_classes = [V2KeyAuthentication]
+    # A text/plain body is the message (ingestion/parsers.py). A form body is refused, not guessed at: it is what
+    # curl -d sends by default, and a JSON object sent that way would otherwise become the text of a message.
+    parser_classes = [StrictJSONParser, PlainTextParser]
+    media_type_hint = (
+        "Send the text of the message with 'Content-Type: text/plain', or a JSON object with 'Content-Type: "
+        "application/json' (curl -d sends application/x-www-form-urlencoded unless you add one of these with -H)."
+    )
+    empty_body_hint = 'Send the text of the message (text/plain) or a JSON object, for example {"message": "Hello"}.'
     endpoint = Endpoint.CURRENT
     text_of = staticmethod(body_rules.current_endpoint_text)
 
@@ -277,27 +296,58 @@ class MessageReceiptView(APIView):
     content_negotiation_class = JsonOnly
     required_scopes = {"GET": Scope.RECEIPTS_READ}
 
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        listing.refuse_when_busy(request.query_params)
+        super().initial(request, *args, **kwargs)
+
     @openapi.receipt_endpoint
     def get(self, request: Request, message_id: str) -> Response:
+        seconds = listing.wait_of(request.query_params)
         if not is_message_id(message_id):
             raise MessageNotFound()
         if isinstance(request.auth, WebhookTrigger):
-            fired = Message.objects.select_related("delivery").filter(
-                HANDED_OVER, public_id=message_id, role=Role.USER, trigger_id=request.auth.pk
+            # A webhook trigger's token: its own firings' receipts, never their replies.
+            mine = Message.objects.select_related("delivery").filter(trigger_id=request.auth.pk)
+            with_reply = False
+        else:
+            key = request.auth
+            assert isinstance(key, ApiKey)
+            with_reply = key.may_read_replies
+            # The sending key's own messages only: another key's message, even the same account's, is as absent as
+            # one that never existed (a leaked key reads nothing but what it sent itself).
+            mine = Message.objects.select_related("delivery__reply" if with_reply else "delivery").filter(
+                api_key_id=key.pk
             )
-            message = fired.first()
+        found = mine.filter(HANDED_OVER, public_id=message_id, role=Role.USER)
+
+        def load() -> Message:
+            message = found.first()
             if message is None:
                 raise MessageNotFound()
-            return Response(receipt(message, with_reply=False))
+            return message
+
+        message, could_not_wait = listing.when_final(load, seconds, with_reply=with_reply)
+        response = Response(receipt(message, with_reply=with_reply))
+        if could_not_wait:
+            response["Retry-After"] = str(ReceiptWaitsBusy.wait)  # the last slot went between the glance and now
+        return response
+
+
+class MessageListView(APIView):
+    """GET what the key sent, newest first, a page at a time (ingestion/listing.py)."""
+
+    authentication_classes = [AnyKeyAuthentication]
+    throttle_classes = [ReceiptReadThrottle]
+    http_method_names = ["get"]
+    content_negotiation_class = JsonOnly
+    required_scopes = {"GET": Scope.RECEIPTS_READ}
+
+    @openapi.message_list_endpoint
+    def get(self, request: Request) -> Response:
         key = request.auth
         assert isinstance(key, ApiKey)
-        messages = Message.objects.select_related("delivery__reply" if key.may_read_replies else "delivery")
-        # The sending key's own messages only: another key's message, even the same account's, is as absent as one
-        # that never existed (a leaked key reads nothing but what it sent itself).
-        message = messages.filter(HANDED_OVER, public_id=message_id, role=Role.USER, api_key_id=key.pk).first()
-        if message is None:
-            raise MessageNotFound()
-        return Response(receipt(message, with_reply=key.may_read_replies))
+        limit = listing.limit_of(request.query_params)
+        return Response(listing.page(key, request.query_params.get("cursor"), limit))
 
 
 def _profile_of(key: Any) -> Profile:

@@ -19,6 +19,7 @@ SHOWN = (
     "hint",
     "owner",
     "generation",
+    "test_mode",
     "scopes",
     "scopes_predate_choice",
     "created_at",
@@ -37,12 +38,13 @@ class ApiKeyAdmin(admin.ModelAdmin):
         "hint",
         "owner",
         "generation",
+        "test_mode",
         "scopes",
         "created_at",
         "last_used_at",
         "revoked_at",
     ]
-    list_filter = ["generation", ("revoked_at", admin.EmptyFieldListFilter), "created_at"]
+    list_filter = ["generation", "test_mode", ("revoked_at", admin.EmptyFieldListFilter), "created_at"]
     search_fields = ["name", "hint", "owner__email", "owner__username"]
     fields = SHOWN
     readonly_fields = [name for name in SHOWN if name != "name"]

@@ -55,6 +55,9 @@ class ApiKey(models.Model):
     # Whether a tool that changes something waits for the owner's approval when the assistant wants it for one of
     # this key's messages (assistant/approvals.py). What the person types themselves never waits.
     tools_need_approval = models.BooleanField(default=True)
+    # A test key (docs/howto/keys-and-scopes.md#test-keys): same format as any key; its messages are answered apart
+    # from the person's thread, with no tool, no text to their phone and no approval asked.
+    test_mode = models.BooleanField(default=False, editable=False)
     # Set when the key was rolled: the key with the new secret. This one then works until its expires_at (the
     # overlap its owner chose).
     replaced_by = models.ForeignKey(

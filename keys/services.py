@@ -73,6 +73,7 @@ def create_key(
     may_read_replies: bool = False,
     expires_at: datetime | None = None,
     tools_need_approval: bool = True,
+    test_mode: bool = False,
     by: str = audit.COMMAND,
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its plaintext, which exists nowhere else and cannot be recovered.
@@ -80,8 +81,8 @@ def create_key(
     ``scopes``: what a V2 key may do (default: the console's, messages:send and receipts:read). A V1 key does what
     V1 keys always did (keys/scopes.py LEGACY_V1). ``may_read_replies`` adds replies:read: receipts read with the
     key carry the assistant's reply. ``expires_at``: after it the key is refused (401 expired_api_key). ``by``: who
-    asked, for the audit log. Raises KeyLimitReached when the owner already holds MAX_ACTIVE_KEYS_PER_ACCOUNT active
-    keys."""
+    asked, for the audit log. ``test_mode``: a test key (keys/models.py). Raises KeyLimitReached when the owner
+    already holds MAX_ACTIVE_KEYS_PER_ACCOUNT active keys."""
     name = _checked_name(name)
     if expires_at is not None and expires_at <= timezone.now():
         raise ValueError("A key's expiry must be in the future.")
@@ -101,8 +102,10 @@ def create_key(
             scopes=stored(granted),
             expires_at=expires_at,
             tools_need_approval=tools_need_approval,
+            test_mode=test_mode,
         )
-        audit.record(owner, AuditKind.KEY_CREATED, f"“{key.name}” ({key.hint}) {_scopes_and_expiry(key)}", by=by)
+        what = f"{'test key ' if test_mode else ''}“{key.name}” ({key.hint}) {_scopes_and_expiry(key)}"
+        audit.record(owner, AuditKind.KEY_CREATED, what, by=by)
     return key, plaintext
 
 
@@ -145,6 +148,7 @@ def roll_key(key: ApiKey, overlap: timedelta, *, by: str = audit.COMMAND) -> tup
             tool_access=current.tool_access,
             allowed_tools=current.allowed_tools,
             tools_need_approval=current.tools_need_approval,
+            test_mode=current.test_mode,
         )
         old_until = now + overlap
         if current.expires_at is not None:

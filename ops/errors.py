@@ -49,6 +49,13 @@ _LIST = (
         True,
     ),
     ErrorCode(
+        "invalid_parameter",
+        400,
+        "a query parameter out of range: `limit` not 1 to 100 or a `cursor` the list did not give (the list of "
+        "messages), `wait` not 0 to 30 seconds (a receipt)",
+        True,
+    ),
+    ErrorCode(
         "bad_request",
         400,
         "refused before reaching the API, most often a `Host` header this server does not serve (`ALLOWED_HOSTS`), "
@@ -245,6 +252,13 @@ _LIST = (
         503,
         "adding or syncing a connection while this web process already runs `MCP_CHECKS_PER_PROCESS` checks of "
         "servers (`Retry-After`)",
+    ),
+    ErrorCode(
+        "receipt_waits_busy",
+        503,
+        "a receipt asked to wait (`?wait=`) while this web process already has `RECEIPT_WAIT_SLOTS` receipts waiting "
+        "(`Retry-After`): ask again then, or without `wait`",
+        True,
     ),
     ErrorCode(
         "service_unavailable",

@@ -1,8 +1,8 @@
 """The one decision (assistant/approval/rule.py, ``decide``) as a table: who sent the message by whether words from
 outside the person were read by the key's "ask me first" choice, by what the tool does and whether the person trusts
-its server, then the key's tool policy and the person's approval → run, ask or refuse. The same table, in words, is
-docs/explanation/approval.md. Then the same decision through the real toolbox and built-in tools: the origin taken
-from the message, the content from what a tool returned during the attempt."""
+its server, then the key's tool policy, the person's approval and whether a test key sent it → run, ask or refuse.
+The same table, in words, is docs/explanation/approval.md. Then the same decision through the real toolbox and
+built-in tools: the origin taken from the message, the content from what a tool returned during the attempt."""
 
 import itertools
 
@@ -52,11 +52,13 @@ TABLE = {
 }
 
 EVERY_CASE = list(
-    itertools.product((P, K, T), (False, True), (True, False), COLUMNS, (True, False), (False, True))
-)  # origin, read, key asks, (effect, trusted), allowed by the key's policy, approved
+    itertools.product((P, K, T), (False, True), (True, False), COLUMNS, (True, False), (False, True), (False, True))
+)  # origin, read, key asks, (effect, trusted), allowed by the key's policy, approved, a test key's message
 
 
-def expected(origin, read, key_asks, column, allowed, approved) -> Verdict:
+def expected(origin, read, key_asks, column, allowed, approved, test) -> Verdict:
+    if test:
+        return REFUSED  # a test key's message is answered, but no tool runs and nothing is asked
     if not allowed:
         return REFUSED  # a tool the key's owner withheld: never run, never asked, even "approved"
     if approved:
@@ -65,7 +67,7 @@ def expected(origin, read, key_asks, column, allowed, approved) -> Verdict:
 
 
 def _id(case) -> str:
-    origin, read, key_asks, (effect, trusted), allowed, approved = case
+    origin, read, key_asks, (effect, trusted), allowed, approved, test = case
     return "-".join(
         [
             origin.value,
@@ -74,13 +76,14 @@ def _id(case) -> str:
             effect.name + ("-trusted" if trusted else ""),
             "allowed" if allowed else "withheld",
             "approved" if approved else "unanswered",
+            "test" if test else "live",
         ]
     )
 
 
 @pytest.mark.parametrize("case", EVERY_CASE, ids=[_id(case) for case in EVERY_CASE])
 def test_the_decision(case):
-    origin, read, key_asks, (effect, trusted), allowed, approved = case
+    origin, read, key_asks, (effect, trusted), allowed, approved, test = case
     circumstances = Circumstances(
         origin=origin,
         read_outside=read,
@@ -89,6 +92,7 @@ def test_the_decision(case):
         allowed=allowed,
         trusted=trusted,
         approved=approved,
+        test=test,
     )
     assert decide(circumstances) is expected(*case)
 
@@ -96,15 +100,17 @@ def test_the_decision(case):
 def test_the_table_covers_every_case():
     assert set(TABLE) == {(o, r, k) for o in (P, K, T) for r in (False, True) for k in (True, False)}
     assert {effect for effect, _ in COLUMNS} == set(Effect)
-    assert len(EVERY_CASE) == 3 * 2 * 2 * len(COLUMNS) * 2 * 2 == len(set(EVERY_CASE))
+    assert len(EVERY_CASE) == 3 * 2 * 2 * len(COLUMNS) * 2 * 2 * 2 == len(set(EVERY_CASE))
 
 
 def test_what_is_not_from_the_person_never_acts_unasked():
     """The guarantee the table is for, said once more over every case: a tool that changes something (or only says
     it does not, from a server the person does not trust) runs unasked only for the person's own words with nothing
-    read, or a key whose owner chose "don't ask" with nothing read; a mail never; approved, it runs."""
-    for origin, read, key_asks, (effect, trusted), allowed, approved in EVERY_CASE:
-        verdict = decide(Circumstances(origin, read, effect, key_asks, allowed, trusted, approved))
+    read, or a key whose owner chose "don't ask" with nothing read; a mail never; approved, it runs; for a test key's
+    message, nothing runs."""
+    for origin, read, key_asks, (effect, trusted), allowed, approved, test in EVERY_CASE:
+        verdict = decide(Circumstances(origin, read, effect, key_asks, allowed, trusted, approved, test))
+        assert verdict is REFUSED or not test
         changes = effect in (Effect.ACTS, Effect.SENDS) or (effect is Effect.CLAIMS_TO_READ and not trusted)
         if verdict is RUNS and changes and not approved:
             assert effect is not Effect.SENDS and not read
@@ -256,3 +262,28 @@ def test_a_tool_the_key_withholds_is_refused_even_as_an_approved_call(approved):
     )
     action = Action.objects.get(tool="schedule_reminder")
     assert action.state == ActionState.DONE and action.is_error and not Reminder.objects.exists()
+
+
+# --- refused: every call for a test key's message ---------------------------------------------------------------
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["schedule_reminder", "list_reminders", "no_such_tool"])
+@pytest.mark.parametrize("approved", [False, True], ids=["asked-by-the-model", "approved-call"])
+def test_every_call_for_a_test_keys_message_is_refused(name, approved):
+    import time
+
+    from conversations.models import Message
+    from keys.services import create_key
+
+    owner = UserFactory()
+    key, _ = create_key(owner, "ci check", test_mode=True, tools_need_approval=False)
+    delivery = delivery_under_way(owner, key=key)
+    Message.objects.filter(pk=delivery.message_id).update(test=True)  # as the endpoint records a test key's message
+    box = box_for(delivery)
+    assert box.as_openai() == []  # nothing offered
+
+    told = box.call("call-1", name, REMIND, 1, time.monotonic() + 10, approved=approved)
+
+    assert told == "Error: this is a test message (sent with a test key): no tool runs. Say what you would do."
+    action = Action.objects.get(tool=name)
+    assert action.state == ActionState.DONE and action.is_error and action.approval_expires_at is None
+    assert not Reminder.objects.exists()

@@ -58,7 +58,7 @@ def test_the_username_settles_sign_ups_that_differ_only_in_case(client, db):
         ({"phone_number": "020 7946 0958"}, "phone_number", "not a valid phone number in US"),  # a London number
         ({"phone_number": "+1415555"}, "phone_number", "not a valid phone number"),
         ({"channel": "fax"}, "channel", "Select a valid choice"),
-        ({"phone_number": ""}, "phone_number", "Type the number your assistant should text, or choose Telegram"),
+        ({"phone_number": ""}, "phone_number", "Type the number your assistant should text"),
     ],
 )
 def test_signing_up_with_a_bad_field_says_what_is_wrong_next_to_it(client, overrides, field, text):
@@ -179,6 +179,21 @@ def test_the_landing_page_shows_visitors_what_the_service_does_and_sends_members
     assert client.get("/")["Location"] == "/keys/"
 
 
+def test_the_landing_pages_sample_answer_has_the_fields_a_real_answer_has(client, v2):
+    """The sample under the curl command: the same members as the endpoint's answer, the message id included."""
+    import html
+    import json
+
+    from tests.conftest import CURRENT, post
+
+    page = html.unescape(client.get("/").content.decode())
+    sample = json.loads(re.search(r'\n(\{"success": true.*?\})</code>', page).group(1))
+    real = post(client, CURRENT, v2[1], {"message": "The nightly backup failed, open a ticket"}).json()
+
+    assert sample.keys() == real.keys()
+    assert sample["message"] == real["message"] and re.fullmatch(r"msg_[0-9A-Za-z]{24}", sample["id"])
+
+
 def test_contact_settings_show_and_change_the_phone_number_and_channel(client, user):
     client.force_login(user)
     page = client.get("/settings/").content.decode()
@@ -290,3 +305,27 @@ def test_without_a_telegram_bot_sign_up_does_not_offer_it(client, settings):
 
     assert "Select a valid choice" in " ".join(response.context["form"].errors["channel"])
     assert not get_user_model().objects.exists()
+
+
+def test_without_telegram_the_phone_number_is_required_and_marked_so(client, settings):
+    """Every channel offered needs the number: the field is required (its input says so) and its error does not
+    point at a Telegram the server does not offer."""
+    settings.TELEGRAM_BOT_TOKEN = ""
+    page = client.get("/signup/").content.decode()
+    assert re.search(r'<input[^>]*name="phone_number"[^>]*required', page), page
+
+    response = signup(client, phone_number="")
+
+    assert response.context["form"].errors["phone_number"] == ["Type the number your assistant should text."]
+    assert "Telegram" not in response.content.decode()
+    assert not get_user_model().objects.exists()
+
+
+def test_with_telegram_the_phone_number_is_optional_and_says_when_it_is_needed(client, providers):
+    page = client.get("/signup/").content.decode()
+    assert not re.search(r'<input[^>]*name="phone_number"[^>]*required', page)
+    assert "not for Telegram" in page
+
+    response = signup(client, phone_number="", channel="sms")
+
+    assert "or choose Telegram" in " ".join(response.context["form"].errors["phone_number"])

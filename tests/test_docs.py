@@ -149,3 +149,12 @@ def test_the_console_guide_says_how_to_try_password_reset_locally():
     page = (DOCS / "howto" / "use-the-console.md").read_text()
     section = page.split("## Try password reset locally", 1)[1].split("\n## ", 1)[0]
     assert "printed in the\nterminal" in section and "EMAIL_HOST=127.0.0.1 EMAIL_PORT=1025" in section
+
+
+def test_the_documentation_site_names_its_icon():
+    """Without an icon link each page makes browsers ask the site for /favicon.ico, which `make docs` does not serve:
+    a 404 on every page load. The build copies html_favicon and links it from every page."""
+    conf = (DOCS / "conf.py").read_text()
+    found = re.search(r'^html_favicon = "([^"]+)"$', conf, re.MULTILINE)
+    assert found is not None
+    assert (DOCS / found.group(1)).resolve().is_file()

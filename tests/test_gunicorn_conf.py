@@ -20,7 +20,7 @@ def test_the_defaults_suit_a_small_machine_behind_a_router(load):
 
     assert conf["bind"] == "0.0.0.0:8000"
     assert conf["workers"] == len(os.sched_getaffinity(0)) + 1
-    assert conf["threads"] == 4
+    assert conf["threads"] == 4 + 4  # WEB_THREADS, and a thread per receipt that may wait (RECEIPT_WAIT_SLOTS)
     # gthread, reading each request whole before a thread takes it (ops/slow_clients.py, tests/test_slow_clients.py)
     assert conf["worker_class"] == "ops.slow_clients.ReadDeadlineWorker"
     assert conf["ReadDeadlineWorker"].read_timeout == 10
@@ -36,7 +36,8 @@ def test_the_platform_sets_port_and_concurrency(load):
     conf = load(PORT="5123", BIND_HOST="127.0.0.1", WEB_CONCURRENCY="7", WEB_THREADS="2", GUNICORN_TIMEOUT="20")
 
     assert conf["bind"] == "127.0.0.1:5123"
-    assert (conf["workers"], conf["threads"], conf["timeout"]) == (7, 2, 20)
+    assert (conf["workers"], conf["threads"], conf["timeout"]) == (7, 2 + 4, 20)
+    assert load(WEB_THREADS="2", RECEIPT_WAIT_SLOTS="0")["threads"] == 2
     conf["on_exit"](None)
 
 

@@ -189,3 +189,20 @@ def test_the_key_command_make_run_prints_links_to_the_port_it_serves(arguments, 
     )
     shown = [line for line in plan.stdout.splitlines() if "Create a key" in line]
     assert len(shown) == 1 and printed in shown[0], plan.stdout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "served"),
+    [
+        ([], "DEBUG=${DEBUG-1} .venv/bin/python manage.py serve 127.0.0.1:8000"),
+        (["PORT=8150"], "PUBLIC_BASE_URL=http://127.0.0.1:8150 .venv/bin/python manage.py serve 127.0.0.1:8150"),
+    ],
+)
+def test_make_run_serves_with_links_to_its_own_port(arguments, served):
+    """The approval links the assistant writes into the thread and texts to the phone are at PUBLIC_BASE_URL: under
+    `make run PORT=8150` the server gets it, or they would point at port 8000."""
+    plan = subprocess.run(
+        ["make", "--dry-run", "run", *arguments], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True
+    )
+    (serve,) = [line for line in plan.stdout.splitlines() if "manage.py serve" in line]
+    assert served in serve, serve

@@ -29,6 +29,7 @@ from tests.test_webhook_backend import SECRET as WEBHOOK_SECRET
 from triggers.services import create_trigger
 
 RECEIPT = "/api/v1/inbound/messages/{message_id}"
+MESSAGE_LIST = "/api/v1/inbound/messages"
 CREATE_TRIGGER = "/api/v1/api-keys/webhook"
 TRIGGER_LOG = "/api/v1/api-keys/webhook/{trigger_id}/log"
 FIRE_TRIGGER = "/api/v1/inbound/webhook/{trigger_id}"
@@ -46,7 +47,7 @@ CALENDAR = "/api/v1/connections/calendar"
 MAILBOX = "/api/v1/connections/mailbox"
 PUBLIC_PATHS = {
     CURRENT, LEGACY, RECEIPT, CREATE_TRIGGER, FIRE_TRIGGER, FIRE_BY_TOKEN, DEVICE_CODE, DEVICE_POLL, PROFILE, CALLBACK,
-    MCP_ADD, MCP_LIST, MCP_ONE, MCP_SYNC, MCP_FOLLOW_UP, TRIGGER_LOG, CALENDAR, MAILBOX,
+    MCP_ADD, MCP_LIST, MCP_ONE, MCP_SYNC, MCP_FOLLOW_UP, TRIGGER_LOG, CALENDAR, MAILBOX, MESSAGE_LIST,
 }  # fmt: skip
 
 # Kept small so the suite stays fast; raise it locally for a deeper run.
@@ -76,6 +77,18 @@ def test_the_document_describes_the_public_endpoints_only(document):
     assert {"401", "404", "429", "503"} <= set(document["paths"][RECEIPT]["get"]["responses"])
     assert document["paths"][LEGACY]["post"]["deprecated"] is True
     assert document["paths"][CURRENT]["post"]["requestBody"]["required"] is True
+
+
+def test_the_plain_text_body_the_list_and_the_wait_are_described(document):
+    body = document["paths"][CURRENT]["post"]["requestBody"]["content"]
+    assert set(body) == {"application/json", "text/plain"}
+    assert body["text/plain"]["schema"]["type"] == "string"
+    listed = document["paths"][MESSAGE_LIST]["get"]
+    assert {p["name"] for p in listed["parameters"] if p["in"] == "query"} == {"limit", "cursor"}
+    assert listed["security"] == [{"anyApiKey": []}]
+    wait = next(p for p in document["paths"][RECEIPT]["get"]["parameters"] if p["name"] == "wait")
+    assert wait["schema"] == {"type": "number", "minimum": 0, "maximum": 30}
+    assert document["components"]["schemas"]["Receipt"]["properties"]["test"]["type"] == "boolean"
 
 
 def test_the_receipt_the_mcp_endpoints_and_the_token_only_webhook_are_described(document):
@@ -209,7 +222,9 @@ def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, se
     # with another body made the first send below a 422 (idempotency_key_reused) and the test fail now and then.
     replay_key = f"replay-{uuid.uuid4()}"
     sent = schema["/api/v1/inbound/api-message"]["POST"].Case(
-        body={"message": "hi"}, headers={"Authorization": f"Bearer {current}", "Idempotency-Key": replay_key}
+        body={"message": "hi"},
+        headers={"Authorization": f"Bearer {current}", "Idempotency-Key": replay_key},
+        media_type="application/json",  # the endpoint also takes text/plain
     )
     first = sent.call_and_validate(base_url=live_server.url, checks=CHECKS)
     replayed = sent.call_and_validate(base_url=live_server.url, checks=CHECKS)

@@ -57,8 +57,30 @@ def test_the_readme_maps_the_documentation_site():
 
 
 def test_make_run_serves_on_the_port_the_readme_says_how_to_change():
-    assert "make run PORT=8001" in README
+    """...and the port it suggests is not the documentation server's (make docs, DOCS_PORT)."""
+    suggested = re.search(r"make run PORT=(\d+)", README)
+    assert suggested is not None
+    docs_port = re.search(r"^DOCS_PORT \?= (\d+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert docs_port is not None and suggested.group(1) != docs_port.group(1)
     dry_run = subprocess.run(
-        ["make", "-n", "run", "PORT=8123"], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True
+        ["make", "-n", "run", f"PORT={suggested.group(1)}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
     ).stdout
-    assert "manage.py serve 127.0.0.1:8123" in dry_run
+    assert f"manage.py serve 127.0.0.1:{suggested.group(1)}" in dry_run
+    assert f"PUBLIC_BASE_URL=http://127.0.0.1:{suggested.group(1)}" in README  # for createapikey's link
+
+
+def test_the_quick_start_shows_the_approval_a_keys_first_message_asks_for_and_where_to_give_it():
+    """A key's message waits for the person's approval (assistant/approvals.py): the Quick start says so, in the
+    words the console shows, and does not promise the reminder before it."""
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    approval = quick_start.index("Approve this?")
+    assert "**Approve**" in quick_start and "**Conversation**" in quick_start
+    assert approval < quick_start.index("listed under **Reminders**")
+    from assistant.backends.local import approval_needed
+
+    assert approval_needed("Remind you").split(" remind you")[0] in quick_start

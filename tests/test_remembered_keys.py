@@ -95,7 +95,7 @@ def test_when_the_owner_s_thread_was_replaced_the_message_goes_to_the_new_one(cl
     "request_kwargs",
     [
         {"raw": b"{not json"},  # would be 400 invalid_json
-        {"body": {"message": "x" * 10}, "content_type": "text/plain"},  # would be 415
+        {"body": {"message": "x" * 10}, "content_type": "text/csv"},  # would be 415
     ],
 )
 def test_a_revoked_key_gets_401_whatever_else_is_wrong_with_the_request(client, v2, request_kwargs):

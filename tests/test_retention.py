@@ -79,6 +79,23 @@ def test_finished_deliveries_are_pruned_in_batches_and_their_messages_keep_the_o
     assert thread.count("badge--delivered") >= 3 and "badge--failed" in thread
 
 
+def test_a_pruned_message_is_final_to_a_waiting_receipt_and_leaves_the_list(client, user, small_batches):
+    """Its receipt answers at once with the kept outcome (and still says it was a test); the list, which reads
+    deliveries by key, covers the retention period (docs/reference/api.md#list-what-a-key-sent)."""
+    from keys.services import create_key
+
+    _, plaintext = create_key(user, "ci check", test_mode=True, may_read_replies=True)
+    old, kept = sent(client, plaintext, ["old", "kept"])
+    age([old], DeliveryStatus.FAILED)
+    call_command("prunedeliveries", stdout=io.StringIO())
+
+    receipt = client.get(f"/api/v1/inbound/messages/{old.public_id}?wait=5", headers=_bearer(plaintext))
+    assert receipt.status_code == 200 and "Retry-After" not in receipt
+    assert (receipt.json()["status"], receipt.json()["test"], receipt.json()["reply"]) == ("failed", True, None)
+    listed = client.get("/api/v1/inbound/messages", headers=_bearer(plaintext)).json()["messages"]
+    assert [message["id"] for message in listed] == [kept.public_id]
+
+
 def test_texts_sent_or_given_up_on_are_pruned_and_those_still_to_send_stay(client, user, small_batches):
     _, plaintext = make_key(user)
     messages = sent(client, plaintext, ["a", "b", "c", "d"])

@@ -27,7 +27,7 @@ class Effect(enum.Enum):
 class Verdict(enum.Enum):
     RUN = "run"
     ASK = "ask"  # recorded as awaiting approval; the person is asked in the thread and on their phone
-    REFUSE = "refuse"  # not run and not asked: the key's owner did not let its messages use the tool
+    REFUSE = "refuse"  # not run and not asked: the key's owner did not let its messages use the tool, or a test key
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Circumstances:
     before a tool changes anything" (a trigger and the person have none: True). ``allowed``: the key's tool policy
     lets its messages use this tool. ``effect``: the tool's. ``trusted``: the person trusts the server's read-only
     claims (Connections page). ``approved``: the person approved this very call (only the hand-off of their answer
-    says so, never the model)."""
+    says so, never the model). ``test``: the message came with a test key, which is answered but never acts."""
 
     origin: Origin
     read_outside: bool
@@ -48,6 +48,7 @@ class Circumstances:
     allowed: bool = True
     trusted: bool = False
     approved: bool = False
+    test: bool = False
 
     @property
     def from_outside(self) -> bool:
@@ -60,12 +61,12 @@ def surely_reads(effect: Effect, trusted: bool) -> bool:
 
 
 def decide(now: Circumstances) -> Verdict:
-    """The verdict for one call. A tool the key's owner withheld is refused; what the person approved runs; a mail
-    always asks; a tool that reads runs, and one whose server only says it reads runs for the person's own words or
-    when they trust that server; content from outside always asks (a key's "don't ask" waives who sent the message,
-    never what a mail or a tool's server wrote); otherwise the person's own words run, a key's ask unless waived, a
-    trigger's always ask."""
-    if not now.allowed:
+    """The verdict for one call. Every call for a test key's message is refused, and so is a tool the key's owner
+    withheld; what the person approved runs; a mail always asks; a tool that reads runs, and one whose server only
+    says it reads runs for the person's own words or when they trust that server; content from outside always asks
+    (a key's "don't ask" waives who sent the message, never what a mail or a tool's server wrote); otherwise the
+    person's own words run, a key's ask unless waived, a trigger's always ask."""
+    if now.test or not now.allowed:
         return Verdict.REFUSE
     if now.approved:
         return Verdict.RUN

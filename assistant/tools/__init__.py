@@ -34,6 +34,8 @@ logger = logging.getLogger(__name__)
 MAX_RESULT_CHARACTERS = 8000
 MAX_ARGUMENT_CHARACTERS = 20_000
 _NAME = re.compile(r"[^a-zA-Z0-9_-]+")
+# What the model is told of any call it makes for a test key's message: the receipt shows what it wanted.
+TEST_MESSAGE_REFUSAL = "this is a test message (sent with a test key): no tool runs. Say what you would do."
 
 
 class ToolError(Exception):
@@ -136,6 +138,8 @@ class Toolbox:
     # Whether what a tool returns can lead the next calls: a model reads results and may follow words in them; the
     # built-in assistant (assistant/backends/local.py) chooses its calls from the person's words by its own code.
     follows_results: bool = True
+    # The message came with a test key (keys/models.py, test_mode): the decision refuses every call, no tool is offered.
+    test: bool = False
 
     def add(self, tool: Tool, *, allowed: bool = True) -> None:
         name = tool_name(tool.name)
@@ -178,6 +182,8 @@ class Toolbox:
 
     def cannot_run(self, tool: Tool | None, name: str, problem: str | None, verdict: Verdict) -> str | None:
         """Why the call cannot run at all, for the model; None when it can (or may, once the person answers)."""
+        if self.test and (tool is None or verdict is Verdict.REFUSE):
+            return TEST_MESSAGE_REFUSAL
         if tool is None:
             listed = ", ".join(sorted(self.tools)) or "none"
             return f"there is no tool named {name[:100]!r}. The tools are: {listed}."
@@ -198,6 +204,7 @@ class Toolbox:
                 allowed=tool.name not in self.withheld,
                 trusted=tool.trusted,
                 approved=approved,
+                test=self.test,
             )
         )
 

@@ -47,6 +47,9 @@ def _apply_policy(box: Toolbox, message: Message, offered: list[Tool]) -> list[T
     box.read_outside = origins.words_from_outside(message)
     if box.read_outside:
         box.read_from = FOLLOW_UP if message.source == Source.TOOL_FOLLOW_UP else APPROVAL
+    if message.test:  # a test key's message is answered, never acted on: every tool is withheld, the decision refuses
+        box.test = True
+        return []
     if key is not None:
         box.waived = not key.tools_need_approval
         box.requested_by = audit.by_key(key.name, key.hint)

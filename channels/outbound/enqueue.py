@@ -32,7 +32,8 @@ def enqueue(message_ids: Sequence[int]) -> int:
     if not adapters:
         return 0
     messages = list(
-        Message.objects.filter(pk__in=message_ids, role__in=[Role.ASSISTANT, Role.TOOL]).values_list(
+        # A reply to a test key's message is never texted.
+        Message.objects.filter(pk__in=message_ids, role__in=[Role.ASSISTANT, Role.TOOL], test=False).values_list(
             "pk", "text", "conversation__user_id", "context"
         )
     )

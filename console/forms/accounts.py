@@ -64,6 +64,9 @@ class ChannelField(forms.ChoiceField):
         super().__init__(**kwargs)
 
 
+NUMBER_NEEDED = "Type the number your assistant should text."
+
+
 class SignUpForm(PhoneRegionsMixin, forms.Form):
     email = forms.EmailField(
         label="Email", max_length=150, widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True})
@@ -85,10 +88,17 @@ class SignUpForm(PhoneRegionsMixin, forms.Form):
     def __init__(self, *args: Any, telegram: bool = False, **kwargs: Any) -> None:
         """`telegram`: the server has a Telegram bot, so a person may choose it (they link their chat right after)."""
         super().__init__(*args, **kwargs)
+        self.telegram = telegram
+        phone = self.fields["phone_number"]
         if telegram:
             channel = self.fields["channel"]
             assert isinstance(channel, ChannelField)
             channel.choices = [*Channel.choices, (TELEGRAM, "Telegram")]
+            phone.help_text = "Needed for SMS, WhatsApp and iMessage; not for Telegram."
+        else:
+            # Every channel offered needs the number: the field says so (required, marked as the others are).
+            phone.required = True
+            phone.error_messages["required"] = NUMBER_NEEDED
 
     def clean_email(self) -> str:
         email: str = self.cleaned_data["email"]
@@ -106,7 +116,7 @@ class SignUpForm(PhoneRegionsMixin, forms.Form):
         cleaned = super().clean() or {}
         needs_number = cleaned.get("channel") not in (None, TELEGRAM)
         if needs_number and not cleaned.get("phone_number") and "phone_number" not in self.errors:
-            self.add_error("phone_number", "Type the number your assistant should text, or choose Telegram.")
+            self.add_error("phone_number", f"{NUMBER_NEEDED[:-1]}, or choose Telegram.")
         first, second = cleaned.get("password1"), cleaned.get("password2")
         if first and second and first != second:
             self.add_error("password2", "The two passwords differ. Type the same password twice.")

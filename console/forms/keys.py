@@ -57,6 +57,15 @@ class NewV2KeyForm(NewKeyForm):
         help_text="After this the key is refused (401 expired_api_key). A key for a one-off job need not outlive it.",
     )
 
+    test_mode = forms.BooleanField(
+        label="Test key",
+        required=False,
+        help_text=(
+            "For trying an integration (CI, a new script): its messages are answered in its receipts, kept out of "
+            "your conversation; no tool acts, nothing is texted to you and no approval is asked."
+        ),
+    )
+
     def expires_at(self) -> datetime | None:
         days = self.cleaned_data.get("expires_in_days")
         return None if days is None else timezone.now() + timedelta(days=days)

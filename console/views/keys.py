@@ -80,6 +80,7 @@ def _create_and_show_once(request: AuthenticatedRequest, form: NewKeyForm, gener
             generation,
             scopes=form.chosen_scopes() if isinstance(form, NewV2KeyForm) else None,
             expires_at=form.expires_at() if isinstance(form, NewV2KeyForm) else None,
+            test_mode=isinstance(form, NewV2KeyForm) and form.cleaned_data["test_mode"],
             by=audit.CONSOLE,
         )
     except services.KeyLimitReached as full:

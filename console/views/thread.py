@@ -31,7 +31,8 @@ def _messages_of(conversation: Conversation) -> QuerySet[Message]:
     # The reply's actions come along (two queries for the page), for "What the assistant did" under each reply, and
     # the outbox rows (one query), for what became of each on the person's phone.
     return (
-        conversation.messages.select_related("api_key", "trigger", "delivery")
+        conversation.messages.filter(test=False)  # a test key's messages and their replies are kept apart
+        .select_related("api_key", "trigger", "delivery")
         .prefetch_related("answered_delivery__actions", "outbound")
         .order_by("created_at", "id")
     )

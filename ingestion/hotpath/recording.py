@@ -86,6 +86,7 @@ def record_user_message(
         context=context,
         api_key_id=api_key_id,
         trigger_id=None if trigger is None else trigger.pk,
+        test=api_key is not None and api_key.test_mode,  # kept apart from the thread (keys/models.py, test_mode)
     )
     delivery = lifecycle.accepted(
         message=message,

@@ -247,3 +247,29 @@ def test_a_revoked_key_s_name_keeps_its_room_beside_its_status(browser, live_ser
     problems = context.problems
     context.close()
     assert problems == []
+
+
+def test_connections_fit_a_phone_and_the_cli_command_keeps_its_options_whole(browser, live_server, seeded):
+    """At 390 px the redirect URI's block made the page 405 px wide, and `poke mcp add <url> --name <name>` broke
+    inside `--name` (a hyphen is a break opportunity)."""
+    context, page = on_a_phone(browser, live_server)
+    page.goto("/connections/")
+    page.wait_for_load_state("load")
+    shoot(page, "connections-phone")
+
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    lines_of_option = page.evaluate(
+        """(() => {
+             const code = [...document.querySelectorAll('code')].find(c => c.textContent.includes('--name'));
+             const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+             let text = walker.nextNode();
+             while (!text.textContent.includes('--name')) text = walker.nextNode();
+             const at = text.textContent.indexOf('--name');
+             const range = document.createRange();
+             range.setStart(text, at);
+             range.setEnd(text, at + '--name'.length);
+             return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+           })()"""
+    )
+    assert lines_of_option == 1
+    context.close()

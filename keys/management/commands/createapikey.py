@@ -47,6 +47,11 @@ class Command(BaseCommand):
             action="store_true",
             help="Adds replies:read: receipts read with this key carry the assistant's reply (off by default).",
         )
+        parser.add_argument(
+            "--test",
+            action="store_true",
+            help="A test key: its messages are answered apart from the thread; no tool acts, nothing is texted.",
+        )
         parser.add_argument("--phone", help="Set the owner's phone number (E.164, for example +14155551234).")
         parser.add_argument("--channel", choices=Channel.values, help="Set the owner's preferred channel.")
 
@@ -84,6 +89,7 @@ class Command(BaseCommand):
                     Generation(options["generation"]),
                     scopes=scopes,
                     may_read_replies=options["may_read_replies"],
+                    test_mode=options["test"],
                 )
             except KeyLimitReached as full:
                 raise CommandError(str(full)) from None
@@ -96,7 +102,7 @@ class Command(BaseCommand):
             )
             self.stderr.write(f"  {set_password_link(user)}")
         self.stdout.write(
-            f"Created {key.generation.upper()} key {key.name!r} ({key.hint}) with scopes "
+            f"Created {'test ' * key.test_mode}{key.generation.upper()} key {key.name!r} ({key.hint}) with scopes "
             f"{key.scopes.replace(' ', ',')}. Store it now; it is not shown again:"
         )
         self.stdout.write(plaintext)
