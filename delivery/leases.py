@@ -239,12 +239,8 @@ def holding(model: type[models.Model], row_id: int, attempt: int) -> QuerySet[An
     return model._default_manager.filter(pk=row_id, status=PROCESSING, attempts=attempt)
 
 
-# --- the state changes an attempt's outcome makes, written once for every queue (each only while it holds the row) ---
-
-
-def finished(model: type[models.Model], row_id: int, attempt: int, status: str, **extra: Any) -> bool:
-    """Finished: the attempt's outcome is final (delivered, sent); nothing is due and the lease is given up."""
-    return _release(model, row_id, attempt, status, None, **extra)
+# --- the state changes a failed or unfinished attempt makes, written once for every queue (each only while it holds
+# the row); what a success writes is each queue's own (delivery/lifecycle.py ``delivered``, the outbox's ``sent``) ---
 
 
 def retried(model: type[models.Model], row_id: int, attempt: int, error: str, due: datetime, **extra: Any) -> bool:

@@ -208,6 +208,6 @@ def test_a_reply_that_arrives_before_our_attempt_ends_is_kept(client, v2, runtim
     assert call_back(client, {"message_id": message_id, "reply": "quick"}).status_code == 200
     from delivery.lifecycle import Held, delivered
 
-    assert not delivered(Held(delivery().pk, 1), None)  # the attempt no longer holds it: nothing written
+    assert not delivered([(Held(delivery().pk, 1), None)])  # the attempt no longer holds it: nothing written
     assert (delivery().status, delivery().reply.text) == (DeliveryStatus.DELIVERED, "quick")
     assert delivery().finished_at is not None

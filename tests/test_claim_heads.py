@@ -27,7 +27,7 @@ def test_a_deep_thread_gives_one_candidate_and_every_other_thread_its_head():
     heads = [accept(person, "hello") for person in others]
 
     assert claimed(limit=10) == [(deep[0].pk, 1)] + [(head.pk, 1) for head in heads]
-    assert lifecycle.delivered(Held(deep[0].pk, 1), "ok")
+    assert lifecycle.delivered([(Held(deep[0].pk, 1), "ok")])
     assert claimed(limit=10) == [(deep[1].pk, 1)]  # the next in the deep thread, only once its head is done
 
 
