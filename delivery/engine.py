@@ -27,7 +27,7 @@ from assistant.outcomes import Accepted, Outcome, PermanentFailure, Reply, Trans
 from conversations.models import Delivery
 from delivery import lifecycle, queue
 from delivery.queue import Claim
-from delivery.queue_worker import Failure, Finished, Naming, QueueWorker, settle
+from delivery.queue_worker import Failure, Finished, Naming, QueueWorker
 from ops import database_work, metrics
 
 logger = logging.getLogger("delivery.handoff")
@@ -44,12 +44,12 @@ class Deliveries:
         return None
 
     def attempt(self, claim: Claim) -> Finished:
-        """Hand the claim to its backend, on a thread that holds no database connection (ops/database_work.py)."""
+        """Hand the claim to its backend (on an attempt thread, what it must read or write goes to
+        ops/database_work.py's threads)."""
         started = time.monotonic()
         outcome: Outcome | Exception
         try:
-            with database_work.attempt_thread():
-                outcome = backend_named(claim.backend)(claim.request)
+            outcome = backend_named(claim.backend)(claim.request)
         except Exception as error:
             outcome = error
         return Finished(claim, outcome, time.monotonic() - started)
@@ -128,15 +128,11 @@ class Engine(QueueWorker):
         return self.claimer.renewals
 
 
-# What ``settle`` wrote, as the delivery's status afterwards.
-_STATUS = {"written": "delivered", "retried": "queued", "put back": "queued", "failed": "failed", "skipped": "skipped"}
-
-
-def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
-    """Record how an attempt ended (delivery/queue_worker.py ``settle``, the one decision) and log it; returns the
-    delivery's status after, or "skipped" when the attempt no longer held it. For the in-process task, which attempts
-    outside the engine."""
-    return _STATUS[settle(DELIVERIES, Finished(claim, outcome, seconds))]
+def deliver_here() -> int:
+    """Deliver what is claimable now, one at a time in the calling thread (whose database connection a tool may use),
+    each under a lease as long as the longest attempt since nobody renews it: how a task backend outside the database
+    runs deliveries (delivery/tasks.py), by the engine's own claim, attempt and ``settle``. Returns how many ran."""
+    return Engine(concurrency=1).drain(here=True, lease_seconds=lifecycle.unrenewed_lease_seconds())
 
 
 def _reply_text(outcome: Outcome) -> str | None:

@@ -50,7 +50,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, F, PositiveIntegerField, Q, Value, When
+from django.db.models import Case, F, PositiveIntegerField, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from conversations import outbound
@@ -122,9 +122,6 @@ def _tables() -> dict[str, str]:
     }
 
 
-# One given delivery, if it is claimable (the in-process task's claim).
-_ONE_CLAIMABLE = "SELECT c.id FROM {delivery} AS c WHERE c.id = %(id)s AND {ready} AND {head} {lock}"
-
 _MARK_CLAIMED = """
     UPDATE {delivery}
     SET {assignments}, backend = %(backend)s, started_at = %(now)s, finished_at = NULL, updated_at = %(now)s
@@ -158,21 +155,16 @@ _CLAIM_WITH_REQUESTS = """
 """
 
 
-def _claim_sql(*, only_one: bool) -> str:
+def _claim_sql() -> str:
     """The claim: the claimable deliveries (delivery/leases.py's per-thread rule: each thread's head, ready), locked,
     marked claimed, and on PostgreSQL returned with what their attempts need."""
     postgres = connection.vendor == "postgresql"
-    table = _tables()["delivery"]
-    lock = "FOR UPDATE OF c SKIP LOCKED" if postgres else ""
-    if only_one:
-        claimable = _ONE_CLAIMABLE.format(
-            delivery=table,
-            ready=leases.claimable_sql("c"),
-            head=leases.is_head_sql(table, "conversation_id", "c"),
-            lock=lock,
-        )
-    else:
-        claimable = leases.heads_sql(table, "conversation_id", lock=lock, postgresql=postgres)
+    claimable = leases.heads_sql(
+        _tables()["delivery"],
+        "conversation_id",
+        lock="FOR UPDATE OF c SKIP LOCKED" if postgres else "",
+        postgresql=postgres,
+    )
     mark = _MARK_CLAIMED.format(claimable=claimable, assignments=leases.claim_assignments_sql(), **_tables())
     return _CLAIM_WITH_REQUESTS.format(mark_claimed=mark, **_tables()) if postgres else mark
 
@@ -181,9 +173,10 @@ _last_reaped = 0.0
 _windows = leases.Windows()
 
 
-def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | None = None) -> list[tuple[Any, ...]]:
-    """Claim up to ``limit`` claimable deliveries (or only ``delivery_id``, if it is claimable): each becomes
-    processing under a lease, its attempt counted (a takeover too, when its previous worker's lease had expired).
+def claim(limit: int, *, lease_seconds: float | None = None) -> list[tuple[Any, ...]]:
+    """Claim up to ``limit`` claimable deliveries: each becomes processing under a lease (``lease_seconds``, by default
+    DELIVERY_LEASE_SECONDS, which the claimer renews), its attempt counted (a takeover too, when its previous worker's
+    lease had expired).
 
     Returns rows in delivery order: on PostgreSQL (delivery id, attempt, backend, then the message, its key and
     the recent thread, see ``_CLAIM_WITH_REQUESTS``), elsewhere (delivery id, message id, attempt, backend).
@@ -193,7 +186,7 @@ def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | 
         return []
     global _last_reaped
     clock = timezone.now().timestamp()
-    if clock - _last_reaped >= 1.0 or delivery_id is not None:
+    if clock - _last_reaped >= 1.0:
         _last_reaped = clock
         fail_exhausted()
     now = timezone.now()
@@ -204,19 +197,15 @@ def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | 
         "max_takeovers": settings.DELIVERY_MAX_TAKEOVERS,
         "backend": settings.ASSISTANT_BACKEND,
         "thread": settings.ASSISTANT_THREAD_MESSAGES,
-        "id": delivery_id,
     }
-    sql = _claim_sql(only_one=delivery_id is not None)
+    sql = _claim_sql()
 
     def run(from_thread: int, until_thread: int, wanted: int) -> list[tuple[Any, ...]]:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(sql, {**params, "limit": wanted, "from_thread": from_thread, "until_thread": until_thread})
             return cursor.fetchall()
 
-    if delivery_id is not None:
-        rows = run(leases.FIRST_THREAD, leases.LAST_THREAD, limit)
-    else:
-        rows = _windows.claim(run, limit, lambda: leases.highest_thread(_tables()["delivery"], "conversation_id"))
+    rows = _windows.claim(run, limit, lambda: leases.highest_thread(_tables()["delivery"], "conversation_id"))
     return sorted(rows, key=lambda row: row[0])
 
 
@@ -381,6 +370,17 @@ def abandoned(now: datetime) -> Q:
     """Being attempted by a worker that is gone: its lease expired (or, claimed before leases, long ago)."""
     return Q(status=DeliveryStatus.PROCESSING) & (
         Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True, started_at__lt=now - STALE_PROCESSING)
+    )
+
+
+def due(grace: timedelta) -> QuerySet[Delivery]:
+    """Deliveries that should have been attempted by now: a retry whose time has come (the immediate backend
+    cannot defer one), a task that never got enqueued, an attempt whose worker died."""
+    cutoff = timezone.now() - grace
+    return Delivery.objects.filter(
+        Q(status=DeliveryStatus.QUEUED, next_attempt_at__lte=cutoff)
+        | Q(status=DeliveryStatus.QUEUED, next_attempt_at__isnull=True, created_at__lte=cutoff)
+        | abandoned(timezone.now())
     )
 
 

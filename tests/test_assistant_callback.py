@@ -12,7 +12,7 @@ import pytest
 
 from assistant.signing import secret_bytes
 from conversations.models import Delivery, DeliveryStatus, Message, Role
-from delivery.handoff import attempt_delivery
+from delivery.engine import deliver_here
 from keys.scopes import Scope
 from keys.services import set_scopes
 from tests.conftest import CURRENT, post
@@ -196,7 +196,7 @@ def test_a_reply_during_a_scheduled_retry_delivers_it_and_cancels_the_retry(clie
 
     assert call_back(client, {"message_id": message_id, "reply": "done after all"}).status_code == 200
     assert delivery().status == DeliveryStatus.DELIVERED
-    assert attempt_delivery(delivery().pk) == "skipped"
+    assert deliver_here() == 0  # nothing to attempt
     assert len(runtime.received) == 1
 
 

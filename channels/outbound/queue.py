@@ -11,7 +11,7 @@ people's in parallel. A row waiting for its backoff or for quiet hours to end ke
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, timedelta
 from functools import cache
 from typing import Any
 
@@ -88,8 +88,9 @@ _windows = leases.Windows()
 _TAKEN_OVER_TOO_OFTEN = "Its worker was lost mid-send {} times (killed or cut off); given up."
 
 
-def claim(limit: int) -> list[Claim]:
-    """Claim up to ``limit`` claimable rows: each becomes processing under a fresh lease, its attempt counted."""
+def claim(limit: int, *, lease_seconds: float | None = None) -> list[Claim]:
+    """Claim up to ``limit`` claimable rows: each becomes processing under a fresh lease (``lease_seconds``, by default
+    CHANNEL_LEASE_SECONDS), its attempt counted."""
     if limit <= 0:
         return []
     global _last_reaped
@@ -100,7 +101,7 @@ def claim(limit: int) -> list[Claim]:
             OutboundMessage, policy(), _TAKEN_OVER_TOO_OFTEN.format(settings.CHANNEL_MAX_TAKEOVERS + 1), updated_at=now
         )
     adapt = connection.ops.adapt_datetimefield_value
-    lease = adapt(policy().lease_until(now))
+    lease = adapt(now + timedelta(seconds=lease_seconds or policy().lease_seconds))
     params = {"now": adapt(now), "lease": lease, "max_takeovers": settings.CHANNEL_MAX_TAKEOVERS}
 
     def run(from_thread: int, until_thread: int, wanted: int) -> list[Claim]:

@@ -79,10 +79,10 @@ class Texts:
         self._as_template: dict[int, bool] = {}
         self._unknown_since: dict[int, datetime] = {}  # only the rows an earlier attempt of which had one
 
-    def claim(self, limit: int) -> list[Claim]:
+    def claim(self, limit: int, *, lease_seconds: float | None = None) -> list[Claim]:
         """Claim (channels/outbound/queue.py), then read at once which of the claimed sends had an earlier attempt
         whose outcome was unknown (channels/adapters/unknown.py): their attempts ask the provider first."""
-        claims = queue.claim(limit)
+        claims = queue.claim(limit, lease_seconds=lease_seconds)
         if claims:
             found = earliest_of(claim.reference for claim in claims)
             for claim in claims:
