@@ -36,7 +36,7 @@ from channels.models import OutboundMessage
 from channels.outbound import queue
 from channels.outbound.decide import Hold, Send, Wait, decide
 from channels.outbound.queue import Claim
-from delivery.queue_worker import Failure, Finished, Naming, QueueWorker, settle
+from delivery.queue_worker import Failure, Finished, Naming, QueueWorker
 
 logger = logging.getLogger("channels.outbound")
 
@@ -148,11 +148,6 @@ class Texts:
 
     def close(self) -> None:
         pass
-
-
-def record(finished: Finished) -> str:
-    """Write how a send ended (delivery/queue_worker.py ``settle``); what it wrote, or "skipped"."""
-    return settle(Texts(), finished)
 
 
 def _sent(taken: list[Finished]) -> set[int]:
