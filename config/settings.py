@@ -63,8 +63,8 @@ INSTALLED_APPS = [
     "ingestion",
     "channels",
     "console",
-    # After "delivery", whose db_worker command (the Procfile's worker: django-tasks-db's, with the delivery engine
-    # running beside it) takes precedence over the one of the same name here.
+    # After "delivery", whose db_worker command (the old name of its worker, which runs django-tasks-db's loop beside
+    # the delivery engine) takes precedence over the one of the same name here.
     "django_tasks_db",
 ]
 
