@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from django.db import DatabaseError, connection
 from django.tasks.signals import task_finished
+from django.utils.crypto import get_random_string
 from django_tasks_db.management.commands.db_worker import Worker
 
 KINDS = ("deliveries", "channels", "tasks", "housekeeping")
@@ -117,7 +118,7 @@ class TaskLoop:
             "interval": interval,
             "startup_delay": False,
             "max_tasks": None,
-            "worker_id": "worker",
+            "worker_id": get_random_string(32),  # unique across the workers, as django-tasks-db's own default
             "excluded_queue_names": [],
         } | options
         self._worker = self._new(batch=False)

@@ -27,7 +27,7 @@ class Command(RunServer):
         host = f"[{self.addr}]" if self._raw_ipv6 else self.addr
         public_url.remember(f"{self.protocol}://{host}:{self.port}")
         work.import_before_threads()
-        runners = work.build(list(work.KINDS), worker_id="serve")
+        runners = work.build(list(work.KINDS))
         runners.start()
         self.stdout.write(f"Worker running in this process: {', '.join(runners.by_kind)}.")
         try:
