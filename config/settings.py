@@ -85,6 +85,7 @@ MIDDLEWARE = [
     "console.middleware.AuthenticationMiddleware",
     "console.middleware.MessageMiddleware",
     "console.middleware.PersonTimeZoneMiddleware",  # pages show times in the person's zone (Settings)
+    "ops.visible.VisibleTextMiddleware",  # pages show control and direction characters instead of obeying them
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "ops.public_url.RememberRequestHostMiddleware",  # DEBUG without PUBLIC_BASE_URL only (see the module)
 ]
@@ -333,6 +334,14 @@ IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 60 * 6
 # How long a webhook trigger remembers a GitHub delivery (its X-GitHub-Delivery and signed body) to acknowledge a
 # replay without a second message; GitHub redelivers for 3 days (`manage.py prunetriggerdeliveries` removes older).
 TRIGGER_DELIVERY_RETENTION_SECONDS = env_int("TRIGGER_DELIVERY_RETENTION_SECONDS", 7 * 24 * 60 * 60)
+# Retention (ops/pruning.py): how long the queue's finished entries and the logs are kept, in days. A message itself
+# is the person's history and stays until they delete it; its delivery's final status is kept on it.
+DELIVERY_RETENTION_DAYS = env_int("DELIVERY_RETENTION_DAYS", 90)  # delivered or failed, with their tool calls
+OUTBOX_RETENTION_DAYS = env_int("OUTBOX_RETENTION_DAYS", 90)  # texts sent or given up on
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 400)  # an account's audit log
+# Every prune deletes this many rows per transaction, and a run stops after PRUNE_RUN_SECONDS (the next goes on).
+PRUNE_BATCH_ROWS = env_int("PRUNE_BATCH_ROWS", 1000)
+PRUNE_RUN_SECONDS = env_int("PRUNE_RUN_SECONDS", 120)
 
 # --- OpenAPI (drf-spectacular; the docs page's assets come from the sidecar package, not a CDN) -------------------
 SPECTACULAR_SETTINGS = {
@@ -357,7 +366,7 @@ SPECTACULAR_SETTINGS = {
 # --- The assistant hand-off ---------------------------------------------------------------------------------
 # After a message commits, a django.tasks task hands it to the assistant. "immediate" runs the task in the
 # request's process right after the commit (the single-process default and the tests); "database" queues it in
-# PostgreSQL for `manage.py db_worker` (production); any other value is a backend class path
+# PostgreSQL for `manage.py worker` (production); any other value is a backend class path
 # (docs/explanation/handoff.md).
 # The default is the production path, also under `make run` (whose `manage.py serve` runs the worker in-process);
 # only the tests default to immediate.
@@ -384,7 +393,7 @@ ASSISTANT_MAX_ANSWER_BYTES = env_int("ASSISTANT_MAX_ANSWER_BYTES", 1_000_000)
 # How many of the latest thread messages (this one included) go to a remote assistant.
 ASSISTANT_THREAD_MESSAGES = env_int("ASSISTANT_THREAD_MESSAGES", 20)
 
-# The delivery engine (`manage.py db_worker` with TASK_BACKEND=database; docs/explanation/handoff.md).
+# The delivery engine (`manage.py worker` with TASK_BACKEND=database; docs/explanation/handoff.md).
 # Attempts in flight per worker process: threads waiting on the assistant, each with a keep-alive connection to it.
 # The process's database connections stay at 1 + DELIVERY_RECORDERS whatever this is.
 DELIVERY_CONCURRENCY = env_int("DELIVERY_CONCURRENCY", 32)
@@ -515,7 +524,7 @@ ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
 # How long the person may answer a request to approve a side-effecting tool (assistant/approvals.py); after it the
 # action is not done and the assistant says so.
 APPROVAL_TIMEOUT_SECONDS = env_int("APPROVAL_TIMEOUT_SECONDS", 86400)
-# How often each worker (db_worker, serve) expires unanswered approvals and fires reminders a lost task left; the
+# How often each worker (manage.py worker, serve) expires unanswered approvals and fires reminders a lost task left; the
 # prunes run every 60 such periods (delivery/housekeeping.py). 0: the worker does none of it (run the commands
 # from cron instead).
 HOUSEKEEPING_SECONDS = env_int("HOUSEKEEPING_SECONDS", 60)

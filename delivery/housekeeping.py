@@ -64,6 +64,9 @@ JOBS = (
     Job("prunedevicelogins", 60),
     Job("prunechannels", 60),
     Job("pruneoauthsignins", 60),
+    Job("prunedeliveries", 60),
+    Job("prunetexts", 60),
+    Job("pruneaudit", 60),
 )
 
 

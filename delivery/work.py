@@ -16,7 +16,6 @@ same ``Runners``, start them, stop them together on SIGTERM (each with its own g
 for ``--batch``, drain them. Why the tasks keep django-tasks-db's loop rather than a queue of their own:
 docs/explanation/delivery.md, "Tasks beside the queues"."""
 
-import importlib
 import logging
 import threading
 import time
@@ -27,6 +26,9 @@ from django.db import DatabaseError, connection
 from django.tasks.signals import task_finished
 from django.utils.crypto import get_random_string
 from django_tasks_db.management.commands.db_worker import Worker
+
+from delivery.housekeeping import Housekeeper
+from delivery.tasks import deliver_message, queued_in_database
 
 KINDS = ("deliveries", "channels", "tasks", "housekeeping")
 QUEUES = ("deliveries", "channels")
@@ -68,25 +70,6 @@ def register(kind: str, build: Callable[[int | None], Runner | None]) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown kind of work {kind!r}; one of {', '.join(KINDS)}")
     _builders[kind] = build
-
-
-# Modules the worker's threads would otherwise each import for the first time at the same moment, when the worker
-# starts: an attempt loads the assistant's backends and tools, housekeeping loads the OAuth sign-ins' pruning, and
-# both lead into the MCP SDK, whose package imports itself in a circle. Two threads entering it together get an
-# ImportError from a partially initialized module (an attempt failed so, and was retried, in
-# tests/test_delivery_engine.py's SIGTERM at start). Imported once by the starting thread, before the others run.
-_SHARED_BY_THREADS = (
-    "assistant.backends.approved",
-    "assistant.backends.local",
-    "assistant.backends.openai",
-    "assistant.backends.webhook",
-    "connections.oauth.mcp",
-)
-
-
-def import_before_threads() -> None:
-    for name in _SHARED_BY_THREADS:
-        importlib.import_module(name)
 
 
 def runner(kind: str, concurrency: int | None = None) -> Runner | None:
@@ -210,9 +193,6 @@ def build(kinds: list[str], concurrency: dict[str, int | None] | None = None, **
     """The runners of these kinds that have something to run here: a queue's (when its app registered one that is
     configured), the task loop (when tasks are kept in the database), the housekeeping (unless HOUSEKEEPING_SECONDS
     is 0)."""
-    from delivery.housekeeping import Housekeeper
-    from delivery.tasks import deliver_message, queued_in_database
-
     built: dict[str, Runner | None] = {kind: runner(kind, (concurrency or {}).get(kind)) for kind in QUEUES}
     if queued_in_database():
         built["tasks"] = TaskLoop(backend_name=deliver_message.get_backend().alias, **task_options)

@@ -2,13 +2,15 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import ActionLocation
-from django.db.models import QuerySet
+from django.db.models import Field, QuerySet
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from accounts import audit
 from keys.models import ApiKey
-from keys.services import rename_key, revoke_key
+from keys.services import rename_key, revoke_key, validate_key_name
 
 # A key as staff see it. They may rename it (and revoke it, an action), nothing else: what a key may do is its
 # owner's choice (on the key's console page), and the rest is its history.
@@ -23,6 +25,7 @@ SHOWN = (
     "last_used_at",
     "expires_at",
     "revoked_at",
+    "deliveries",
 )
 
 
@@ -46,6 +49,12 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_select_related = ["owner"]
     actions = ["revoke_selected"]
 
+    @admin.display(description="deliveries")
+    def deliveries(self, obj: ApiKey) -> str:
+        # By URL name: deliveries live in the thread's app, a floor above this one.
+        url = reverse("admin:conversations_delivery_changelist") + f"?api_key={obj.pk}"
+        return format_html('<a href="{}">Its deliveries, newest first</a>', url)
+
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         # The list takes any lookup on the key's own fields from the query string: with the digest among them,
         # counting the rows that match ?digest__startswith=<guess> would read it out one character at a time.
@@ -62,6 +71,11 @@ class ApiKeyAdmin(admin.ModelAdmin):
         if obj is not None and obj.is_revoked:
             return False
         return super().has_change_permission(request, obj)
+
+    def formfield_for_dbfield(self, db_field: Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "name":  # as typed on the console: no control or direction characters
+            kwargs["validators"] = [validate_key_name]
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         # The name is all staff may change, and a rename goes in the owner's audit log like theirs do.

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from django.http import HttpRequest
 
-from assistant.approval_text import REPLY_LINE
+from assistant.approval.text import REPLY_LINE
 
 
 class Channel:

@@ -23,6 +23,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from delivery import work
+from ops.preload import import_before_threads
 
 
 class Command(BaseCommand):
@@ -61,7 +62,7 @@ class Command(BaseCommand):
             kinds = work.selection(options["only"])
         except ValueError as error:
             raise CommandError(str(error)) from error
-        work.import_before_threads()
+        import_before_threads()
         runners = work.build(
             kinds,
             {"deliveries": options["concurrency"], "channels": options["channel_concurrency"]},
