@@ -1,7 +1,8 @@
 """An approval request a person can judge in one glance, on a phone as in the thread
 (docs/howto/approve-from-phone.md):
 what will happen in words, who asked, until when they may answer, where to see it in the console, and how to answer
-from the phone ("Reply YES 4821 to approve or NO 4821 to deny."). Never the call's raw JSON, never an internal id.
+from the phone ("Reply YES K7QZ4MX2 to approve or NO K7QZ4MX2 to deny."). Never the call's raw JSON, never an internal
+id.
 
 The last line of a request is ``reply_line(code)``: SMS, iMessage and WhatsApp through Twilio show it as it is, and
 the channels with buttons (Telegram, WhatsApp's Cloud API) replace it with Approve / Deny buttons
@@ -23,7 +24,7 @@ from reminders.models import Reminder
 
 VALUE_CHARACTERS = 80  # one argument's value on a phone; the console shows it whole
 ARGUMENT_LINES = 8
-REPLY_LINE = re.compile(r"^Reply YES (?P<code>\d{4}) to approve or NO (?P=code) to deny\.$")
+REPLY_LINE = re.compile(r"^Reply YES (?P<code>[A-Z0-9]{8}) to approve or NO (?P=code) to deny\.$")
 
 
 def reply_line(code: str) -> str:

@@ -18,7 +18,6 @@ key's "don't ask" choice waives the origin, never the content. A request dies wi
 """
 
 import enum
-import secrets
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -27,16 +26,19 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Q
 from django.dispatch import Signal
+from django.urls import reverse
 from django.utils import timezone
 
 from accounts import audit
 from accounts.models import AuditKind, Profile
-from assistant import approval_text, askers
+from assistant import approval_codes, approval_text, askers
 from assistant.models import Action, ActionState
 from connections.models import Connection
 from conversations.models import Delivery, Message, Source
+from conversations.outbound import NOT_TEXTED
 from conversations.services import assistant_message
 from keys.models import ApiKey
+from ops.limits import count_in_window
 from triggers.models import WebhookTrigger
 
 # Sent after the commit that ended a request unanswered, with ``action_id`` and ``outcome`` ("expired" or
@@ -110,42 +112,120 @@ def zone_of(action: Action) -> ZoneInfo:
 
 def announce(action: Action) -> None:
     """Ask the person in the thread, once per call (a replayed call finds its question already asked), in words
-    (assistant/approval_text.py), with a short code they may answer with from a phone."""
+    (assistant/approval_text.py), with a code that names this request alone (assistant/approval_codes.py). The first
+    APPROVAL_TEXTS_PER_WINDOW requests of a window go to the phone one by one; the next one sends one text saying more
+    wait, and the rest stay in the thread until the window ends."""
     with transaction.atomic():
         locked = Action.objects.select_for_update().select_related("delivery").get(pk=action.pk)
         if locked.approval_message_id is not None or locked.state != ActionState.AWAITING_APPROVAL:
             return
-        assert locked.delivery.conversation_id is not None  # a delivery of a message is in its thread
-        locked.approval_code = _new_code(locked.delivery.conversation_id)
+        conversation_id = locked.delivery.conversation_id
+        assert conversation_id is not None  # a delivery of a message is in its thread
+        locked.approval_code = _new_code(conversation_id)
+        texts = _texts_in_window(conversation_id)
+        context: dict[str, object] = {APPROVAL_CONTEXT: locked.pk}
+        if texts > settings.APPROVAL_TEXTS_PER_WINDOW:
+            context[NOT_TEXTED] = True
         message = assistant_message(
-            locked.delivery.conversation_id,
+            conversation_id,
             approval_text.request_text(locked, zone_of(locked)),
             source=Source.ASSISTANT,
-            context={APPROVAL_CONTEXT: locked.pk},
+            context=context,
         )
         Action.objects.filter(pk=locked.pk).update(approval_message=message, approval_code=locked.approval_code)
+        if texts == settings.APPROVAL_TEXTS_PER_WINDOW + 1:
+            _say_more_wait(conversation_id, locked)
 
 
-# A code is not given again in the same thread within this many days: a reply or a button press on an old request
-# then cannot answer a newer one by chance.
+def _texts_in_window(conversation_id: int) -> int:
+    """This request's place among the requests texted to the person in the current window (1, 2, ...)."""
+    return count_in_window(f"approval-texts:{conversation_id}", settings.APPROVAL_TEXT_WINDOW_SECONDS)
+
+
+def _say_more_wait(conversation_id: int, latest: Action) -> None:
+    """The one text of a window past its first requests: how many wait, who asked for the latest, where to see them."""
+    waiting = Action.objects.filter(
+        delivery__conversation_id=conversation_id, state=ActionState.AWAITING_APPROVAL
+    ).count()
+    minutes = max(settings.APPROVAL_TEXT_WINDOW_SECONDS // 60, 1)
+    thread = settings.PUBLIC_BASE_URL + reverse("conversations:thread")
+    assistant_message(
+        conversation_id,
+        f"{waiting} requests wait for your answer, the latest from {_asker_name(latest)}. I will not text each new "
+        f"one for the next {minutes} minutes; see them all in the thread: {thread}",
+        source=Source.ASSISTANT,
+        context={"approvalsWaiting": waiting},
+    )
+
+
+def _asker_name(action: Action) -> str:
+    message = Message.objects.select_related("api_key", "trigger").get(pk=action.delivery.message_id)
+    if message.api_key is not None:
+        return f"the API key “{message.api_key.name}”"
+    if message.trigger is not None:
+        return f"the webhook trigger “{message.trigger.condition[:60]}”"
+    return "words from outside you"
+
+
+# A handle is not given again in the same thread within this many days (while one is free): a reply or a button
+# press on an old request then names no newer one (and would not match its secret if it did).
 APPROVAL_CODE_DAYS = 30
 
 
 def _new_code(conversation_id: int) -> str:
-    """Four random digits that none of this thread's requests of the last APPROVAL_CODE_DAYS had."""
-    taken = set(
-        Action.objects.filter(
-            delivery__conversation_id=conversation_id,
-            started_at__gte=timezone.now() - timedelta(days=APPROVAL_CODE_DAYS),
-        )
-        .exclude(approval_code="")
-        .values_list("approval_code", flat=True)
+    """A code whose handle none of this thread's open requests has, nor (while one is free) any of the last
+    APPROVAL_CODE_DAYS: a reply names exactly one request (assistant/approval_codes.py)."""
+    asked = Action.objects.filter(delivery__conversation_id=conversation_id).exclude(approval_code="")
+    recent = asked.filter(started_at__gte=timezone.now() - timedelta(days=APPROVAL_CODE_DAYS))
+    taken = {approval_codes.handle_of(code) for code in recent.values_list("approval_code", flat=True)}
+    if len(taken) >= approval_codes.HANDLES:
+        open_now = asked.filter(state=ActionState.AWAITING_APPROVAL).values_list("approval_code", flat=True)
+        taken = {approval_codes.handle_of(code) for code in open_now}
+    return approval_codes.new_code(taken)
+
+
+def waiting_like(delivery_id: int, tool: str, connection_name: str, arguments: object) -> Action | None:
+    """A request of the same person for the same call (tool, connection, arguments) still waiting: a second one is
+    not asked, the first stands for both."""
+    conversation = Delivery.objects.filter(pk=delivery_id).values_list("conversation_id", flat=True)
+    same = Action.objects.filter(
+        delivery__conversation_id__in=conversation,
+        state=ActionState.AWAITING_APPROVAL,
+        tool=tool,
+        connection_name=connection_name,
+    ).order_by("pk")
+    return next((action for action in same if action.arguments == arguments), None)
+
+
+def no_room(delivery_id: int) -> str:
+    """Why a new request may not be asked for this delivery's message ("" when it may): too many already wait from
+    its key or trigger (APPROVAL_OPEN_PER_ASKER, its follow-ups and approvals included), or for the person
+    (APPROVAL_OPEN_PER_PERSON). What the model is told instead of asking."""
+    delivery = (
+        Delivery.objects.filter(pk=delivery_id)
+        .values("conversation_id", "message__api_key_id", "message__trigger_id", "message__api_key__name")
+        .first()
     )
-    for _ in range(100):
-        code = f"{1000 + secrets.randbelow(9000)}"
-        if code not in taken:
-            return code
-    return f"{1000 + secrets.randbelow(9000)}"  # 9,000 codes all taken within the month: a reused one then
+    if delivery is None:
+        return ""
+    waiting = Action.objects.filter(state=ActionState.AWAITING_APPROVAL)
+    key, trigger = delivery["message__api_key_id"], delivery["message__trigger_id"]
+    limit = settings.APPROVAL_OPEN_PER_ASKER
+    if key is not None and waiting.filter(delivery__message__api_key_id=key).count() >= limit:
+        return _full(f"{limit} requests from the API key “{delivery['message__api_key__name']}”")
+    if trigger is not None and waiting.filter(delivery__message__trigger_id=trigger).count() >= limit:
+        return _full(f"{limit} requests from this webhook trigger")
+    limit = settings.APPROVAL_OPEN_PER_PERSON
+    if waiting.filter(delivery__conversation_id=delivery["conversation_id"]).count() >= limit:
+        return _full(f"{limit} requests")
+    return ""
+
+
+def _full(what: str) -> str:
+    return (
+        f"Not done, and not asked: {what} already wait for the person's answer, the most that may wait. Nothing new "
+        "is asked until they answer those. Do not call it again; tell them their requests wait in the thread."
+    )
 
 
 def told_to_the_model(action: Action) -> str:
