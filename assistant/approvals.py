@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.dispatch import Signal
 from django.urls import reverse
 from django.utils import timezone
@@ -198,27 +198,38 @@ def waiting_like(delivery_id: int, tool: str, connection_name: str, arguments: o
 
 
 def no_room(delivery_id: int) -> str:
-    """Why a new request may not be asked for this delivery's message ("" when it may): too many already wait from
-    its key or trigger (APPROVAL_OPEN_PER_ASKER, its follow-ups and approvals included), or for the person
-    (APPROVAL_OPEN_PER_PERSON). What the model is told instead of asking."""
-    delivery = (
-        Delivery.objects.filter(pk=delivery_id)
-        .values("conversation_id", "message__api_key_id", "message__trigger_id", "message__api_key__name")
-        .first()
-    )
+    """Why a new request may not be asked for this delivery's message ("" when it may): too many already wait that
+    one message led to (APPROVAL_OPEN_PER_MESSAGE, through its tools' follow-ups), from its key or trigger
+    (APPROVAL_OPEN_PER_ASKER, its follow-ups and approvals included), or for the person (APPROVAL_OPEN_PER_PERSON).
+    What the model is told instead of asking."""
+    delivery = Delivery.objects.select_related("message__api_key", "message__trigger").filter(pk=delivery_id).first()
     if delivery is None:
         return ""
-    waiting = Action.objects.filter(state=ActionState.AWAITING_APPROVAL)
-    key, trigger = delivery["message__api_key_id"], delivery["message__trigger_id"]
+    message = delivery.message
+    waiting = Action.objects.filter(
+        state=ActionState.AWAITING_APPROVAL, delivery__conversation_id=delivery.conversation_id
+    )
     limit = settings.APPROVAL_OPEN_PER_ASKER
-    if key is not None and waiting.filter(delivery__message__api_key_id=key).count() >= limit:
-        return _full(f"{limit} requests from the API key “{delivery['message__api_key__name']}”")
-    if trigger is not None and waiting.filter(delivery__message__trigger_id=trigger).count() >= limit:
+    if message.api_key is not None and waiting.filter(delivery__message__api_key=message.api_key).count() >= limit:
+        return _full(f"{limit} requests from the API key “{message.api_key.name}”")
+    if message.trigger is not None and waiting.filter(delivery__message__trigger=message.trigger).count() >= limit:
         return _full(f"{limit} requests from this webhook trigger")
-    limit = settings.APPROVAL_OPEN_PER_PERSON
-    if waiting.filter(delivery__conversation_id=delivery["conversation_id"]).count() >= limit:
-        return _full(f"{limit} requests")
+    if waiting.count() >= settings.APPROVAL_OPEN_PER_PERSON:
+        return _full(f"{settings.APPROVAL_OPEN_PER_PERSON} requests")
+    if _led_by_one_message(message, waiting) >= settings.APPROVAL_OPEN_PER_MESSAGE:
+        return _full(f"{settings.APPROVAL_OPEN_PER_MESSAGE} requests that one message led to")
     return ""
+
+
+def _led_by_one_message(message: Message, waiting: QuerySet[Action]) -> int:
+    """How many of the waiting requests (fewer than APPROVAL_OPEN_PER_PERSON) the message that began ``message``'s
+    cascade led to, itself and every follow-up down from it."""
+    root = askers.root_message_id(message)
+    return sum(
+        1
+        for action in waiting.select_related("delivery__message")
+        if askers.root_message_id(action.delivery.message) == root
+    )
 
 
 def _full(what: str) -> str:

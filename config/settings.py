@@ -520,6 +520,8 @@ APPROVAL_TIMEOUT_SECONDS = env_int("APPROVAL_TIMEOUT_SECONDS", 86400)
 # identical request still waiting is never asked twice (docs/explanation/approval.md#few-requests-few-texts).
 APPROVAL_OPEN_PER_ASKER = env_int("APPROVAL_OPEN_PER_ASKER", 10)
 APPROVAL_OPEN_PER_PERSON = env_int("APPROVAL_OPEN_PER_PERSON", 25)
+# And led to by one message, its tools' follow-ups (and theirs) included: a cascade stops here.
+APPROVAL_OPEN_PER_MESSAGE = env_int("APPROVAL_OPEN_PER_MESSAGE", 8)
 # Requests texted one by one to a person's phone per window; past them one text says more wait, and the rest of the
 # window's requests are in the thread only.
 APPROVAL_TEXTS_PER_WINDOW = env_int("APPROVAL_TEXTS_PER_WINDOW", 3)
