@@ -203,7 +203,7 @@ def no_room(delivery_id: int) -> str:
     (APPROVAL_OPEN_PER_ASKER, its follow-ups and approvals included), or for the person (APPROVAL_OPEN_PER_PERSON).
     What the model is told instead of asking."""
     delivery = Delivery.objects.select_related("message__api_key", "message__trigger").filter(pk=delivery_id).first()
-    if delivery is None:
+    if delivery is None or delivery.conversation_id is None:
         return ""
     message = delivery.message
     waiting = Action.objects.filter(
