@@ -198,10 +198,10 @@ def waiting_like(delivery_id: int, tool: str, connection_name: str, arguments: o
 
 
 def no_room(delivery_id: int) -> str:
-    """Why a new request may not be asked for this delivery's message ("" when it may): too many already wait that
-    one message led to (APPROVAL_OPEN_PER_MESSAGE, through its tools' follow-ups), from its key or trigger
-    (APPROVAL_OPEN_PER_ASKER, its follow-ups and approvals included), or for the person (APPROVAL_OPEN_PER_PERSON).
-    What the model is told instead of asking."""
+    """Why a new request may not be asked for this delivery's message ("" when it may), as what already waits: too
+    many from its key or trigger (APPROVAL_OPEN_PER_ASKER, its follow-ups and approvals included), for the person
+    (APPROVAL_OPEN_PER_PERSON), or that one message led to (APPROVAL_OPEN_PER_MESSAGE, through its tools'
+    follow-ups)."""
     delivery = Delivery.objects.select_related("message__api_key", "message__trigger").filter(pk=delivery_id).first()
     if delivery is None or delivery.conversation_id is None:
         return ""
@@ -211,13 +211,13 @@ def no_room(delivery_id: int) -> str:
     )
     limit = settings.APPROVAL_OPEN_PER_ASKER
     if message.api_key is not None and waiting.filter(delivery__message__api_key=message.api_key).count() >= limit:
-        return _full(f"{limit} requests from the API key “{message.api_key.name}”")
+        return f"{limit} requests from the API key “{message.api_key.name}”"
     if message.trigger is not None and waiting.filter(delivery__message__trigger=message.trigger).count() >= limit:
-        return _full(f"{limit} requests from this webhook trigger")
+        return f"{limit} requests from this webhook trigger"
     if waiting.count() >= settings.APPROVAL_OPEN_PER_PERSON:
-        return _full(f"{settings.APPROVAL_OPEN_PER_PERSON} requests")
+        return f"{settings.APPROVAL_OPEN_PER_PERSON} requests"
     if _led_by_one_message(message, waiting) >= settings.APPROVAL_OPEN_PER_MESSAGE:
-        return _full(f"{settings.APPROVAL_OPEN_PER_MESSAGE} requests that one message led to")
+        return f"{settings.APPROVAL_OPEN_PER_MESSAGE} requests that one message led to"
     return ""
 
 
@@ -232,10 +232,22 @@ def _led_by_one_message(message: Message, waiting: QuerySet[Action]) -> int:
     )
 
 
-def _full(what: str) -> str:
+def not_asked(delivery_id: int, waiting: str) -> str:
+    """A call past the caps (``waiting``: what ``no_room`` said): the thread says once for the message that nothing
+    new was asked (there only: the requests that wait were texted already), and the model is told why."""
+    delivery = Delivery.objects.filter(pk=delivery_id).values_list("conversation_id", flat=True).first()
+    said = Message.objects.filter(conversation_id=delivery, context__approvalsFull=delivery_id)
+    if delivery is not None and not said.exists():
+        assistant_message(
+            delivery,
+            f"I asked you nothing new for this message: {waiting} already wait for your answer, the most that may "
+            "wait. Answer those in the thread first.",
+            source=Source.ASSISTANT,
+            context={"approvalsFull": delivery_id, NOT_TEXTED: True},
+        )
     return (
-        f"Not done, and not asked: {what} already wait for the person's answer, the most that may wait. Nothing new "
-        "is asked until they answer those. Do not call it again; tell them their requests wait in the thread."
+        f"Not done, and not asked: {waiting} already wait for the person's answer, the most that may wait. Nothing "
+        "new is asked until they answer those. Do not call it again; tell them their requests wait in the thread."
     )
 
 

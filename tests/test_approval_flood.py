@@ -17,6 +17,7 @@ from assistant.models import Action, ActionState
 from channels.adapters.base import button_data
 from channels.models import LinkedAddress
 from channels.outbound.sender import Sender
+from conversations.models import Message
 from reminders.models import Reminder
 from tests.factories import UserFactory, make_key
 from tests.obedient_model import obedient_model
@@ -101,7 +102,11 @@ def test_a_flood_from_one_key_leaves_few_requests_and_few_texts(server, provider
     refused = Action.objects.filter(state=ActionState.DONE, is_error=True, result__startswith="Not done, and not asked")
     assert refused.count() >= 60 * CALLS_PER_MESSAGE - 10
     assert not Reminder.objects.exists()
+    # Each message past the caps is answered in the thread (only there) that its requests wait.
+    notes = Message.objects.filter(text__startswith="I asked you nothing new for this message: 10 requests from")
+    assert notes.count() == 59
     sent = texts(providers)
+    assert not any(text.startswith("I asked you nothing new") for text in sent)
     asked = [text for text in sent if text.startswith("Approve this?")]
     assert len(asked) == 3  # APPROVAL_TEXTS_PER_WINDOW
     [more] = [text for text in sent if "requests wait for your answer" in text]

@@ -132,16 +132,16 @@ def _new(planned: Planned, index: int) -> Entry:
 
 def _new_request(planned: Planned, index: int) -> Entry:
     """A call that must wait for the person: the same call already waiting stands for it (nothing new is asked); past
-    the caps on what may wait it is not asked at all, and its recorded result tells the model so (a replay reuses
-    it); otherwise it waits (assistant/approvals.py)."""
+    the caps on what may wait it is not asked at all: the thread says so, and its recorded result tells the model (a
+    replay reuses it); otherwise it waits (assistant/approvals.py)."""
     same = approvals.waiting_like(planned.delivery_id, planned.tool, planned.connection_name, planned.arguments)
     if same is not None:
         return Entry(Verdict.AWAIT, index, same)
-    full = approvals.no_room(planned.delivery_id)
-    if not full:
+    waiting = approvals.no_room(planned.delivery_id)
+    if not waiting:
         return Entry(Verdict.AWAIT, index, _create(planned, index))
     action = _create(replace(planned, needs_approval=False), index)
-    finish(action, full, is_error=True)
+    finish(action, approvals.not_asked(planned.delivery_id, waiting), is_error=True)
     return Entry(Verdict.REUSE, index, action)
 
 
