@@ -235,11 +235,13 @@ def _led_by_one_message(message: Message, waiting: QuerySet[Action]) -> int:
 def not_asked(delivery_id: int, waiting: str) -> str:
     """A call past the caps (``waiting``: what ``no_room`` said): the thread says once for the message that nothing
     new was asked (there only: the requests that wait were texted already), and the model is told why."""
-    delivery = Delivery.objects.filter(pk=delivery_id).values_list("conversation_id", flat=True).first()
-    said = Message.objects.filter(conversation_id=delivery, context__approvalsFull=delivery_id)
-    if delivery is not None and not said.exists():
+    thread = Delivery.objects.filter(pk=delivery_id).values_list("conversation_id", flat=True).first()
+    if (
+        thread is not None
+        and not Message.objects.filter(conversation_id=thread, context__approvalsFull=delivery_id).exists()
+    ):
         assistant_message(
-            delivery,
+            thread,
             f"I asked you nothing new for this message: {waiting} already wait for your answer, the most that may "
             "wait. Answer those in the thread first.",
             source=Source.ASSISTANT,
