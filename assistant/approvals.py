@@ -18,6 +18,7 @@ key's "don't ask" choice waives the origin, never the content. A request dies wi
 """
 
 import enum
+import logging
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -45,6 +46,8 @@ from triggers.models import WebhookTrigger
 # "withdrawn"): whoever showed the request somewhere else (a Telegram message with buttons, channels/approvals.py)
 # rewrites it. A signal, because those layers sit above this one (docs/explanation/architecture.md#the-layers).
 request_ended = Signal()
+
+logger = logging.getLogger(__name__)
 
 APPROVAL_CONTEXT = "approval"  # the asking message's context: {"approval": <action id>}
 APPROVED_CONTEXT = "approvedAction"  # the decision's message: {"approvedAction": <action id>}
@@ -138,8 +141,13 @@ def announce(action: Action) -> None:
 
 
 def _texts_in_window(conversation_id: int) -> int:
-    """This request's place among the requests texted to the person in the current window (1, 2, ...)."""
-    return count_in_window(f"approval-texts:{conversation_id}", settings.APPROVAL_TEXT_WINDOW_SECONDS)
+    """This request's place among the requests texted to the person in the current window (1, 2, ...). Without
+    Redis the request is texted: asking must not fail for want of a counter."""
+    try:
+        return count_in_window(f"approval-texts:{conversation_id}", settings.APPROVAL_TEXT_WINDOW_SECONDS)
+    except Exception:  # the cache's own errors (redis-py's), whatever the backend
+        logger.warning("approval texts not counted: the cache did not answer")
+        return 1
 
 
 def _say_more_wait(conversation_id: int, latest: Action) -> None:
@@ -201,7 +209,8 @@ def no_room(delivery_id: int) -> str:
     """Why a new request may not be asked for this delivery's message ("" when it may), as what already waits: too
     many from its key or trigger (APPROVAL_OPEN_PER_ASKER, its follow-ups and approvals included), for the person
     (APPROVAL_OPEN_PER_PERSON), or that one message led to (APPROVAL_OPEN_PER_MESSAGE, through its tools'
-    follow-ups)."""
+    follow-ups). Counted without a lock: a key's or a trigger's messages, their follow-ups and approvals all go to
+    one person's thread, whose messages are answered one at a time (docs/explanation/delivery.md)."""
     delivery = Delivery.objects.select_related("message__api_key", "message__trigger").filter(pk=delivery_id).first()
     if delivery is None or delivery.conversation_id is None:
         return ""
