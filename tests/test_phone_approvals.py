@@ -527,3 +527,22 @@ def test_the_request_line_becomes_buttons_only_at_its_end():
     assert approval_buttons(text.replace("NO K7QZ4MX2", "NO K7QZ4MX3")) is None
     assert approval_buttons(text + "\nP.S.") is None
     assert InboundEvent.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("YES K7QZ4MX2", "K7QZ4MX2"),
+        ("no k7qz-4mx2.", "K7QZ4MX2"),
+        (" Yes  K7QZ 4MX2 ", "K7QZ4MX2"),
+        ("yes tomorrow", None),  # words are never an answer: a code's second character is a digit
+        ("no problem", None),
+        ("YES 4821", None),
+        ("yes K7QZ4MX2 and more", None),
+    ],
+)
+def test_what_reads_as_an_answer(text, code):
+    from channels.approvals import as_answer
+
+    press = as_answer(text)
+    assert (press.code if press else None) == code
