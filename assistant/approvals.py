@@ -10,14 +10,10 @@ ledger, so a worker killed during the attempt neither loses the call nor repeats
 as of unknown effect, as any other). The backend then gets the result as the message's text and the assistant goes on.
 Denied, or left unanswered past ``APPROVAL_TIMEOUT_SECONDS``, the assistant says so in the thread and nothing runs.
 
-Which calls wait is one rule, ``must_ask`` (docs/explanation/approval.md has it as a table): a call that changes
-something waits when anything that led to it came from outside the person, by its origin (an API key's or a webhook
-trigger's message, or a tool's follow-up, which keeps the origin of the call that asked for it) or by its content
-(what a tool read during the attempt, a follow-up's own text, the words of others in the thread the model reads). A
-key's "don't ask" choice waives the origin, never the content. A request dies with its asker: ``withdraw_pending``.
+Which calls wait is one decision, ``decide`` in assistant/approval/rule.py (docs/explanation/approval.md has it as a
+table; assistant/approval/__init__.py draws a request's life). A request dies with its asker: ``withdraw_pending``.
 """
 
-import enum
 import logging
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -32,7 +28,9 @@ from django.utils import timezone
 
 from accounts import audit
 from accounts.models import AuditKind, Profile
-from assistant import approval_codes, approval_text, askers
+from assistant import askers
+from assistant.approval import codes as approval_codes
+from assistant.approval import text as approval_text
 from assistant.models import Action, ActionState
 from connections.models import Connection
 from conversations.models import Delivery, Message, Source
@@ -51,43 +49,6 @@ logger = logging.getLogger(__name__)
 
 APPROVAL_CONTEXT = "approval"  # the asking message's context: {"approval": <action id>}
 APPROVED_CONTEXT = "approvedAction"  # the decision's message: {"approvedAction": <action id>}
-
-
-class Origin(enum.Enum):
-    """Who sent the message the assistant is answering, as far back as it goes (a follow-up or an approval keeps the
-    origin of the message whose call led to it)."""
-
-    PERSON = "person"  # typed in the console or sent from a phone linked to the account
-    KEY = "key"  # an API key's message
-    TRIGGER = "trigger"  # a webhook trigger's firing
-
-
-class Effect(enum.Enum):
-    """What a tool does, as far as the person can rely on it."""
-
-    READS = "reads"  # changes nothing: one of ours, or an MCP tool of a server the person marked trusted
-    CLAIMS_TO_READ = "claims to read"  # an MCP server's readOnlyHint, from a server the person has not marked trusted
-    ACTS = "acts"  # changes something (or unknown), or the person marked it so
-
-
-def must_ask(origin: Origin, read_outside: bool, waived: bool, effect: Effect) -> bool:
-    """Whether a call waits for the person's answer: the one approval rule.
-
-    ``origin``: who sent the message. ``read_outside``: words from outside the person reached the model before the
-    call (a tool's result, a follow-up, another's message in the thread it reads). ``waived``: the key's owner chose
-    "don't ask" for it. ``effect``: the tool's.
-
-    A tool that reads runs. A tool that only claims to read is trusted for the person's own words alone. Content
-    from outside always asks (a key's choice waives who sent the message, not what a mail or a tool's server wrote);
-    otherwise the person's own words run, a key's ask unless waived, a trigger's always ask."""
-    outside = origin is not Origin.PERSON or read_outside
-    if effect is Effect.READS or (effect is Effect.CLAIMS_TO_READ and not outside):
-        return False
-    if read_outside:
-        return True
-    if origin is Origin.PERSON:
-        return False
-    return not (origin is Origin.KEY and waived)
 
 
 def expires_at() -> datetime:
@@ -115,7 +76,7 @@ def zone_of(action: Action) -> ZoneInfo:
 
 def announce(action: Action) -> None:
     """Ask the person in the thread, once per call (a replayed call finds its question already asked), in words
-    (assistant/approval_text.py), with a code that names this request alone (assistant/approval_codes.py). The first
+    (assistant/approval/text.py), with a code that names this request alone (assistant/approval/codes.py). The first
     APPROVAL_TEXTS_PER_WINDOW requests of a window go to the phone one by one; the next one sends one text saying more
     wait, and the rest stay in the thread until the window ends."""
     with transaction.atomic():
@@ -182,7 +143,7 @@ APPROVAL_CODE_DAYS = 30
 
 def _new_code(conversation_id: int) -> str:
     """A code whose handle none of this thread's open requests has, nor (while one is free) any of the last
-    APPROVAL_CODE_DAYS: a reply names exactly one request (assistant/approval_codes.py)."""
+    APPROVAL_CODE_DAYS: a reply names exactly one request (assistant/approval/codes.py)."""
     asked = Action.objects.filter(delivery__conversation_id=conversation_id).exclude(approval_code="")
     recent = asked.filter(started_at__gte=timezone.now() - timedelta(days=APPROVAL_CODE_DAYS))
     taken = {approval_codes.handle_of(code) for code in recent.values_list("approval_code", flat=True)}
@@ -267,7 +228,7 @@ def told_to_the_model(action: Action) -> str:
     state = action.state
     if state == ActionState.AWAITING_APPROVAL:
         return (
-            "Not done: this action changes something, and what led to it came from outside the person (an "
+            "Not done: this action sends mail, or changes something after words from outside the person (an "
             "automation's message, or words a tool returned), so the person must approve it first. They have been "
             "asked in the thread. Do not call it again; tell them it awaits their approval."
         )

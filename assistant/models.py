@@ -64,7 +64,7 @@ class Action(models.Model):
     # then not the person's own words for a later attempt that reads the thread (assistant/origins.py).
     read_outside = models.BooleanField(default=False)
     # The code the person may answer with from a phone ("YES K7QZ4MX2"): a handle no other open request of theirs has,
-    # then a secret (assistant/approval_codes.py); empty for a call that never asked. It is shown in the thread's
+    # then a secret (assistant/approval/codes.py); empty for a call that never asked. It is shown in the thread's
     # request too.
     approval_code = models.CharField(max_length=8, blank=True)
 

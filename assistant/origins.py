@@ -1,4 +1,4 @@
-"""Where the words that led to a call came from, for the approval rule (assistant/approvals.py, ``must_ask``).
+"""Where the words that led to a call came from, for the approval rule (assistant/approval/rule.py, ``decide``).
 
 A message's origin is its key's or trigger's, or the person's. A tool's follow-up and the person's approval are
 recorded with the key or trigger of the message whose call led to them (ingestion/followups.py,
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from django.db.models import Exists, OuterRef
 
-from assistant.approvals import Origin
+from assistant.approval.rule import Origin
 from assistant.models import Action
 from conversations.models import AssistantBackend, Message, Role, Source
 

@@ -3,7 +3,7 @@ Deny button (Telegram's inline keyboard, WhatsApp's reply buttons), or a reply w
 case) on any channel.
 
 An answer counts only from an address linked to the person whose request it is, and only for the one request of
-theirs its code names (assistant/approval_codes.py; a button's, also through the message it was on), so a code or a
+theirs its code names (assistant/approval/codes.py; a button's, also through the message it was on), so a code or a
 press from anyone else's chat or number finds nothing, and a wrong code approves nothing and counts against the
 person's few wrong tries. It is decided once (ingestion/approvals.py: the first answer
 wins, from the phone or the console; the later ones are told it was already decided), before it expires. Such a reply
@@ -26,8 +26,8 @@ from django.tasks import task
 from django.urls import reverse
 
 from accounts import audit
-from assistant import approval_codes
 from assistant import approvals as requests
+from assistant.approval import codes as approval_codes
 from assistant.models import Action, ActionState
 from channels.adapters import adapter_for, telegram
 from channels.adapters.base import Channel, Press, SendError, approval_buttons
@@ -147,7 +147,7 @@ _OUTCOMES = {
 
 
 def _request_of(channel: str, user: User, press: Press) -> Action | None:
-    """The one request of the person the answer names by its handle (assistant/approval_codes.py), if the answer holds
+    """The one request of the person the answer names by its handle (assistant/approval/codes.py), if the answer holds
     its code (a reply) or its token (a button), and, for a button, if the message it was on is that request's (or a
     message the outbox no longer knows). A wrong secret names nothing: no other request is tried."""
     named = (

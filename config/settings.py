@@ -85,6 +85,7 @@ MIDDLEWARE = [
     "console.middleware.AuthenticationMiddleware",
     "console.middleware.MessageMiddleware",
     "console.middleware.PersonTimeZoneMiddleware",  # pages show times in the person's zone (Settings)
+    "ops.visible.VisibleTextMiddleware",  # pages show control and direction characters instead of obeying them
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "ops.public_url.RememberRequestHostMiddleware",  # DEBUG without PUBLIC_BASE_URL only (see the module)
 ]

@@ -20,6 +20,7 @@ from connections.models import Connection, GrantKind, OAuthGrant, OAuthSignIn, T
 from connections.oauth import mcp as oauth_mcp
 from connections.oauth import tokens
 from ops.signals import asker_gone
+from ops.visible import refusal
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,9 @@ def validate(name: object, server_url: object, api_key: object) -> NewConnection
         raise ConnectionRefused('"name" must be a non-blank string, for example "GitHub tools".')
     if len(name.strip()) > MAX_NAME_LENGTH:
         raise ConnectionRefused(f'"name" is longer than {MAX_NAME_LENGTH} characters.')
+    hidden = refusal('"name"', name)
+    if hidden:
+        raise ConnectionRefused(hidden)
     if not isinstance(server_url, str) or not server_url.strip():
         raise ConnectionRefused(
             '"serverUrl" must be the MCP server\'s http(s) URL, for example https://example.com/mcp.'

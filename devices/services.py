@@ -17,6 +17,7 @@ from devices.models import DeviceAuthorization, Status
 from keys import scopes, tokens
 from keys.models import ApiKey
 from keys.services import KeyLimitReached, create_key
+from ops.visible import without_hidden
 
 # pdc_ + 32 base62 characters (190 bits, RFC 8628 asks for enough entropy that guessing is hopeless) + a checksum.
 DEVICE_CODE_PREFIX = "pdc_"
@@ -108,7 +109,7 @@ def deny(authorization: DeviceAuthorization, user: User) -> bool:
 
 def key_name(authorization: DeviceAuthorization) -> str:
     """The issued key's name: the device and the date, so that it can be told apart (and revoked) on API Keys."""
-    agent = authorization.client_name.strip()
+    agent = without_hidden(authorization.client_name).strip()  # a client's name is not typed by the person
     if agent.lower().startswith(("node", "undici")):
         device = "poke CLI (Node.js)"
     elif agent:

@@ -2,13 +2,13 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import ActionLocation
-from django.db.models import QuerySet
+from django.db.models import Field, QuerySet
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
 
 from accounts import audit
 from keys.models import ApiKey
-from keys.services import rename_key, revoke_key
+from keys.services import rename_key, revoke_key, validate_key_name
 
 # A key as staff see it. They may rename it (and revoke it, an action), nothing else: what a key may do is its
 # owner's choice (on the key's console page), and the rest is its history.
@@ -62,6 +62,11 @@ class ApiKeyAdmin(admin.ModelAdmin):
         if obj is not None and obj.is_revoked:
             return False
         return super().has_change_permission(request, obj)
+
+    def formfield_for_dbfield(self, db_field: Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "name":  # as typed on the console: no control or direction characters
+            kwargs["validators"] = [validate_key_name]
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         # The name is all staff may change, and a rename goes in the owner's audit log like theirs do.

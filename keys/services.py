@@ -18,15 +18,33 @@ from keys import tokens
 from keys.models import ApiKey, Generation
 from keys.scopes import CONSOLE_DEFAULT, LEGACY_V1, Scope, stored
 from ops.signals import asker_gone
+from ops.visible import refusal
 
 logger = logging.getLogger(__name__)
 
 
 def key_name_field(**options: Any) -> forms.CharField:
-    """A key's name wherever one is typed (the console's form, createapikey): stripped, not blank, no NUL (PostgreSQL
-    cannot store it), no longer than the column."""
+    """A key's name wherever one is typed (the console's form, createapikey, the admin): stripped, not blank, no NUL
+    (PostgreSQL cannot store it), no control or direction characters (ops/visible.py), no longer than the column."""
     options.setdefault("error_messages", {"required": "Give the key a name, for example the automation it is for."})
+    options.setdefault("validators", [validate_key_name])
     return forms.CharField(max_length=ApiKey._meta.get_field("name").max_length, **options)
+
+
+def validate_key_name(name: str) -> None:
+    refused = refusal("The name", name)
+    if refused:
+        raise forms.ValidationError(refused, code="hidden_characters")
+
+
+def _checked_name(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise ValueError("A key needs a name, for example the automation it is for.")
+    refused = refusal("The name", name)
+    if refused:
+        raise ValueError(refused)
+    return name
 
 
 class KeyLimitReached(Exception):
@@ -64,9 +82,7 @@ def create_key(
     key carry the assistant's reply. ``expires_at``: after it the key is refused (401 expired_api_key). ``by``: who
     asked, for the audit log. Raises KeyLimitReached when the owner already holds MAX_ACTIVE_KEYS_PER_ACCOUNT active
     keys."""
-    name = name.strip()
-    if not name:
-        raise ValueError("A key needs a name, for example the automation it is for.")
+    name = _checked_name(name)
     if expires_at is not None and expires_at <= timezone.now():
         raise ValueError("A key's expiry must be in the future.")
     granted = set(LEGACY_V1 if generation == Generation.V1 else CONSOLE_DEFAULT if scopes is None else scopes)
@@ -166,9 +182,7 @@ def set_tool_policy(
 
 
 def rename_key(key: ApiKey, name: str, *, by: str = audit.COMMAND) -> bool:
-    name = name.strip()
-    if not name:
-        raise ValueError("A key needs a name, for example the automation it is for.")
+    name = _checked_name(name)
     if name == key.name:
         return False
     old = key.name

@@ -1,11 +1,14 @@
-"""The approval rule (assistant/approvals.py, ``must_ask``) as a table: who sent the message by whether words from
-outside the person were read by the key's "don't ask" choice by what the tool does → the call runs or asks. The same
-table, in words, is docs/explanation/approval.md. Then the same rule through the real toolbox and built-in tools:
-the origin taken from the message, the content from what a tool returned during the attempt."""
+"""The one decision (assistant/approval/rule.py, ``decide``) as a table: who sent the message by whether words from
+outside the person were read by the key's "ask me first" choice, by what the tool does and whether the person trusts
+its server, then the key's tool policy and the person's approval → run, ask or refuse. The same table, in words, is
+docs/explanation/approval.md. Then the same decision through the real toolbox and built-in tools: the origin taken
+from the message, the content from what a tool returned during the attempt."""
+
+import itertools
 
 import pytest
 
-from assistant.approvals import Effect, Origin, must_ask
+from assistant.approval.rule import Circumstances, Effect, Origin, Verdict, decide
 from assistant.models import Action, ActionState
 from reminders.models import Reminder
 from tests.factories import UserFactory, delivery_under_way, make_key
@@ -13,70 +16,99 @@ from tests.test_approvals import REMIND, box_for
 from tests.test_tool_ledger import call
 
 P, K, T = Origin.PERSON, Origin.KEY, Origin.TRIGGER
-READS, CLAIMS, ACTS = Effect.READS, Effect.CLAIMS_TO_READ, Effect.ACTS
-RUNS, ASKS = "runs", "asks"
+RUNS, ASKS, REFUSED = Verdict.RUN, Verdict.ASK, Verdict.REFUSE
+R, A = RUNS, ASKS
 
-# origin, read outside words, key waived asking, tool's effect -> outcome
-TABLE = [
-    # the person's own words, nothing read: everything runs as it always did
-    (P, False, False, READS, RUNS),
-    (P, False, False, CLAIMS, RUNS),
-    (P, False, False, ACTS, RUNS),
-    # the person's words, then a tool brought outside words: what acts (or only claims not to) asks
-    (P, True, False, READS, RUNS),
-    (P, True, False, CLAIMS, ASKS),
-    (P, True, False, ACTS, ASKS),
-    # a key that asks
-    (K, False, False, READS, RUNS),
-    (K, False, False, CLAIMS, ASKS),
-    (K, False, False, ACTS, ASKS),
-    (K, True, False, READS, RUNS),
-    (K, True, False, CLAIMS, ASKS),
-    (K, True, False, ACTS, ASKS),
-    # a key whose owner chose "don't ask": the origin is waived, the content never is
-    (K, False, True, READS, RUNS),
-    (K, False, True, CLAIMS, RUNS),
-    (K, False, True, ACTS, RUNS),
-    (K, True, True, READS, RUNS),
-    (K, True, True, CLAIMS, ASKS),
-    (K, True, True, ACTS, ASKS),
-    # a webhook trigger always asks for what acts (a trigger has no "don't ask")
-    (T, False, False, READS, RUNS),
-    (T, False, False, CLAIMS, ASKS),
-    (T, False, False, ACTS, ASKS),
-    (T, True, False, READS, RUNS),
-    (T, True, False, CLAIMS, ASKS),
-    (T, True, False, ACTS, ASKS),
-    (T, False, True, READS, RUNS),
-    (T, False, True, CLAIMS, ASKS),
-    (T, False, True, ACTS, ASKS),
-    (T, True, True, READS, RUNS),
-    (T, True, True, CLAIMS, ASKS),
-    (T, True, True, ACTS, ASKS),
-    # the person has no key to waive with: a stray "waived" changes nothing
-    (P, False, True, READS, RUNS),
-    (P, False, True, CLAIMS, RUNS),
-    (P, False, True, ACTS, RUNS),
-    (P, True, True, READS, RUNS),
-    (P, True, True, CLAIMS, ASKS),
-    (P, True, True, ACTS, ASKS),
+# The tool's columns: one of ours that reads; a server's claim to read, the server not trusted / trusted; a tool that
+# acts (on a trusted server or not: trust is about read-only claims only); a mail.
+COLUMNS = [
+    (Effect.READS, False),
+    (Effect.CLAIMS_TO_READ, False),
+    (Effect.CLAIMS_TO_READ, True),
+    (Effect.ACTS, False),
+    (Effect.ACTS, True),
+    (Effect.SENDS, False),
 ]
+# origin, outside words read, the key asks first -> the verdict in each column, for a tool the key allows, unapproved
+TABLE = {
+    # the person's own words, nothing read: everything runs as it always did, but a mail is confirmed
+    (P, False, True): (R, R, R, R, R, A),
+    # the person's words, then a tool brought outside words: what acts, or only says it reads, asks
+    (P, True, True): (R, A, R, A, A, A),
+    # a key that asks first
+    (K, False, True): (R, A, R, A, A, A),
+    (K, True, True): (R, A, R, A, A, A),
+    # a key whose owner chose "don't ask": the origin is waived, the content never is, a mail never
+    (K, False, False): (R, R, R, R, R, A),
+    (K, True, False): (R, A, R, A, A, A),
+    # a webhook trigger always asks for what acts (a trigger has no "don't ask")
+    (T, False, True): (R, A, R, A, A, A),
+    (T, True, True): (R, A, R, A, A, A),
+    (T, False, False): (R, A, R, A, A, A),
+    (T, True, False): (R, A, R, A, A, A),
+    # the person has no key to waive with: a stray "don't ask" changes nothing
+    (P, False, False): (R, R, R, R, R, A),
+    (P, True, False): (R, A, R, A, A, A),
+}
+
+EVERY_CASE = list(
+    itertools.product((P, K, T), (False, True), (True, False), COLUMNS, (True, False), (False, True))
+)  # origin, read, key asks, (effect, trusted), allowed by the key's policy, approved
 
 
-def _id(row) -> str:
-    origin, read, waived, effect, outcome = row
-    return f"{origin.value}-{'read' if read else 'clean'}-{'waived' if waived else 'asks'}-{effect.name}-{outcome}"
+def expected(origin, read, key_asks, column, allowed, approved) -> Verdict:
+    if not allowed:
+        return REFUSED  # a tool the key's owner withheld: never run, never asked, even "approved"
+    if approved:
+        return RUNS  # the person said yes to this very call
+    return TABLE[(origin, read, key_asks)][COLUMNS.index(column)]
 
 
-@pytest.mark.parametrize(("origin", "read", "waived", "effect", "outcome"), TABLE, ids=[_id(row) for row in TABLE])
-def test_the_rule(origin, read, waived, effect, outcome):
-    assert must_ask(origin, read, waived, effect) is (outcome == ASKS)
+def _id(case) -> str:
+    origin, read, key_asks, (effect, trusted), allowed, approved = case
+    return "-".join(
+        [
+            origin.value,
+            "read" if read else "clean",
+            "asks" if key_asks else "waived",
+            effect.name + ("-trusted" if trusted else ""),
+            "allowed" if allowed else "withheld",
+            "approved" if approved else "unanswered",
+        ]
+    )
+
+
+@pytest.mark.parametrize("case", EVERY_CASE, ids=[_id(case) for case in EVERY_CASE])
+def test_the_decision(case):
+    origin, read, key_asks, (effect, trusted), allowed, approved = case
+    circumstances = Circumstances(
+        origin=origin,
+        read_outside=read,
+        effect=effect,
+        key_asks=key_asks,
+        allowed=allowed,
+        trusted=trusted,
+        approved=approved,
+    )
+    assert decide(circumstances) is expected(*case)
 
 
 def test_the_table_covers_every_case():
-    cases = {(row[0], row[1], row[2], row[3]) for row in TABLE}
-    assert len(cases) == len(TABLE)  # no case twice (with two outcomes)
-    assert {(o, r, w, e) for o in (P, K, T) for r in (False, True) for w in (False, True) for e in Effect} == cases
+    assert set(TABLE) == {(o, r, k) for o in (P, K, T) for r in (False, True) for k in (True, False)}
+    assert {effect for effect, _ in COLUMNS} == set(Effect)
+    assert len(EVERY_CASE) == 3 * 2 * 2 * len(COLUMNS) * 2 * 2 == len(set(EVERY_CASE))
+
+
+def test_what_is_not_from_the_person_never_acts_unasked():
+    """The guarantee the table is for, said once more over every case: a tool that changes something (or only says
+    it does not, from a server the person does not trust) runs unasked only for the person's own words with nothing
+    read, or a key whose owner chose "don't ask" with nothing read; a mail never; approved, it runs."""
+    for origin, read, key_asks, (effect, trusted), allowed, approved in EVERY_CASE:
+        verdict = decide(Circumstances(origin, read, effect, key_asks, allowed, trusted, approved))
+        changes = effect in (Effect.ACTS, Effect.SENDS) or (effect is Effect.CLAIMS_TO_READ and not trusted)
+        if verdict is RUNS and changes and not approved:
+            assert effect is not Effect.SENDS and not read
+            assert origin is P or (origin is K and not key_asks)
 
 
 # --- the same rule through the real toolbox ---------------------------------------------------------------------
@@ -111,7 +143,7 @@ def test_the_toolbox_applies_the_rule(origin, waived, read_first, outcome):
     box = box_for(_delivery(owner, origin, waived))
     if read_first:
         call(box, "list_reminders", {})
-        assert box.read_outside and box.read_from == "list_reminders"
+        assert box.read_outside and box.read_from == "what the tool list_reminders returned"
     told = call(box, "schedule_reminder", REMIND)
     action = Action.objects.get(tool="schedule_reminder")
     if outcome == RUNS:
@@ -201,3 +233,26 @@ def test_the_thread_a_model_reads_counts_as_read(earlier, outside):
 
     assert toolbox_for_request(request).read_outside is False  # a backend that does not read the thread
     assert toolbox_for_request(request, reads_thread=True).read_outside is outside
+
+
+# --- refused: a tool the key's owner withheld ----------------------------------------------------------------------
+@pytest.mark.django_db
+@pytest.mark.parametrize("approved", [False, True], ids=["asked-by-the-model", "approved-call"])
+def test_a_tool_the_key_withholds_is_refused_even_as_an_approved_call(approved):
+    import time
+
+    from keys.models import ApiKey, ToolAccess
+
+    owner = UserFactory()
+    key, _ = make_key(owner, "ci", tools_need_approval=False)
+    ApiKey.objects.filter(pk=key.pk).update(tool_access=ToolAccess.LISTED, allowed_tools=["list_reminders"])
+    box = box_for(delivery_under_way(owner, key=key))
+    assert [tool["function"]["name"] for tool in box.as_openai()] == ["list_reminders"]  # never offered
+
+    told = box.call("approved-1", "schedule_reminder", REMIND, 1, time.monotonic() + 10, approved=approved)
+
+    assert told == (
+        "Error: there is no tool named 'schedule_reminder' for this key's messages (its owner limited its tools)."
+    )
+    action = Action.objects.get(tool="schedule_reminder")
+    assert action.state == ActionState.DONE and action.is_error and not Reminder.objects.exists()

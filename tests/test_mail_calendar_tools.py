@@ -11,7 +11,7 @@ import icalendar
 import pytest
 from imapclient import IMAPClient
 
-from assistant.models import Action
+from assistant.models import Action, ActionState
 from assistant.tools.toolbox import toolbox_for
 from connections import mailboxes, mailcal
 from conversations.models import Delivery
@@ -313,25 +313,22 @@ def test_a_draft_is_saved_in_drafts_and_nothing_is_sent(person, mailbox, dovecot
     assert smtp_server.received == []
 
 
-def test_mail_send_saves_a_draft_and_says_it_needs_approval(person, mailbox, dovecot_server, smtp_server, mail_user):
+def test_mail_send_asks_the_person_even_for_their_own_words(person, mailbox, smtp_server):
+    """Mail leaves for good: every one waits for the person's yes, whoever asked (assistant/approval/rule.py)."""
     result, action = run(person, "mail_send", {"to": "sam@example.test", "subject": "Hi", "body": "Hello"})
-    assert not action.is_error
-    assert "Not sent" in result and "approval" in result and "draft" in result
+    assert action.state == ActionState.AWAITING_APPROVAL and "must approve it first" in result
+    assert action.approval_message.text.startswith("Approve this? Send an email to sam@example.test, subject “Hi”.")
     assert smtp_server.received == []
-    with IMAPClient("127.0.0.1", port=dovecot_server.port, ssl=False) as imap:
-        imap.login(mail_user, PASSWORD)
-        imap.select_folder("Drafts", readonly=True)
-        assert len(imap.search()) == 1
 
 
 @pytest.mark.parametrize("call_id", ["approved-1", "approved-999999"])
 def test_a_call_id_the_model_makes_up_cannot_approve_a_sending(person, mailbox, dovecot_server, smtp_server, call_id):
-    """Call ids come from the model: one shaped like the ids of approved calls still only saves a draft."""
+    """Call ids come from the model: one shaped like the ids of approved calls still only asks."""
     result, action = run(
         person, "mail_send", {"to": "sam@example.test", "subject": "Hi", "body": "Hello"}, call_id=call_id
     )
-    assert action.tool_call_id == call_id and not action.is_error
-    assert "Not sent" in result
+    assert action.tool_call_id == call_id and action.state == ActionState.AWAITING_APPROVAL
+    assert "must approve it first" in result
     assert smtp_server.received == []
 
 

@@ -197,10 +197,10 @@ def test_the_assistant_reads_and_sends_mail_and_uses_the_calendar_with_the_token
     )
     assert created.startswith("Created the event “Dentist”")
     assert any("Dentist" in event for event in caldav_server.events(address))
-    # Sending keeps today's rule: without the person's approval it is a draft, and nothing leaves.
+    # Sending keeps today's rule: without the person's approval nothing leaves (it asks them).
     sent_before = len(xoauth2_smtp.received)
     told = run(person, "mail_send", {"to": "sam@example.test", "subject": "Hi", "body": "Yes"})
-    assert told.startswith("Not sent: sending mail needs the person's approval")
+    assert "must approve it first" in told
     assert len(xoauth2_smtp.received) == sent_before
 
 

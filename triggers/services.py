@@ -19,6 +19,7 @@ from accounts.services import lock_account
 from keys import tokens
 from keys.models import ApiKey
 from ops.signals import asker_gone
+from ops.visible import refusal
 from triggers.models import ACTION_MAX_LENGTH, CONDITION_MAX_LENGTH, ReceivedDelivery, WebhookTrigger
 from triggers.summaries import summarise
 
@@ -63,7 +64,12 @@ def _clean(value: object, name: str, limit: int, example: str) -> str:
 
 
 def clean_condition(value: object) -> str:
-    return _clean(value, "condition", CONDITION_MAX_LENGTH, '"When a new order is placed"')
+    """The trigger's name, as the console and approval requests show it: no control or direction characters."""
+    condition = _clean(value, "condition", CONDITION_MAX_LENGTH, '"When a new order is placed"')
+    hidden = refusal("'condition'", condition)
+    if hidden:
+        raise InvalidTrigger(hidden)
+    return condition
 
 
 def clean_action(value: object) -> str:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from assistant import approvals
+from assistant.approval.text import asked_by
 from assistant.conversation import AssistantRequest
 from assistant.tools.toolbox import toolbox_for_request
 from conversations.models import Source
@@ -33,5 +34,4 @@ def carry_out(request: AssistantRequest) -> str:
     if box is None:
         return "Nothing was done: the message or its person is gone."
     result = box.call_approved(action)
-    asked = action.requested_by or "an automation"
-    return f"I approved {approvals.describe(action)}, which {asked} asked for. Result: {result}"
+    return f"I approved {approvals.describe(action)}, asked for by {asked_by(action.requested_by)}. Result: {result}"

@@ -13,10 +13,23 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.utils import timezone
 
-from assistant.approval_text import in_words
+from assistant.approval.rule import Verdict
+from assistant.approval.text import in_words
 from assistant.conversation import CHANNEL_SOURCES, AssistantRequest
 from assistant.local import replies
-from assistant.local.intents import ANSWER_HINT, MAX_REQUEST, Act, Answer, Ask, CancelNamed, Intent, Refuse, understand
+from assistant.local.intents import (
+    ANSWER_HINT,
+    MAX_REQUEST,
+    NOT_UNDERSTOOD,
+    Act,
+    Answer,
+    Ask,
+    CancelNamed,
+    Intent,
+    Refuse,
+    Several,
+    understand,
+)
 from assistant.outcomes import Reply
 from assistant.tools import Toolbox
 from assistant.tools.toolbox import toolbox_for_request
@@ -25,7 +38,8 @@ from conversations.models import Role, Source
 
 def approval_needed(what: str) -> str:
     """The reply while a call waits for the person (the request itself went to the thread and their phone)."""
-    return f"I need your approval before I {what[:1].lower()}{what[1:]} Nothing is done until you approve it."
+    first = what.split("\n", 1)[0]  # the sentence; the request itself shows the rest (a mail's first lines)
+    return f"I need your approval before I {first[:1].lower()}{first[1:]} Nothing is done until you approve it."
 
 
 QUOTE_LIMIT = 280
@@ -77,15 +91,17 @@ class _Turn:
         self.calls = 0
         self.deadline = time.monotonic() + settings.ASSISTANT_TOOL_SECONDS
 
-    def call(self, tool: str, arguments: dict[str, Any], *, confirm: bool = False) -> tuple[str, bool]:
-        """(result, ok) of one call through the toolbox, which records it as an Action; ``confirm``: it waits for the
-        person's approval whoever asked."""
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """(result, ok) of one call through the toolbox, which records it as an Action, or asks the person first
+        (the one decision, assistant/approval/rule.py: a mail always asks)."""
         self.calls += 1
-        result = self.toolbox.call(f"local_{self.calls}", tool, arguments, 1, self.deadline, ask=confirm)
+        result = self.toolbox.call(f"local_{self.calls}", tool, arguments, 1, self.deadline)
         failed = result.startswith("Error: ")
         return result.removeprefix("Error: "), not failed
 
     def carry_out(self, intent: Intent, request: AssistantRequest) -> str:
+        if isinstance(intent, Several):  # each request in turn, each call under the same approval rules as alone
+            return "\n\n".join(self.carry_out(one, request) for one in intent.intents)
         if isinstance(intent, Act):
             return self.act(intent)
         if isinstance(intent, CancelNamed):
@@ -103,19 +119,19 @@ class _Turn:
             return payload
         if len(request.text) > MAX_REQUEST:
             return _long_text(request.text)
-        return f"Sorry, I didn't understand that. {replies.CAPABILITIES}"
+        return NOT_UNDERSTOOD
 
     def waits(self, tool: str) -> bool:
         """Whether the call only asks the person's approval (a key's or a trigger's message, a tool that changes
-        something): assistant/approvals.py asks them in the thread and carries it out once they approve."""
+        something, a mail): assistant/approvals.py asks them in the thread and carries it out once they approve."""
         found = self.toolbox.tools.get(tool)
-        return found is not None and self.toolbox.asks_for(found)
+        return found is not None and self.toolbox.verdict(found) is Verdict.ASK
 
     def act(self, intent: Act) -> str:
-        result, ok = self.call(intent.tool, intent.arguments, confirm=intent.confirm)
+        result, ok = self.call(intent.tool, intent.arguments)
         if not ok:
             return f"I couldn't do that: {result}"
-        if intent.confirm or self.waits(intent.tool):
+        if self.waits(intent.tool):
             return approval_needed(in_words(intent.tool, intent.arguments, self.zone))
         if intent.done and intent.tool != "calendar_list_events":
             return intent.done + self.zone_hint()
@@ -125,7 +141,7 @@ class _Turn:
             return replies.webhooks(result)
         if intent.tool == "calendar_list_events":
             return replies.events(result, intent.done, self.zone, self.now)
-        return replies.mail(result)
+        return replies.mail(result, unread=bool(intent.arguments.get("unseen")))
 
     def zone_hint(self) -> str:
         if self.zone.key != "UTC":

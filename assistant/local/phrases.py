@@ -8,17 +8,43 @@ import re
 _POLITE = re.compile(
     r"^(?:(?:hey|hi|hello|ok|okay|so|and|also)\b[,!]?\s+)*"
     r"(?:(?:please|pls|kindly|can you|could you|would you|will you|i want you to|i'd like you to|i want to|"
-    r"i'd like to|i would like to|i need to)\b[,]?\s+)*",
+    r"i'd like to|i would like to|i need to|i need you to|help me|i wanna|i gotta|i must|i have to|i got to|"
+    r"i shall|go ahead and|see if you can)\b[,]?\s+)*",
     re.I,
 )
 _THANKS = re.compile(r"(?:[\s,]+(?:please|pls|thanks|thank you|thx))+\s*$", re.I)
 
 
+# A voice assistant's name said to it ("Olly, check my email", "what alarms are set, Echo").
+_CALLED = r"(?:olly|pda|siri|echo|alexa|google|hey google|ok google|hey siri|computer|assistant|bot)"
+_CALLED_FIRST = re.compile(rf"^{_CALLED}\b[,:!]?\s+", re.I)
+_CALLED_LAST = re.compile(rf"[,\s]+{_CALLED}$", re.I)
+
+
 def plain(text: str) -> str:
     text = " ".join(str(text or "").replace("’", "'").replace("“", '"').replace("”", '"').split())
     text = text.rstrip(" .!?")
-    text = _THANKS.sub("", text)
+    text = _THANKS.sub("", _CALLED_LAST.sub("", _CALLED_FIRST.sub("", text)))
     return _POLITE.sub("", text).rstrip(" .!?,")
+
+
+# Where one sentence ends: ".", "!" or "?" before a space, or a line break; never after "a.m." or "e.g.".
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s)|\n+")
+_ABBREVIATION = re.compile(r"(?:\b[ap]\.m|\be\.g|\bi\.e|\bmr|\bmrs|\bms|\bdr|\bst|\bvs|\bno|\betc|\bapprox)\.$", re.I)
+MAX_SENTENCES = 8  # a longer message is a document, not requests
+
+
+def sentences(text: str) -> list[str]:
+    """The message's sentences, each as plain() makes it; empty ones dropped."""
+    found, start = [], 0
+    text = str(text or "")
+    for end in _SENTENCE_END.finditer(text):
+        if _ABBREVIATION.search(text[start : end.end()]):
+            continue
+        found.append(text[start : end.end()])
+        start = end.end()
+    found.append(text[start:])
+    return [sentence for sentence in map(plain, found[:MAX_SENTENCES]) if sentence]
 
 
 LEADS = (
@@ -33,10 +59,19 @@ _TIME_WORD = re.compile(
     rf"^(?:{LEADS}|coming|other|and|&|the|of|a|an|from|starting|except|but|not|or|sharp|morning|afternoon|evening|night|"
     r"days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?|half|quarter|weekdays?|weekends?|workdays?|week ?day|"
     r"everyday|annually|am|pm|a\.m\.?|p\.m\.?|o'?clock|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
-    r"twelve|fifteen|twenty|thirty|forty|forty-five|fifty|\d{1,2}(?:st|nd|rd|th)|\d{1,4})$",
+    r"twelve|fifteen|twenty|thirty|forty|forty-five|fifty|\d{1,2}(?:st|nd|rd|th)|\d{1,4}|past|hrs|a\.?m\.?|p\.?m\.?|"
+    r"\d{1,2}:\d\d(?:[ap]m)?|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
+    r"thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|thirtieth|"
+    r"(?:twenty|thirty)-?(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|thirteen|fourteen|sixteen|"
+    r"seventeen|eighteen|nineteen|tonight)$",
     re.I,
 )
 _PREPOSITIONS = {"at", "on", "in", "by", "around", "from"}
+
+
+def is_time_word(word: str) -> bool:
+    """A word a time phrase may hold: "at", "6:30", "tomorrow", "thirteenth", "half"."""
+    return _TIME_WORD.match(word) is not None
 
 
 def is_time_phrase(words: list[str]) -> bool:
@@ -44,7 +79,8 @@ def is_time_phrase(words: list[str]) -> bool:
     by another ("put the washing on at 3pm": "on at 3pm" is not the time, "at 3pm" is)."""
     if not words or not LEAD.match(words[0]):
         return False
-    if not all(_TIME_WORD.match(word.strip(",")) for word in words):
+    quarter_to = {index for index, word in enumerate(words) if word == "to" and index and words[index - 1] == "quarter"}
+    if not all(_TIME_WORD.match(word.strip(",")) or index in quarter_to for index, word in enumerate(words)):
         return False
     return not any(a.lower() in _PREPOSITIONS and b.lower() in _PREPOSITIONS for a, b in itertools.pairwise(words))
 

@@ -6,11 +6,9 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from assistant.local import intents, times
+from assistant.local import times
 
 LISTED = 10
-
-CAPABILITIES = intents.CAPABILITIES
 
 
 def parsed(result: str, member: str) -> list[dict[str, Any]] | None:
@@ -98,16 +96,19 @@ def _event_line(item: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
     return f"{times.clock(start)} {summary}{where}"
 
 
-def mail(result: str) -> str:
+def mail(result: str, unread: bool = True) -> str:
+    """The senders and subjects a search found; ``unread``: it looked for unread mail only."""
     found = parsed(result, "messages")
     if not found:
-        return "No unread mail." if found is not None or result.startswith("No message") else result
+        if found is None and not result.startswith("No message"):
+            return result
+        return "No unread mail." if unread else "No mail matches."
     lines = [f"- {item.get('from', '')}: {item.get('subject') or '(no subject)'}" for item in found[:LISTED]]
     total = _matched(result, len(found))
     if total > len(lines):
         lines.append(f"…and {total - len(lines)} more.")
     noun = "message" if total == 1 else "messages"
-    return "\n".join([f"{total} unread {noun}:", *lines])
+    return "\n".join([f"{total} {'unread ' if unread else ''}{noun}:", *lines])
 
 
 def _matched(result: str, listed: int) -> int:

@@ -1,6 +1,7 @@
-"""Times as people write them, read in their time zone: dateparser reads dates and times ("tomorrow at noon", "in 20
-minutes", "Friday at 1pm"), dateutil's rrule makes and serialises the recurrence ("every weekday at 9"). What is
-here is only the grammar around those calls: which words repeat, which hour a bare "at 9" means, and when to ask.
+"""Times as people write them, read in their time zone: dates.py reads dates and times ("tomorrow at noon", "in 20
+minutes", "Friday at 1pm", "six thirty am"), dateparser what dates.py does not know ("next week"), dateutil's rrule
+makes and serialises the recurrence ("every weekday at 9"). What is here is only the grammar around those calls:
+which words repeat, which hour a bare "at 9" means, and when to ask.
 
 A bare hour (no am/pm, no minutes on the 24-hour clock) is read so: 7 to 11 in the morning, 12 at noon, 13 to 23 and
 0 on the 24-hour clock, and 1 to 6 asked about ("3am or 3pm?"), unless the phrase says morning, afternoon, evening
@@ -16,6 +17,7 @@ from typing import Any
 from dateutil import rrule
 
 from accounts import words
+from assistant.local import dates
 
 # dateparser keeps state between calls in places (its issues #441, #813), and the delivery engine runs many
 # attempts at once: one parse at a time, a few milliseconds each.
@@ -94,6 +96,7 @@ def _normalized(phrase: str) -> str:
     phrase = re.sub(r"\bhalf an hour\b", "30 minutes", phrase)
     phrase = re.sub(r"\ba quarter of an hour\b", "15 minutes", phrase)
     phrase = re.sub(r"\b(?:this )?coming\b", "", phrase)
+    phrase = dates.digits(phrase)
     phrase = re.sub(r"\b(\d{1,2})\s*([ap])\.m\.?", r"\1\2m", phrase)
     phrase = re.sub(r"\bo'?clock\b|\bsharp\b", "", phrase)
     phrase = re.sub(r"\b(?:around|about|approximately)\b", "at", phrase)
@@ -126,6 +129,14 @@ def day_named(phrase: str, now: datetime) -> datetime | None:
 
 
 def _parse(phrase: str, now: datetime) -> tuple[datetime | None, str]:
+    found = dates.read(phrase, now)
+    if found is not None:
+        return found
+    return with_dateparser(phrase, now)
+
+
+def with_dateparser(phrase: str, now: datetime) -> tuple[datetime | None, str]:
+    """What dates.py does not know ("next week", "3/15"), read by dateparser."""
     settings = {
         # dateparser calls a time equal to the base's time of day a "day" ("tomorrow at 10am" at 10:00 sharp): a
         # base a microsecond off a round minute never equals a time someone wrote.
@@ -154,7 +165,7 @@ def _bare_hours(phrase: str, context: str = "") -> str:
 
     def hour_of(match: re.Match[str]) -> str:
         hour, minute = int(match[2]), int(match[3] or 0)
-        if hour > 23 or minute > 59:
+        if hour > 23 or minute > 59 or match[2].startswith("0"):  # "at 05:00" is the 24-hour clock
             return match[0]
         if 1 <= hour <= 11 and _EVENING.search(context):
             hour += 12

@@ -22,6 +22,8 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from assistant import approvals
+from assistant.approval.rule import Circumstances, Effect, Origin, Verdict, decide, surely_reads
+from assistant.approval.text import requester, tool_read
 from assistant.models import Action, ToolKind
 from assistant.tools import ledger
 from conversations.models import Delivery
@@ -45,9 +47,6 @@ class Call:
     user: User
     action: Action
     deadline: float  # time.monotonic() by which the call must be over
-    # The person approved this very call (Toolbox.call_approved, from assistant/approvals.py). Only that path sets
-    # it: the call's id comes from the model and proves nothing.
-    approved: bool = False
 
     def seconds_left(self) -> float:
         return max(self.deadline - time.monotonic(), 0.0)
@@ -66,11 +65,13 @@ class Tool:
     # server's tool, or anything not marked, is treated as one that acts. A read-only call a lost attempt left
     # unfinished simply runs again; others are not repeated (assistant/tools/ledger.py).
     read_only: bool = False
-    # read_only rests on an MCP server's own word (its readOnlyHint) and the person has not marked the server
-    # trusted: believed only for the person's own words (assistant/approvals.py, Effect.CLAIMS_TO_READ).
+    # read_only rests on an MCP server's own word (its readOnlyHint): believed as far as the person trusts the
+    # server (assistant/approval/rule.py, Effect.CLAIMS_TO_READ).
     claim_only: bool = False
+    # It leaves the person's account for good (a mail): every call is the person's own yes (Effect.SENDS).
+    sends: bool = False
     # Whether its result carries words from outside the person (a mail, an event, a stored text, an MCP server's
-    # answer): once it ran, a call that acts waits for the person for the rest of the attempt (approvals.must_ask).
+    # answer): once it ran, a call that acts waits for the person for the rest of the attempt.
     # Unknown means yes; only a tool whose result is our own words about what it did says False.
     brings_outside_content: bool = True
     # Runs on the database threads (ops/database_work.py); False for a tool that mostly waits on the network and
@@ -78,10 +79,21 @@ class Tool:
     uses_database: bool = True
 
     @property
-    def effect(self) -> approvals.Effect:
+    def effect(self) -> Effect:
+        if self.sends:
+            return Effect.SENDS
         if not self.read_only:
-            return approvals.Effect.ACTS
-        return approvals.Effect.CLAIMS_TO_READ if self.claim_only else approvals.Effect.READS
+            return Effect.ACTS
+        return Effect.CLAIMS_TO_READ if self.claim_only else Effect.READS
+
+    @property
+    def trusted(self) -> bool:
+        """The person trusts its server's read-only claims (ours need no trust)."""
+        return self.connection is not None and bool(self.connection.trusted)
+
+    @property
+    def surely_reads(self) -> bool:
+        return surely_reads(self.effect, self.trusted)
 
     def as_openai(self) -> dict[str, Any]:
         return {
@@ -90,19 +102,33 @@ class Tool:
         }
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A call as the model asked for it, looked up and decided before anything is recorded or run."""
+
+    tool: Tool | None
+    name: str
+    arguments: dict[str, Any]
+    problem: str | None  # why it cannot run at all (no such tool, arguments that are not a JSON object, refused)
+    verdict: Verdict
+    unparsed: str | None = None  # the arguments as sent, when they are not a JSON object
+
+
 @dataclass
 class Toolbox:
     user: User
     delivery: Delivery
     attempt: int
     tools: dict[str, Tool] = field(default_factory=dict)
+    # Tools the key's owner did not let its messages use (keys' tool policy): never offered, refused if called.
+    withheld: dict[str, Tool] = field(default_factory=dict)
     time_zone: str = "UTC"  # the person's, read with the toolbox (an attempt thread cannot read the profile)
     next_index: int = 0  # the index the next call gets in the delivery's ledger
-    # What the approval rule (approvals.must_ask) weighs for each call: who sent the message (set from it by
+    # What the decision (assistant/approval/rule.py) weighs for each call: who sent the message (set from it by
     # assistant/tools/toolbox.py), whether the key's owner waived asking, and whether words from outside the person
     # reached the model (set from the message and the thread, then by each tool whose result brings such words).
     # requested_by: who asked, in the person's words; read_from: what brought outside words in, for the question.
-    origin: approvals.Origin = approvals.Origin.PERSON
+    origin: Origin = Origin.PERSON
     waived: bool = False
     read_outside: bool = False
     requested_by: str = ""
@@ -111,83 +137,105 @@ class Toolbox:
     # built-in assistant (assistant/backends/local.py) chooses its calls from the person's words by its own code.
     follows_results: bool = True
 
-    def add(self, tool: Tool) -> None:
+    def add(self, tool: Tool, *, allowed: bool = True) -> None:
         name = tool_name(tool.name)
         suffix = 2
-        while name in self.tools:
+        while name in self.tools or name in self.withheld:
             name = tool_name(f"{tool.name[:58]}_{suffix}")
             suffix += 1
-        self.tools[name] = replace(tool, name=name, original_name=tool.original_name or tool.name)
+        (self.tools if allowed else self.withheld)[name] = replace(
+            tool, name=name, original_name=tool.original_name or tool.name
+        )
 
     def as_openai(self) -> list[dict[str, Any]]:
         return [tool.as_openai() for tool in self.tools.values()]
 
     def call(
-        self,
-        call_id: str,
-        name: str,
-        raw_arguments: Any,
-        round_number: int,
-        deadline: float,
-        *,
-        approved: bool = False,
-        ask: bool = False,
+        self, call_id: str, name: str, raw_arguments: Any, round_number: int, deadline: float, *, approved: bool = False
     ) -> str:
-        """Run one tool call the model asked for, at most once for the delivery, and return what the model is told.
-        A side-effecting tool waits for the person's approval where the toolbox says so, unless ``approved``;
-        ``ask``: it waits in any case (the built-in assistant has the person confirm a mail it composed for them)."""
-        tool = self.tools.get(name) if isinstance(name, str) else None
+        """Run one tool call the model asked for, at most once for the delivery, and return what the model is told:
+        plan (look it up, decide: run, ask or refuse), record it in the ledger, run it, record its result.
+        ``approved``: the person approved this very call (only ``call_approved`` says so)."""
+        plan = self.plan(name, raw_arguments, approved)
+        entry = database(ledger.begin, self.planned(plan, call_id, round_number))
+        self.next_index = entry.index + 1
+        if entry.action is None or entry.verdict in (ledger.Verdict.AWAIT, ledger.Verdict.UNKNOWN):
+            return _not_run(entry, plan)
+        self.note_read(plan.tool, entry.action)
+        if entry.verdict is ledger.Verdict.REUSE:
+            return entry.action.result
+        return self.run(plan, entry.action, deadline)
+
+    def plan(self, name: Any, raw_arguments: Any, approved: bool = False) -> Plan:
+        """Look the call up and decide it: nothing is recorded or run yet."""
+        known = name if isinstance(name, str) else ""
+        tool = self.tools.get(known) or self.withheld.get(known)
         arguments, problem = _arguments(raw_arguments)
-        asked = ask and tool is not None and tool.effect is not approvals.Effect.READS
-        waits = not approved and tool is not None and problem is None and (asked or self.asks_for(tool))
-        planned = ledger.Planned(
+        unparsed = None if problem is None else str(raw_arguments)[:1000]
+        verdict = self.verdict(tool, approved) if tool is not None else Verdict.RUN
+        problem = self.cannot_run(tool, str(name), problem, verdict)
+        return Plan(tool, str(name), arguments, problem, Verdict.RUN if problem else verdict, unparsed)
+
+    def cannot_run(self, tool: Tool | None, name: str, problem: str | None, verdict: Verdict) -> str | None:
+        """Why the call cannot run at all, for the model; None when it can (or may, once the person answers)."""
+        if tool is None:
+            listed = ", ".join(sorted(self.tools)) or "none"
+            return f"there is no tool named {name[:100]!r}. The tools are: {listed}."
+        if verdict is Verdict.REFUSE:
+            return f"there is no tool named {tool.name!r} for this key's messages (its owner limited its tools)."
+        if problem is not None:
+            return f"{problem} Call {tool.name} again with a JSON object of arguments."
+        return None
+
+    def verdict(self, tool: Tool, approved: bool = False) -> Verdict:
+        """The one decision (assistant/approval/rule.py) for a call of ``tool`` now."""
+        return decide(
+            Circumstances(
+                origin=self.origin,
+                read_outside=self.read_outside,
+                effect=tool.effect,
+                key_asks=not self.waived,
+                allowed=tool.name not in self.withheld,
+                trusted=tool.trusted,
+                approved=approved,
+            )
+        )
+
+    def planned(self, plan: Plan, call_id: Any, round_number: int) -> ledger.Planned:
+        """The ledger's record of the plan: asked for, or about to run (a call that cannot run is recorded too)."""
+        tool, waits = plan.tool, plan.verdict is Verdict.ASK
+        return ledger.Planned(
             delivery_id=self.delivery.pk,
             attempt=self.attempt,
             index=self.next_index,
             round=round_number,
             tool_call_id=str(call_id)[:100],
             kind=tool.kind if tool else ToolKind.BUILT_IN,
-            tool=(tool.original_name if tool else str(name))[:255],
+            tool=(tool.original_name if tool else plan.name)[:255],
             connection=tool.connection if tool else None,
             connection_name=tool.connection.name if tool and tool.connection is not None else "",
-            arguments=arguments if problem is None else {"_unparsed": str(raw_arguments)[:1000]},
-            # Run again after a lost attempt only when it surely changes nothing (a server's claim is not enough).
-            read_only=tool.effect is approvals.Effect.READS if tool else True,
+            arguments=plan.arguments if plan.unparsed is None else {"_unparsed": plan.unparsed},
+            # Run again after a lost attempt only when it surely changes nothing (an untrusted server's claim is not
+            # enough).
+            read_only=tool.surely_reads if tool else True,
             needs_approval=waits,
             requested_by=self.asker(),
             approval_expires_at=approvals.expires_at() if waits else None,
         )
-        entry = database(ledger.begin, planned)
-        self.next_index = entry.index + 1
-        if entry.verdict is ledger.Verdict.GONE:
-            return f"Error: the connection {planned.connection_name!r} was removed; nothing was done."
-        if entry.verdict is ledger.Verdict.AWAIT:
-            assert entry.action is not None
-            database(approvals.announce, entry.action)
-            return approvals.told_to_the_model(entry.action)
-        if entry.verdict is ledger.Verdict.LOST:
-            return "Error: this attempt no longer holds the message (another worker took it over); nothing was done."
-        if entry.verdict is ledger.Verdict.UNKNOWN:
-            return (
-                "Error: an earlier attempt at this message started this same call and was interrupted before it "
-                "could record the result, so whether it took effect is unknown. It is not repeated: tell the person."
-            )
-        action = entry.action
-        assert action is not None  # RUN and REUSE carry their ledger entry
+
+    def note_read(self, tool: Tool | None, action: Action) -> None:
+        """A tool whose result brings outside words reached the model: from here on, what acts asks."""
         if tool is not None and tool.brings_outside_content and self.follows_results:
-            # Its result reaches the model: from here on, what acts waits for the person (approvals.must_ask).
-            self.read_outside, self.read_from = True, self.read_from or tool.original_name or tool.name
+            self.read_outside, self.read_from = True, self.read_from or tool_read(tool.original_name or tool.name)
             database(ledger.note_read_outside, action)
-        if entry.verdict is ledger.Verdict.REUSE:
-            return action.result
-        if tool is None:
-            known = ", ".join(sorted(self.tools)) or "none"
-            return _finish(action, f"Error: there is no tool named {str(name)[:100]!r}. The tools are: {known}.", True)
-        if problem is not None:
-            return _finish(action, f"Error: {problem} Call {tool.name} again with a JSON object of arguments.", True)
-        call = Call(self.user, action, deadline, approved=approved)
+
+    def run(self, plan: Plan, action: Action, deadline: float) -> str:
+        tool = plan.tool
+        if tool is None or plan.problem is not None:
+            return _finish(action, f"Error: {plan.problem}", True)
+        call = Call(self.user, action, deadline)
         try:
-            result = database(tool.run, arguments, call) if tool.uses_database else tool.run(arguments, call)
+            result = database(tool.run, plan.arguments, call) if tool.uses_database else tool.run(plan.arguments, call)
         except ToolError as error:
             return _finish(action, f"Error: {error}", True)
         except Exception as error:  # a bug in a tool must not end the delivery: the model hears it failed
@@ -195,23 +243,16 @@ class Toolbox:
             return _finish(action, f"Error: the tool failed unexpectedly ({type(error).__name__}).", True)
         return _finish(action, result, False)
 
-    def asks_for(self, tool: Tool) -> bool:
-        """Whether a call of ``tool`` would wait for the person now (the one rule: approvals.must_ask)."""
-        return approvals.must_ask(self.origin, self.read_outside, self.waived, tool.effect)
-
     def asker(self) -> str:
         """Who asked, for the person: the key or trigger, and what was read on the way."""
-        if not self.read_outside:
-            return self.requested_by
-        read = f"what the tool {self.read_from} returned" if self.read_from else "words from outside you"
-        return f"{self.requested_by or 'Your request'}, after reading {read}"
+        return requester(self.origin, self.requested_by, self.read_from if self.read_outside else "")
 
     def call_approved(self, action: Action) -> str:
         """Run a call the person approved (it waited in another delivery's ledger) as this delivery's next call."""
         name = next(
             (
                 tool.name
-                for tool in self.tools.values()
+                for tool in [*self.tools.values(), *self.withheld.values()]
                 if tool.original_name == action.tool
                 and (tool.connection.name if tool.connection is not None else "") == action.connection_name
             ),
@@ -243,6 +284,22 @@ def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if "\\u0000" in raw or "\x00" in raw:
         return {}, "The arguments contain a NUL character."
     return parsed, None
+
+
+def _not_run(entry: ledger.Entry, plan: Plan) -> str:
+    """What the model is told of a call the ledger did not let this attempt run."""
+    if entry.verdict is ledger.Verdict.GONE:
+        connection = plan.tool.connection.name if plan.tool and plan.tool.connection is not None else ""
+        return f"Error: the connection {connection!r} was removed; nothing was done."
+    if entry.verdict is ledger.Verdict.AWAIT and entry.action is not None:
+        database(approvals.announce, entry.action)
+        return approvals.told_to_the_model(entry.action)
+    if entry.verdict is ledger.Verdict.UNKNOWN:
+        return (
+            "Error: an earlier attempt at this message started this same call and was interrupted before it "
+            "could record the result, so whether it took effect is unknown. It is not repeated: tell the person."
+        )
+    return "Error: this attempt no longer holds the message (another worker took it over); nothing was done."
 
 
 def _finish(action: Action, result: str, is_error: bool) -> str:

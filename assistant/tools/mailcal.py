@@ -313,26 +313,15 @@ class _Mailbox:
         return f"Saved a draft in {folder}: to {message['To']}, subject “{message['Subject']}”. Nothing was sent."
 
     def send(self, arguments: dict[str, Any], call: Call) -> str:
-        # Mail leaves the person's account for good, and what the model read this turn (a mail, a web page) may be
-        # what asks for it: it is sent only as a call the person approved (Call.approved, which only
-        # Toolbox.call_approved sets, assistant/approvals.py). Any other call, even for a message the person typed
-        # or one whose model-made id looks like an approved call's, saves a draft: at most a draft comes of a
-        # message, or a mail the assistant read.
+        # Runs only as a call the person approved: the decision asks for every mail (Tool.sends).
         try:
             message = mailboxes.compose(
                 self.server(), arguments.get("to"), arguments.get("subject"), arguments.get("body")
             )
-            if call.approved:
-                self.run(lambda server: mailboxes.send(server, message, seconds=_seconds(call)))
-                return f"Sent to {message['To']}: “{message['Subject']}” (the person approved it)."
-            folder = self.run(lambda server: mailboxes.save_draft(server, message, seconds=_seconds(call)))
+            self.run(lambda server: mailboxes.send(server, message, seconds=_seconds(call)))
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
-        return (
-            f"Not sent: sending mail needs the person's approval. Saved it as a draft in {folder} instead (to "
-            f"{message['To']}, subject “{message['Subject']}”); the person can review and send it from their mail "
-            "app, or approve it when the assistant is asked to send it by a key that waits for approval."
-        )
+        return f"Sent to {message['To']}: “{message['Subject']}” (the person approved it)."
 
 
 def _zone_of(user: User) -> ZoneInfo:
@@ -474,13 +463,14 @@ def _mail_tools(mailbox: _Mailbox) -> list[Tool]:
         Tool(
             name="mail_send",
             description=(
-                "Send a message from the person's address. It is sent only once the person has approved this call; "
-                "otherwise it is saved as a draft instead, and the result says so."
+                "Send a message from the person's address. The person is asked to approve every message first "
+                "(recipients, subject and the start of the body); it is sent once they approve."
             ),
             parameters={"type": "object", "properties": message_fields, "required": ["to", "subject", "body"]},
             kind=ToolKind.BUILT_IN,
             uses_database=False,
             run=mailbox.send,
+            sends=True,  # mail leaves for good: it runs only as a call the person approved (assistant/approval/rule.py)
             brings_outside_content=False,  # says what it did, in the words the model gave it
         ),
     ]

@@ -84,7 +84,7 @@ def tools_of(user: User) -> list[Tool]:
         acting = set(connection.acting_tools or [])
         for tool in connection.tools.all():
             # The server's readOnlyHint unless the person marked the tool as acting; believed for an automation's
-            # message only when they trust the server (assistant/approvals.py, Effect.CLAIMS_TO_READ).
+            # message only when they trust the server (assistant/approval/rule.py, Effect.CLAIMS_TO_READ).
             read_only = tool.read_only and tool.name not in acting
             description = tool.description or tool.title or tool.name
             schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
@@ -100,7 +100,7 @@ def tools_of(user: User) -> list[Tool]:
                     original_name=tool.name,
                     connection=connection,
                     read_only=read_only,
-                    claim_only=read_only and not connection.trusted,
+                    claim_only=read_only,
                     uses_database=False,  # it waits on the server; its two writes go through database()
                 )
             )

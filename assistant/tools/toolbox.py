@@ -9,7 +9,8 @@ from django.contrib.auth.models import User
 from accounts import audit
 from accounts.services import profile_of
 from assistant import origins
-from assistant.approvals import Effect, Origin
+from assistant.approval.rule import Origin
+from assistant.approval.text import APPROVAL, FOLLOW_UP, GONE_AUTOMATION, THREAD
 from assistant.conversation import AssistantRequest
 from assistant.tools import Tool, Toolbox, builtin, mailcal, mcp, tool_name
 from conversations.models import Delivery, Message, Source
@@ -24,39 +25,43 @@ MAX_TOOLS_OFFERED = 128  # OpenAI's limit per request; built-in tools come first
 def toolbox_for(user: User, delivery: Delivery, attempt: int) -> Toolbox:
     box = Toolbox(user=user, delivery=delivery, attempt=attempt, time_zone=profile_of(user).time_zone)
     offered = [*builtin.tools(), *mailcal.tools_of(user), *mcp.tools_of(user)]
-    offered = _apply_policy(box, delivery.message, offered)
-    if len(offered) > MAX_TOOLS_OFFERED:
-        logger.info("user %s has %s tools; the first %s are offered", user.pk, len(offered), MAX_TOOLS_OFFERED)
-    for tool in offered[:MAX_TOOLS_OFFERED]:
+    allowed = _apply_policy(box, delivery.message, offered)
+    if len(allowed) > MAX_TOOLS_OFFERED:
+        logger.info("user %s has %s tools; the first %s are offered", user.pk, len(allowed), MAX_TOOLS_OFFERED)
+    for tool in allowed[:MAX_TOOLS_OFFERED]:
         box.add(tool)
+    kept = {id(tool) for tool in allowed}
+    for tool in offered:
+        if id(tool) not in kept:
+            box.add(tool, allowed=False)  # the decision refuses it if called (assistant/approval/rule.py)
     return box
 
 
 def _apply_policy(box: Toolbox, message: Message, offered: list[Tool]) -> list[Tool]:
-    """What a key allows for its messages (ApiKey.tool_access), and what the approval rule weighs for them
-    (assistant/approvals.py, must_ask): the message's origin, the key's "don't ask" choice, and whether the
-    message's own words came from outside the person (a follow-up, an approval). A follow-up and an approval carry
-    the key or trigger of the message that led to them, so their calls stay under its rules."""
+    """What a key allows for its messages (ApiKey.tool_access), and what the decision weighs for them
+    (assistant/approval/rule.py): the message's origin, the key's "don't ask" choice, and whether the message's own
+    words came from outside the person (a follow-up, an approval). A follow-up and an approval carry the key or
+    trigger of the message that led to them, so their calls stay under its rules."""
     key, trigger = message.api_key, message.trigger
     box.origin = origins.origin_of(message)
     box.read_outside = origins.words_from_outside(message)
     if box.read_outside:
-        box.read_from = "a tool's follow-up" if message.source == Source.TOOL_FOLLOW_UP else "a request you approved"
+        box.read_from = FOLLOW_UP if message.source == Source.TOOL_FOLLOW_UP else APPROVAL
     if key is not None:
         box.waived = not key.tools_need_approval
         box.requested_by = audit.by_key(key.name, key.hint)
         if key.tool_access == ToolAccess.NONE:
             return []
         if key.tool_access == ToolAccess.READ_ONLY:  # a server's claim to read is not enough for a key
-            return [tool for tool in offered if tool.effect is Effect.READS]
+            return [tool for tool in offered if tool.surely_reads]
         if key.tool_access == ToolAccess.LISTED:
             listed = set(key.allowed_tools or [])
             return [tool for tool in offered if tool_name(tool.name) in listed]
         return offered
     if trigger is not None:
-        box.requested_by = f"The webhook trigger “{trigger.condition[:80]}” ({trigger.hint})"
+        box.requested_by = f"the webhook trigger “{trigger.condition[:80]}” ({trigger.hint})"
     elif box.origin is not Origin.PERSON:
-        box.requested_by = "An automation that no longer exists"
+        box.requested_by = GONE_AUTOMATION
     return offered
 
 
@@ -92,5 +97,5 @@ def _read_toolbox(message_id: str, user_id: int, attempt: int, earlier: list[str
         return None
     box = toolbox_for(user, delivery, attempt)
     if not box.read_outside and origins.thread_holds_outside_words(earlier):
-        box.read_outside, box.read_from = True, "the messages of others in your thread"
+        box.read_outside, box.read_from = True, THREAD
     return box

@@ -15,8 +15,8 @@ from typing import Protocol
 
 from django.http import HttpRequest
 
-from assistant import approval_codes
-from assistant.approval_text import REPLY_LINE
+from assistant.approval import codes as approval_codes
+from assistant.approval.text import REPLY_LINE
 
 
 class Channel:
@@ -44,7 +44,7 @@ class Sent:
 class Press:
     """An answer to an approval request (channels/approvals.py): a reply in words ("YES K7QZ4MX2": ``code``, the whole
     code) or a tap on a button (``code``: the request's handle, ``token``: the button's unguessable token,
-    assistant/approval_codes.py). ``message``: the provider's id of the message the button was on, in the form the
+    assistant/approval/codes.py). ``message``: the provider's id of the message the button was on, in the form the
     outbox recorded it (Telegram "<chat id>:<message id>", a WhatsApp wamid), or "" when the provider does not say;
     ``query``: Telegram's callback query id, which must be answered (else "")."""
 
@@ -172,7 +172,7 @@ def no_template(channel: str) -> SendError:
 # --- Approval requests with buttons (Telegram, WhatsApp's Cloud API) ---------------------------------------------
 # An approval request ends with its reply line ("Reply YES K7QZ4MX2 to approve or NO K7QZ4MX2 to deny.", maybe
 # followed by a part's number): where the channel has buttons, the line gives way to Approve / Deny buttons that carry
-# the request's handle and a token derived from its code (assistant/approval_codes.py), never the code itself.
+# the request's handle and a token derived from its code (assistant/approval/codes.py), never the code itself.
 # Whatever a button says, channels/approvals.py accepts it only from the address linked to the request's owner.
 _BUTTON = re.compile(rf"^(approve|deny):([A-Z][2-9])\.({approval_codes.BUTTON_TOKEN.pattern})$")
 _PART_NUMBER = re.compile(r" \(\d+/\d+\)$")

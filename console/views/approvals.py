@@ -7,8 +7,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from assistant import approval_text
 from assistant import approvals as requests
+from assistant.approval import text as approval_text
 from channels import approvals as phones
 from ingestion import approvals
 
@@ -32,4 +32,6 @@ def approval(request: HttpRequest, pk: int) -> HttpResponse:
         )
         return redirect("conversations:thread")
     what = approval_text.what_happens(action, requests.zone_of(action)).split("\n")
-    return render(request, "approvals/detail.html", {"action": action, "what": what[0], "arguments": what[1:]})
+    asker = approval_text.asked_by(action.requested_by)
+    context = {"action": action, "what": what[0], "arguments": what[1:], "asker": asker}
+    return render(request, "approvals/detail.html", context)
