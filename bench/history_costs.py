@@ -7,7 +7,10 @@ one key's share of them (``--key-share``) and one thread of ``--thread-messages`
 - a key's 14-day chart (before: a filter on created_at's date; after: a range on created_at);
 - "Earlier messages" in the long thread, anchored in its middle (before: created_at < X OR (created_at = X AND
   id < Y); after: the row comparison (created_at, id) < (X, Y));
-- the thread's message count on every view (before; after: not counted).
+- the thread's message count on every view (before; after: not counted);
+- the admin's delivery and message lists (before: two full counts, a sort by created_at, the key filter's and the
+  date drill-down's scans; after: ops/admin_lists.py's estimate and newest first by id);
+- one batch of the deliveries' prune (delivery/retention.py): its SELECT of 1000 through (status, created_at).
 
     .venv/bin/python -m bench.history_costs [--deliveries 1000000] [--json docs/benchmarks/history-costs.json]
 
@@ -88,6 +91,40 @@ STATEMENTS: dict[str, dict[str, list[str]]] = {
             "(created_at, id) < (%(anchor_at)s, %(anchor_id)s) ORDER BY created_at DESC, id DESC LIMIT 101"
         ],
     },
+    "the admin's delivery list, first page": {
+        "before": [
+            "SELECT count(*) FROM conversations_delivery",
+            "SELECT count(*) FROM conversations_delivery",
+            "SELECT d.id FROM conversations_delivery AS d JOIN conversations_message AS m ON m.id = d.message_id "
+            "ORDER BY d.created_at DESC, d.id DESC LIMIT 100",
+            "SELECT DISTINCT api_key_id FROM conversations_delivery",
+            "SELECT min(created_at), max(created_at) FROM conversations_delivery",
+        ],
+        "after": [
+            "SELECT reltuples::bigint FROM pg_class WHERE oid = 'conversations_delivery'::regclass",
+            "SELECT d.id FROM conversations_delivery AS d JOIN conversations_message AS m ON m.id = d.message_id "
+            "ORDER BY d.id DESC LIMIT 50",
+        ],
+    },
+    "the admin's message list, first page": {
+        "before": [
+            "SELECT count(*) FROM conversations_message",
+            "SELECT count(*) FROM conversations_message",
+            "SELECT id FROM conversations_message ORDER BY created_at, id LIMIT 100",
+            "SELECT min(created_at), max(created_at) FROM conversations_message",
+        ],
+        "after": [
+            "SELECT reltuples::bigint FROM pg_class WHERE oid = 'conversations_message'::regclass",
+            "SELECT id FROM conversations_message ORDER BY id DESC LIMIT 50",
+        ],
+    },
+    "a prune's batch: its SELECT of 1000 deliveries": {
+        "before": [],
+        "after": [
+            "SELECT id FROM conversations_delivery WHERE status IN ('delivered', 'failed') "
+            "AND created_at < now() - interval '90 days' ORDER BY status, created_at LIMIT 1000"
+        ],
+    },
     "the thread's count on every view": {
         "before": ["SELECT count(*) FROM conversations_message WHERE conversation_id = %(long_thread)s"],
         "after": [],
@@ -143,7 +180,7 @@ def main() -> None:
             db.execute(f"SET statement_timeout = {int(args.statement_seconds * 1000)}")
             values = {"key": key_id, "long_thread": long_thread, "anchor_at": anchor_at, "anchor_id": anchor_id}
             for name, forms in STATEMENTS.items():
-                before = median_ms(db, forms["before"], values, args.repeat)
+                before = median_ms(db, forms["before"], values, args.repeat) if forms["before"] else 0.0
                 after = median_ms(db, forms["after"], values, args.repeat) if forms["after"] else 0.0
                 results[name] = {"before_ms": before, "after_ms": after}
                 print(f"{name}: before {before} ms, after {after} ms", flush=True)

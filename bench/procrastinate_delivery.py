@@ -9,8 +9,8 @@ runs `bench.delivery` (gunicorn accepting, one worker, the runtime answering aft
 worker (`manage.py db_worker`) and with procrastinate's (this module's ``worker``), the order swapped every round,
 and prints each run's delivered/s and worker CPU per delivered message, and procrastinate's over ours.
 
-How procrastinate is set up, as its documentation says (docs/howto/advanced/locks.md, queueing_locks.md,
-production/retry_stalled_jobs.md, production/concurrency.md):
+How procrastinate is set up, as its documentation says (its how-to pages advanced/locks, advanced/queueing_locks,
+production/retry_stalled_jobs and production/concurrency):
 
 - **One job per delivery**, written in the same transaction as the delivery: a trigger on the delivery table calls
   procrastinate's own ``procrastinate_defer_jobs_v1`` for every new row, as the accept statement would if the
@@ -133,7 +133,7 @@ def build_app(database_url: str) -> Any:
             connection.close()
         return status
 
-    # docs/howto/production/retry_stalled_jobs.md, every 10 seconds (a sixth cron column) instead of 10 minutes.
+    # procrastinate's how-to production/retry_stalled_jobs, every 10 s (a sixth cron column) instead of 10 minutes.
     @app.periodic(cron="* * * * * */10")
     @app.task(queueing_lock="retry_stalled_jobs", pass_context=True)
     async def retry_stalled_jobs(context: Any, timestamp: int) -> None:
@@ -232,8 +232,15 @@ def kill_check(runtime_seconds: float) -> dict[str, Any]:
     back, and how the jobs and deliveries end. Then a message of another thread and SIGTERM mid-attempt (the
     worker's shutdown_graceful_timeout is 20 s): how long the worker takes to exit, and the job's end. Every wait
     gives up after a few minutes."""
-    from bench.delivery import runtime_process
-    from bench.harness import migrate, people_with_keys, run_python, scratch_database, service_environment, start
+    from bench.harness import (
+        migrate,
+        people_with_keys,
+        run_python,
+        runtime_process,
+        scratch_database,
+        service_environment,
+        start,
+    )
 
     def jobs(db: psycopg.Connection[Any]) -> list[Any]:
         sql = "SELECT id, status, attempts FROM procrastinate_jobs WHERE task_name = %s ORDER BY id"

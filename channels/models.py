@@ -155,6 +155,12 @@ class OutboundMessage(models.Model):
                 name="outbox_processing_by_person",
                 condition=models.Q(status=OutboundStatus.PROCESSING),
             ),
+            # The admin's list of failed and held texts, the few that staff act on (channels/outbound/admin.py).
+            models.Index(
+                fields=["id"],
+                name="outbox_failed_or_held",
+                condition=models.Q(status__in=[OutboundStatus.FAILED, OutboundStatus.HELD]),
+            ),
             models.Index(
                 fields=["provider_message_id"],
                 name="outbox_by_provider_id",

@@ -91,6 +91,29 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+# ops/preload.py imports these, with the URLconf, in a process's main thread before its second thread starts.
+# Modules that code imports inside a function (on first use, to keep other commands' start short, or to break an
+# import circle): the assistant's backends (assistant/backends/__init__.py), the delivery tasks' hand-off, the OAuth
+# sign-ins of MCP servers, and the libraries of calendars, mailboxes, local time parsing and JSON Web Tokens.
+IMPORTED_ON_FIRST_USE = (
+    "assistant.backends.approved",
+    "assistant.backends.local",
+    "assistant.backends.openai",
+    "assistant.backends.webhook",
+    "connections.oauth.mcp",
+    "delivery.handoff",
+    "delivery.queue",
+    "caldav.davclient",
+    "caldav.lib.error",
+    "dateparser.date",
+    "icalendar",
+    "jwt",
+    "lxml.etree",
+    "lxml.html",
+    "mcp.shared.auth",
+    "niquests",
+    "recurring_ical_events",
+)
 WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
@@ -334,6 +357,14 @@ IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 60 * 6
 # How long a webhook trigger remembers a GitHub delivery (its X-GitHub-Delivery and signed body) to acknowledge a
 # replay without a second message; GitHub redelivers for 3 days (`manage.py prunetriggerdeliveries` removes older).
 TRIGGER_DELIVERY_RETENTION_SECONDS = env_int("TRIGGER_DELIVERY_RETENTION_SECONDS", 7 * 24 * 60 * 60)
+# Retention (ops/pruning.py): how long the queue's finished entries and the logs are kept, in days. A message itself
+# is the person's history and stays until they delete it; its delivery's final status is kept on it.
+DELIVERY_RETENTION_DAYS = env_int("DELIVERY_RETENTION_DAYS", 90)  # delivered or failed, with their tool calls
+OUTBOX_RETENTION_DAYS = env_int("OUTBOX_RETENTION_DAYS", 90)  # texts sent or given up on
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 400)  # an account's audit log
+# Every prune deletes this many rows per transaction, and a run stops after PRUNE_RUN_SECONDS (the next goes on).
+PRUNE_BATCH_ROWS = env_int("PRUNE_BATCH_ROWS", 1000)
+PRUNE_RUN_SECONDS = env_int("PRUNE_RUN_SECONDS", 120)
 
 # --- OpenAPI (drf-spectacular; the docs page's assets come from the sidecar package, not a CDN) -------------------
 SPECTACULAR_SETTINGS = {
@@ -358,7 +389,7 @@ SPECTACULAR_SETTINGS = {
 # --- The assistant hand-off ---------------------------------------------------------------------------------
 # After a message commits, a django.tasks task hands it to the assistant. "immediate" runs the task in the
 # request's process right after the commit (the single-process default and the tests); "database" queues it in
-# PostgreSQL for `manage.py db_worker` (production); any other value is a backend class path
+# PostgreSQL for `manage.py worker` (production); any other value is a backend class path
 # (docs/explanation/handoff.md).
 # The default is the production path, also under `make run` (whose `manage.py serve` runs the worker in-process);
 # only the tests default to immediate.
@@ -385,7 +416,7 @@ ASSISTANT_MAX_ANSWER_BYTES = env_int("ASSISTANT_MAX_ANSWER_BYTES", 1_000_000)
 # How many of the latest thread messages (this one included) go to a remote assistant.
 ASSISTANT_THREAD_MESSAGES = env_int("ASSISTANT_THREAD_MESSAGES", 20)
 
-# The delivery engine (`manage.py db_worker` with TASK_BACKEND=database; docs/explanation/handoff.md).
+# The delivery engine (`manage.py worker` with TASK_BACKEND=database; docs/explanation/handoff.md).
 # Attempts in flight per worker process: threads waiting on the assistant, each with a keep-alive connection to it.
 # The process's database connections stay at 1 + DELIVERY_RECORDERS whatever this is.
 DELIVERY_CONCURRENCY = env_int("DELIVERY_CONCURRENCY", 32)
@@ -527,7 +558,7 @@ APPROVAL_OPEN_PER_MESSAGE = env_int("APPROVAL_OPEN_PER_MESSAGE", 8)
 # window's requests are in the thread only.
 APPROVAL_TEXTS_PER_WINDOW = env_int("APPROVAL_TEXTS_PER_WINDOW", 3)
 APPROVAL_TEXT_WINDOW_SECONDS = env_int("APPROVAL_TEXT_WINDOW_SECONDS", 600)
-# How often each worker (db_worker, serve) expires unanswered approvals and fires reminders a lost task left; the
+# How often each worker (manage.py worker, serve) expires unanswered approvals and fires reminders a lost task left; the
 # prunes run every 60 such periods (delivery/housekeeping.py). 0: the worker does none of it (run the commands
 # from cron instead).
 HOUSEKEEPING_SECONDS = env_int("HOUSEKEEPING_SECONDS", 60)

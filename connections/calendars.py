@@ -260,17 +260,20 @@ def check_rrule(rule: str, start: datetime | date) -> str:
     return rule
 
 
-def create_event(
-    server: CalendarServer,
-    *,
-    summary: str,
-    start: datetime | date,
-    end: datetime | date,
-    location: str,
-    rrule: str,
-    zone: tzinfo,
-    seconds: float,
-) -> str:
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to create, as calendar_create_event checked it (for CalDAV here, for Microsoft Graph in
+    connections/oauth/graph_calendar.py)."""
+
+    summary: str
+    start: datetime | date  # both times, or both dates (all day; the end date is exclusive)
+    end: datetime | date
+    location: str
+    rrule: str  # checked by check_rrule; "" for a one-off event
+    zone: tzinfo  # the person's
+
+
+def create_event(server: CalendarServer, new: NewEvent, seconds: float) -> str:
     """Store a new event; its UID (the id the other tools take)."""
     import icalendar
 
@@ -278,13 +281,13 @@ def create_event(
     uid = f"{uuid.uuid4()}@poke"
     event.add("UID", uid)
     event.add("DTSTAMP", datetime.now(UTC))
-    event.add("SUMMARY", summary)
-    event.add("DTSTART", start)
-    event.add("DTEND", end)
-    if location:
-        event.add("LOCATION", location)
-    if rrule:
-        event.add("RRULE", icalendar.vRecur.from_ical(rrule))
+    event.add("SUMMARY", new.summary)
+    event.add("DTSTART", new.start)
+    event.add("DTEND", new.end)
+    if new.location:
+        event.add("LOCATION", new.location)
+    if new.rrule:
+        event.add("RRULE", icalendar.vRecur.from_ical(new.rrule))
     calendar = icalendar.Calendar()
     calendar.add("PRODID", "-//Poke ingestion//assistant//EN")
     calendar.add("VERSION", "2.0")

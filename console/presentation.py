@@ -46,8 +46,8 @@ class DeliveryState:
 def delivery_state(message: Message) -> DeliveryState | None:
     """None for a message that is not handed to the assistant (a reply, a reminder)."""
     delivery = getattr(message, "delivery", None)  # the reverse one-to-one raises an AttributeError when absent
-    if delivery is None:
-        return None
+    if delivery is None:  # none, or pruned after DELIVERY_RETENTION_DAYS: its final status stays on the message
+        return DeliveryState(kind=message.outcome, attempts=0, retry_at=None, settled=True) if message.outcome else None
     kind = str(delivery.status)
     if delivery.status == DeliveryStatus.QUEUED and delivery.next_attempt_at is not None and delivery.attempts:
         kind = "retrying"

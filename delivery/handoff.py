@@ -1,6 +1,6 @@
 """One attempt outside the delivery engine: the task of the immediate backend (and of any task backend other than
-the database), run in the calling thread. It claims like the engine (due, first in its thread; conversations/
-lifecycle.py) under a lease as long as the longest attempt, since nobody renews it, and records like the engine
+the database), run in the calling thread. It claims like the engine (due, first in its thread; delivery/lifecycle.py)
+under a lease as long as the longest attempt, since nobody renews it, and records like the engine
 (delivery/engine.py ``record``)."""
 
 import logging

@@ -7,7 +7,7 @@ Each job is the operator command of that name, run by ``call_command`` (so this 
 imports none of the apps above it, and cron and the worker do exactly the same thing). Operators who prefer cron
 set HOUSEKEEPING_SECONDS=0 and run the commands themselves.
 
-Coordination: every worker process (``manage.py db_worker``, ``manage.py serve``) runs a ``Housekeeper`` thread,
+Coordination: every worker process (``manage.py worker``, ``manage.py serve``) runs a ``Housekeeper`` thread,
 and a job runs in one of them at a time, about once per its period across all of them. Before running a job, a
 worker claims it with one conditional UPDATE of the job's row (``HousekeepingRun``): it wins only if the job's last
 start is a period ago and that run finished (or is older than STALE_SECONDS: a worker killed mid-job). PostgreSQL
@@ -64,6 +64,9 @@ JOBS = (
     Job("prunedevicelogins", 60),
     Job("prunechannels", 60),
     Job("pruneoauthsignins", 60),
+    Job("prunedeliveries", 60),
+    Job("prunetexts", 60),
+    Job("pruneaudit", 60),
 )
 
 

@@ -61,7 +61,7 @@ def can_defer() -> bool:
 
 def queued_in_database() -> bool:
     """Whether deliveries wait in the database for the delivery engine (delivery/engine.py, run by ``manage.py
-    db_worker``): with the database task backend. The delivery row is then the queue's entry: it is written with the
+    worker``): with the database task backend. The delivery row is then the queue's entry: it is written with the
     message, in the same statement, and nothing else needs enqueuing."""
     return isinstance(deliver_message.get_backend(), DatabaseBackend)
 

@@ -13,7 +13,6 @@ registered here (channels sits above delivery in the layers, so it registers its
 worker starts every selected runner, stops them together on SIGTERM (each with its own grace period, running at the
 same time) and, for ``--batch``, drains them."""
 
-import importlib
 from collections.abc import Callable
 from typing import Protocol
 
@@ -48,25 +47,6 @@ def register(kind: str, build: Callable[[int | None], Runner | None]) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown kind of work {kind!r}; one of {', '.join(KINDS)}")
     _builders[kind] = build
-
-
-# Modules the worker's threads would otherwise each import for the first time at the same moment, when the worker
-# starts: an attempt loads the assistant's backends and tools, housekeeping loads the OAuth sign-ins' pruning, and
-# both lead into the MCP SDK, whose package imports itself in a circle. Two threads entering it together get an
-# ImportError from a partially initialized module (an attempt failed so, and was retried, in
-# tests/test_delivery_engine.py's SIGTERM at start). Imported once by the starting thread, before the others run.
-_SHARED_BY_THREADS = (
-    "assistant.backends.approved",
-    "assistant.backends.local",
-    "assistant.backends.openai",
-    "assistant.backends.webhook",
-    "connections.oauth.mcp",
-)
-
-
-def import_before_threads() -> None:
-    for name in _SHARED_BY_THREADS:
-        importlib.import_module(name)
 
 
 def runner(kind: str, concurrency: int | None = None) -> Runner | None:

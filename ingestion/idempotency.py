@@ -29,6 +29,7 @@ from ingestion.exceptions import IdempotencyInProgress, IdempotencyKeyReused, In
 from ingestion.models import IdempotencyRecord
 from keys.models import ApiKey
 from ops.http import REPLAYED_HEADER
+from ops.pruning import delete_in_batches
 from triggers.models import WebhookTrigger
 
 HEADER = "Idempotency-Key"
@@ -136,5 +137,4 @@ def _expired(record: IdempotencyRecord) -> bool:
 def prune_expired() -> int:
     """Delete the records older than IDEMPOTENCY_KEY_TTL_SECONDS; returns how many."""
     cutoff = timezone.now() - timedelta(seconds=settings.IDEMPOTENCY_KEY_TTL_SECONDS)
-    deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=cutoff).delete()
-    return deleted
+    return delete_in_batches(IdempotencyRecord.objects.filter(created_at__lt=cutoff), oldest_first=("created_at",))

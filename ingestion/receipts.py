@@ -34,7 +34,9 @@ def _summary(delivery: Delivery) -> str:
 
 
 def receipt(message: Message, *, with_reply: bool) -> dict[str, Any]:
-    delivery = message.delivery
+    delivery = getattr(message, "delivery", None)  # the reverse one-to-one raises an AttributeError when absent
+    if delivery is None:
+        return _receipt_after_pruning(message, with_reply=with_reply)
     body = {
         "success": True,
         "message": _summary(delivery),
@@ -53,4 +55,29 @@ def receipt(message: Message, *, with_reply: bool) -> dict[str, Any]:
         )
         # What the assistant did while answering (its tool calls): the person's, like the reply.
         body["actions"] = [action.as_json() for action in delivery.actions.all()]
+    return body
+
+
+PRUNED_SUMMARY: dict[str, str] = {
+    DeliveryStatus.DELIVERED: "Delivered to the assistant. The details of its delivery are no longer kept.",
+    DeliveryStatus.FAILED: "Could not be delivered to the assistant. The message stays in the conversation.",
+}
+
+
+def _receipt_after_pruning(message: Message, *, with_reply: bool) -> dict[str, Any]:
+    """A message whose delivery was pruned (DELIVERY_RETENTION_DAYS): its final status, kept on the message."""
+    body: dict[str, Any] = {
+        "success": True,
+        "message": PRUNED_SUMMARY.get(message.outcome, PRUNED_SUMMARY[DeliveryStatus.DELIVERED]),
+        "id": message.public_id,
+        "status": message.outcome or DeliveryStatus.DELIVERED,
+        "attempts": 0,
+        "created_at": message.created_at,
+        "started_at": None,
+        "finished_at": None,
+        "next_attempt_at": None,
+    }
+    if with_reply:
+        body["reply"] = None
+        body["actions"] = []
     return body

@@ -2,6 +2,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.utils.http import http_date
@@ -37,9 +38,18 @@ from ingestion.triggers import KeyOrWebhookTokenAuthentication
 from keys.models import ApiKey
 from keys.scopes import Scope
 from ops.errors import json_error
+from ops.request_id import request_id_of
 from triggers.models import WebhookTrigger
 
 SENT = "Message sent successfully"
+# A message with a receipt: one handed to the assistant, whose delivery row exists or was pruned (its outcome kept).
+HANDED_OVER = Q(delivery__isnull=False) | ~Q(outcome="")
+
+
+class _Accepted(HttpResponse):
+    """The fast path's answer, which keeps its payload as a DRF response does (the access log reads it)."""
+
+    data: Any
 
 
 class _MessageView(APIView):
@@ -78,7 +88,7 @@ class _MessageView(APIView):
     def record(self, request: Request, text: str, body: Any) -> tuple[ApiKey, Message]:
         key = request.auth
         assert isinstance(key, ApiKey)  # set by the endpoint's authentication class
-        return key, self.write(key, text, body, request._request, confirm_key=is_unconfirmed(request))
+        return key, self.write(key, text, body, request, confirm_key=is_unconfirmed(request))
 
     def write(
         self,
@@ -97,7 +107,7 @@ class _MessageView(APIView):
             text=text,
             context=body,
             api_key=key,
-            request_id=getattr(request, "request_id", ""),
+            request_id=request_id_of(request),
             confirm_key=confirm_key,
             before_writing=before_writing,
         )
@@ -146,8 +156,9 @@ class CurrentMessageView(_MessageView):
     def serve_remembered(self, request: HttpRequest, key: ApiKey) -> HttpResponseBase:
         """The ordinary request (ingestion/accept.py): the full path's checks in its order, on Django's request."""
         # What the authentication leaves for a remembered key, and what DRF copies onto Django's request.
-        setattr(request, UNCONFIRMED, True)
-        request.user, request.auth = key.owner, key  # type: ignore[attr-defined]
+        request.META[UNCONFIRMED] = True
+        request.user = key.owner
+        request.auth = key  # type: ignore[attr-defined]  # as DRF sets it on Django's request
         body: Any = None
         text = ""
         try:
@@ -165,8 +176,8 @@ class CurrentMessageView(_MessageView):
         except Exception as refused:
             return self.continue_in_full(request, key, refused, text, body)
         payload = accepted_body(message)
-        response = HttpResponse(_RENDERER.render(payload), content_type=_RENDERER.media_type)
-        response.data = payload  # type: ignore[attr-defined]  # as a DRF response keeps it (the access log reads it)
+        response = _Accepted(_RENDERER.render(payload), content_type=_RENDERER.media_type)
+        response.data = payload
         for name, value in self.default_response_headers.items():
             response[name] = value
         return response
@@ -272,7 +283,7 @@ class MessageReceiptView(APIView):
             raise MessageNotFound()
         if isinstance(request.auth, WebhookTrigger):
             fired = Message.objects.select_related("delivery").filter(
-                public_id=message_id, role=Role.USER, trigger_id=request.auth.pk, delivery__isnull=False
+                HANDED_OVER, public_id=message_id, role=Role.USER, trigger_id=request.auth.pk
             )
             message = fired.first()
             if message is None:
@@ -283,9 +294,7 @@ class MessageReceiptView(APIView):
         messages = Message.objects.select_related("delivery__reply" if key.may_read_replies else "delivery")
         # The sending key's own messages only: another key's message, even the same account's, is as absent as one
         # that never existed (a leaked key reads nothing but what it sent itself).
-        message = messages.filter(
-            public_id=message_id, role=Role.USER, api_key_id=key.pk, delivery__isnull=False
-        ).first()
+        message = messages.filter(HANDED_OVER, public_id=message_id, role=Role.USER, api_key_id=key.pk).first()
         if message is None:
             raise MessageNotFound()
         return Response(receipt(message, with_reply=key.may_read_replies))

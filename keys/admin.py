@@ -5,6 +5,8 @@ from django.contrib.admin.options import ActionLocation
 from django.db.models import Field, QuerySet
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from accounts import audit
 from keys.models import ApiKey
@@ -23,6 +25,7 @@ SHOWN = (
     "last_used_at",
     "expires_at",
     "revoked_at",
+    "deliveries",
 )
 
 
@@ -45,6 +48,12 @@ class ApiKeyAdmin(admin.ModelAdmin):
     readonly_fields = [name for name in SHOWN if name != "name"]
     list_select_related = ["owner"]
     actions = ["revoke_selected"]
+
+    @admin.display(description="deliveries")
+    def deliveries(self, obj: ApiKey) -> str:
+        # By URL name: deliveries live in the thread's app, a floor above this one.
+        url = reverse("admin:conversations_delivery_changelist") + f"?api_key={obj.pk}"
+        return format_html('<a href="{}">Its deliveries, newest first</a>', url)
 
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         # The list takes any lookup on the key's own fields from the query string: with the digest among them,

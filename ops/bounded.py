@@ -30,6 +30,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
+from ops import session_internals
+
 log = logging.getLogger("ops.bounded")
 
 CHUNK_BYTES = 64 * 1024  # read at a time from a response body
@@ -333,8 +335,8 @@ class _BoundedTransport:
 
 
 def _read_body(response: Any, bound: Bound) -> None:
-    """Read the body of a streamed requests/niquests response through the bound, into ``response._content``."""
-    connection = getattr(getattr(response, "raw", None), "_connection", None)
+    """Read the body of a streamed requests/niquests response through the bound, kept as its ``content``."""
+    connection = session_internals.connection_of(response)
     sock = getattr(connection, "sock", None)
     watched = isinstance(connection, tuple(_watched_classes.values()))  # already, since the request was sent
     if isinstance(sock, socket.socket) and not watched:
@@ -353,8 +355,7 @@ def _read_body(response: Any, bound: Bound) -> None:
         if exceeded is not None:
             raise exceeded from None
         raise
-    response._content = b"".join(parts)
-    response._content_consumed = True
+    session_internals.keep_body(response, b"".join(parts))
 
 
 _watched_classes: dict[type, type] = {}
@@ -371,7 +372,7 @@ def _watched(connection_class: type) -> type:
             sock = getattr(self, "sock", None)
             if bound is not None and isinstance(sock, socket.socket):
                 bound.watch(sock)
-            return connection_class.getresponse(self, *args, **kwargs)  # type: ignore[attr-defined]
+            return session_internals.sent_then_read(connection_class, self, *args, **kwargs)
 
         watched = type(f"Watched{connection_class.__name__}", (connection_class,), {"getresponse": getresponse})
         _watched_classes[connection_class] = watched
@@ -381,18 +382,19 @@ def _watched(connection_class: type) -> type:
 def _watch_connections(adapter: Any) -> None:
     """Make every connection pool of a requests/niquests adapter use watched connections (once: a pool already
     watched is left as it is, or each exchange would be watched twice, a descriptor and a deadline more)."""
-    manager = getattr(adapter, "poolmanager", None)
-    pools = getattr(manager, "pool_classes_by_scheme", None)
-    if not isinstance(pools, dict):
+    pools = session_internals.pool_classes(adapter)
+    if pools is None:
         return
     watched = tuple(_watched_classes.values())
-    # A new dict: the library's is shared by every pool manager.
-    manager.pool_classes_by_scheme = {  # type: ignore[union-attr]
-        scheme: pool
-        if issubclass(pool.ConnectionCls, watched)
-        else type(f"Watched{pool.__name__}", (pool,), {"ConnectionCls": _watched(pool.ConnectionCls)})
-        for scheme, pool in pools.items()
-    }
+    session_internals.use_pool_classes(
+        adapter,
+        {
+            scheme: pool
+            if issubclass(pool.ConnectionCls, watched)
+            else type(f"Watched{pool.__name__}", (pool,), {"ConnectionCls": _watched(pool.ConnectionCls)})
+            for scheme, pool in pools.items()
+        },
+    )
 
 
 def bound_session[S](session: S, what: str, *, max_bytes: int, seconds: float = 30.0) -> S:

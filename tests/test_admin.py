@@ -75,10 +75,13 @@ def test_deliveries_and_threads_are_listed_and_searchable(client, staff_client, 
         rows = re.findall(r"<tr[^>]*>.*?</tr>", table[0], re.S)[1:] if table else []  # after the header row
         return [re.sub(r"<[^>]+>|\s+", " ", row) for row in rows]
 
-    (row,) = found("q=nightly&status__exact=queued")
+    from conversations.models import Message
+
+    backup = Message.objects.get(text="Backup finished: 42 GB")
+    (row,) = found(f"q={backup.public_id}&status__exact=queued")
     assert "nightly backup" in row and "Queued" in row
-    assert found("q=nightly&status__exact=failed") == []
-    assert found("q=no-such-key") == []
+    assert found(f"q={backup.public_id}&status__exact=failed") == []
+    assert found("q=nightly") == []  # an id, not words: a search for words would read every delivery
     thread = staff_client.get(f"/admin/conversations/conversation/{user.conversation.pk}/change/").content.decode()
     assert "Backup finished: 42 GB" in thread
 
@@ -105,7 +108,9 @@ def test_the_delivery_list_shows_the_lifecycle_and_filters_by_status_and_key(sta
 
     assert listed("status__exact=failed") == ["Backup finished"]
     assert listed("status__exact=queued") == ["Deploy finished"]
-    assert listed(f"api_key__id__exact={nightly.pk}") == ["Backup finished"]
+    assert listed(f"api_key={nightly.pk}") == ["Backup finished"]
+    key_page = staff_client.get(f"/admin/keys/apikey/{nightly.pk}/change/").content.decode()
+    assert f"/admin/conversations/delivery/?api_key={nightly.pk}" in key_page  # its deliveries, one click away
 
 
 def test_staff_retry_failed_deliveries_with_an_action(staff_client, client, v2, django_capture_on_commit_callbacks):

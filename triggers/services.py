@@ -15,9 +15,10 @@ from django.utils.crypto import salted_hmac
 
 from accounts import audit
 from accounts.models import AuditKind
-from accounts.services import lock_account
+from accounts.services import lock_room
 from keys import tokens
 from keys.models import ApiKey
+from ops.pruning import delete_in_batches
 from ops.signals import asker_gone
 from ops.visible import refusal
 from triggers.models import ACTION_MAX_LENGTH, CONDITION_MAX_LENGTH, ReceivedDelivery, WebhookTrigger
@@ -92,11 +93,9 @@ def create_trigger(
     TriggerLimitReached when the owner already holds MAX_ACTIVE_TRIGGERS_PER_ACCOUNT active triggers."""
     condition, action = clean_condition(condition), clean_action(action)
     plaintext = tokens.generate_checked(TOKEN_PREFIX)
-    limit = settings.MAX_ACTIVE_TRIGGERS_PER_ACCOUNT
     with transaction.atomic():
-        lock_account(owner)
-        if WebhookTrigger.objects.active().filter(owner=owner).count() >= limit:
-            raise TriggerLimitReached(limit)
+        active = WebhookTrigger.objects.active().filter(owner=owner)
+        lock_room(owner, active, settings.MAX_ACTIVE_TRIGGERS_PER_ACCOUNT, TriggerLimitReached)
         trigger = WebhookTrigger.objects.create(
             owner=owner,
             condition=condition,
@@ -224,8 +223,7 @@ def first_receipt(trigger: WebhookTrigger, delivery_id: str | None, signed_body:
 def prune_received_deliveries() -> int:
     """Forget deliveries older than TRIGGER_DELIVERY_RETENTION_SECONDS; returns how many."""
     cutoff = timezone.now() - timedelta(seconds=settings.TRIGGER_DELIVERY_RETENTION_SECONDS)
-    deleted, _ = ReceivedDelivery.objects.filter(received_at__lt=cutoff).delete()
-    return deleted
+    return delete_in_batches(ReceivedDelivery.objects.filter(received_at__lt=cutoff), oldest_first=("received_at",))
 
 
 # --- what a firing says --------------------------------------------------------------------------------------------

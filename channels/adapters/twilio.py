@@ -108,7 +108,7 @@ def form_of(request: HttpRequest) -> MultiValueDict[str, str]:
     """The callback's form, read strictly: a body that is not UTF-8 (raw or percent-encoded) is refused rather than
     read with replacement characters (which would then not match Twilio's signature anyway). Cached on the
     request: the validator and the parser read the same form."""
-    cached = getattr(request, "_twilio_form", None)
+    cached: MultiValueDict[str, str] | None = request.META.get("channels.twilio_form")  # in the WSGI environ
     if cached is not None:
         return cached
     try:
@@ -120,7 +120,7 @@ def form_of(request: HttpRequest) -> MultiValueDict[str, str]:
     form: MultiValueDict[str, str] = MultiValueDict()
     for name, value in pairs:
         form.appendlist(name, value)
-    request._twilio_form = form  # type: ignore[attr-defined]
+    request.META["channels.twilio_form"] = form
     return form
 
 

@@ -170,3 +170,19 @@ class EmailAuthenticationForm(AuthenticationForm):
             if user is not None:
                 self.cleaned_data["username"] = user.get_username()
         return super().clean()
+
+
+class DeleteAccountForm(forms.Form):
+    """Deleting an account asks for its password: a console left open is not enough."""
+
+    password = forms.CharField(widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}))
+
+    def __init__(self, person: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.person = person
+
+    def clean_password(self) -> str:
+        password = self.cleaned_data["password"]
+        if not self.person.check_password(password):
+            raise forms.ValidationError("That is not your password.")
+        return password

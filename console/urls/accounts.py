@@ -34,4 +34,6 @@ urlpatterns = [
     path("reset/done/", password_reset.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("settings/", views.contact_settings, name="settings"),
     path("settings/password/", views.ConsolePasswordChangeView.as_view(), name="password_change"),
+    path("settings/delete-history/", views.delete_history, name="delete_history"),
+    path("settings/delete-account/", views.delete_account, name="delete_account"),
 ]

@@ -2,7 +2,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login
+from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
 from django.contrib.auth.views import LoginView as DjangoLoginView
@@ -19,8 +19,9 @@ from accounts.validators import time_zone_names
 from channels import linking
 from channels.adapters import configured, telegram
 from channels.adapters.base import Channel
-from console import signup_confirmation
-from console.forms.accounts import TELEGRAM, TIME_ZONE_LIST, ContactForm, SignUpForm
+from console import erasure, signup_confirmation
+from console.forms.accounts import TELEGRAM, TIME_ZONE_LIST, ContactForm, DeleteAccountForm, SignUpForm
+from console.signed_in import AuthenticatedRequest
 from ops import metrics
 from ops.limits import AttemptLimit
 
@@ -111,13 +112,13 @@ def signup(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def contact_settings(request: HttpRequest) -> HttpResponse:
-    profile = services.profile_of(request.user)  # type: ignore[arg-type]
+def contact_settings(request: AuthenticatedRequest) -> HttpResponse:
+    profile = services.profile_of(request.user)
     initial = {"phone_number": profile.phone_number, "channel": profile.channel, "time_zone": profile.time_zone}
     form = ContactForm(request.POST or None, initial=initial, phone_regions=browser_regions(request))
     if request.method == "POST" and form.is_valid():
         services.update_contact(
-            request.user,  # type: ignore[arg-type]
+            request.user,
             phone_number=form.cleaned_data["phone_number"],
             channel=form.cleaned_data["channel"],
             time_zone=form.cleaned_data["time_zone"] or None,  # blank: keep the one set
@@ -126,6 +127,32 @@ def contact_settings(request: HttpRequest) -> HttpResponse:
         return redirect("accounts:settings")
     zones = {"time_zone_list": TIME_ZONE_LIST, "time_zone_names": sorted(time_zone_names())}
     return render(request, "accounts/settings.html", {"form": form, **zones})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def delete_history(request: AuthenticatedRequest) -> HttpResponse:
+    """Asks first (GET); deletes the person's messages on POST (console/erasure.py)."""
+    if request.method == "POST":
+        deleted = erasure.delete_history(request.user)
+        messages.success(request, f"Deleted {deleted} message{'s' if deleted != 1 else ''} from your history.")
+        return redirect("accounts:settings")
+    return render(request, "accounts/delete_history.html")
+
+
+@sensitive_post_parameters("password")
+@login_required
+@require_http_methods(["GET", "POST"])
+def delete_account(request: AuthenticatedRequest) -> HttpResponse:
+    """Asks for the password (GET, or a wrong one); deletes the account on POST (console/erasure.py), logged out."""
+    form = DeleteAccountForm(request.user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        person = request.user
+        logout(request)
+        erasure.delete_account(person)
+        messages.success(request, "Your account and everything in it are deleted.")
+        return redirect("landing")
+    return render(request, "accounts/delete_account.html", {"form": form})
 
 
 class ConsolePasswordChangeView(PasswordChangeView):

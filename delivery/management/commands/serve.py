@@ -9,10 +9,12 @@ PUBLIC_BASE_URL it also tells tools to post their follow-ups to the address it l
 Not for production: the Procfile runs gunicorn and ``manage.py worker`` as separate processes."""
 
 import logging
+import os
 import threading
 from typing import Any
 
 from django.core.management import get_commands, load_command_class
+from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 from django_tasks_db.management.commands.db_worker import Worker
 
 from delivery import work
@@ -20,6 +22,7 @@ from delivery.housekeeping import Housekeeper
 from delivery.management.commands.worker import TASK_POLL_SECONDS, Runners
 from delivery.tasks import deliver_message, queued_in_database
 from ops import public_url
+from ops.preload import import_before_threads
 
 logger = logging.getLogger("delivery.handoff")
 
@@ -30,12 +33,25 @@ RunServer: Any = type(load_command_class(get_commands()["runserver"], "runserver
 class Command(RunServer):
     help = "Development server with the worker (deliveries, channel sends, tasks, housekeeping) inside (make run)."
 
+    def run(self, **options: Any) -> None:
+        # In the process that serves, before the autoreloader's thread starts (it imports the URLconf while
+        # inner_run's thread imports the same packages: ops/preload.py). Not in the reloader's outer process, which
+        # only watches files.
+        if not options["use_reloader"] or os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
+            try:
+                import_before_threads()
+            except Exception:
+                # A mistake in the code being edited: runserver's own import reports it, and its reloader waits for
+                # the fix, as without this.
+                if not options["use_reloader"]:
+                    raise
+        super().run(**options)
+
     def inner_run(self, *args: Any, **options: Any) -> None:
         # Runs once in the process that serves (under autoreload, the child): start the worker's threads here.
         host = f"[{self.addr}]" if self._raw_ipv6 else self.addr
         public_url.remember(f"{self.protocol}://{host}:{self.port}")
         tasks = None
-        work.import_before_threads()
         housekeeper = Housekeeper()  # approvals expire, prunes (delivery/housekeeping.py), as the worker does
         housekeeper.start()
         built = [work.runner(kind) for kind in ("deliveries", "channels")]

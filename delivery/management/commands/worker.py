@@ -33,6 +33,8 @@ from django_tasks_db.management.commands import db_worker
 from delivery import work
 from delivery.housekeeping import Housekeeper
 from delivery.work import Runner
+from ops.argparse_internals import take_as_given
+from ops.preload import import_before_threads
 
 logger = logging.getLogger("delivery.handoff")
 
@@ -130,11 +132,8 @@ class Command(db_worker.Command):
         super().add_arguments(parser)
         # django-tasks-db refuses, while parsing, a task backend outside the database; here that only means there is
         # no task loop to run (the other kinds still run: channel sends under TASK_BACKEND=immediate, say).
-        for action in parser._actions:
-            if action.dest == "backend_name":
-                action.type = str
-            if action.dest == "interval":
-                action.default = TASK_POLL_SECONDS
+        take_as_given(parser, "backend_name")
+        parser.set_defaults(interval=TASK_POLL_SECONDS)
         parser.add_argument(
             "--only",
             default="",
@@ -155,7 +154,7 @@ class Command(db_worker.Command):
             kinds = work.selection(only)
         except ValueError as error:
             raise CommandError(str(error)) from error
-        work.import_before_threads()
+        import_before_threads()
         housekeeper = Housekeeper()
         # Under autoreload the command runs twice, in the watching process and in the one that works: only there.
         working_here = not options["reload"] or os.environ.get(DJANGO_AUTORELOAD_ENV) == "true"

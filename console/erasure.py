@@ -1,0 +1,46 @@
+"""A person deletes their history or their account from the console (docs/howto/use-the-console.md, "Delete your
+history or your account"). Messages are the person's history and are kept until they say so; then they go in batches
+(ops/pruning.py), each batch its own short transaction, so a thread of any length is deleted without a long lock."""
+
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
+
+from accounts import audit
+from accounts.models import AuditEvent
+from connections.oauth.mail import disconnect
+from connections.services import remove_connection
+from conversations.models import PENDING, Message
+from conversations.services import conversation_of
+from keys.services import revoke_key
+from ops.pruning import delete_in_batches
+from triggers.services import revoke_trigger
+
+
+def delete_history(person: User) -> int:
+    """Delete the person's messages (with their deliveries, texts and the assistant's tool calls), but for those
+    still on their way to the assistant, which a worker may be handing over right now. Returns how many."""
+    thread = conversation_of(person).messages.exclude(delivery__status__in=PENDING)
+    return _delete_messages(thread)
+
+
+def delete_account(person: User) -> None:
+    """Close the account, then delete it: its keys and triggers revoked (refused from their next request), its
+    pending approvals withdrawn, its connections removed (their OAuth tokens revoked at the provider where it offers
+    revocation), then its messages and audit log in batches, and the account with what is left."""
+    for key in person.api_keys.filter(revoked_at__isnull=True):
+        revoke_key(key, by=audit.CONSOLE)
+    for trigger in person.webhook_triggers.filter(revoked_at__isnull=True):
+        revoke_trigger(trigger, by=audit.CONSOLE)
+    person.is_active = False
+    person.save(update_fields=["is_active"])  # withdraws what it still waits to approve (assistant/signals.py)
+    for connection in person.mcp_connections.all():
+        remove_connection(connection, by=audit.CONSOLE)
+    for grant in person.oauth_grants.all():
+        disconnect(grant, by=audit.CONSOLE)
+    _delete_messages(Message.objects.filter(conversation__user=person))
+    delete_in_batches(AuditEvent.objects.filter(account=person), oldest_first=("account", "-at"))
+    person.delete()
+
+
+def _delete_messages(messages: QuerySet[Message]) -> int:
+    return delete_in_batches(messages, oldest_first=("conversation", "created_at", "id"))

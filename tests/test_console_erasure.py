@@ -1,0 +1,67 @@
+"""A person deletes their history, or their account, from the console (console/erasure.py): each asks first, takes
+a POST with the CSRF token (the account also the password), and deletes in batches; nobody else's rows are touched."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from conversations.models import Delivery, DeliveryStatus, Message
+from keys.models import ApiKey
+from tests.conftest import CURRENT, post
+from tests.factories import UserFactory, make_key
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "correct horse battery staple"  # tests/factories.py's
+
+
+@pytest.fixture
+def history(client, user, settings):
+    settings.PRUNE_BATCH_ROWS = 2
+    _, plaintext = make_key(user)
+    for text in ["one", "two", "three", "on its way"]:
+        post(client, CURRENT, plaintext, {"message": text})
+    Delivery.objects.exclude(message__text="on its way").update(status=DeliveryStatus.DELIVERED)
+    other = UserFactory()
+    post(client, CURRENT, make_key(other)[1], {"message": "someone else's"})
+    return plaintext
+
+
+def csrf_client(user) -> Client:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    return client
+
+
+def test_deleting_the_history_asks_first_needs_the_csrf_token_and_keeps_what_is_on_its_way(user, history):
+    client = csrf_client(user)
+    page = client.get("/settings/delete-history/").content.decode()
+    assert "cannot be undone" in page and "csrfmiddlewaretoken" in page
+    assert client.post("/settings/delete-history/").status_code == 403  # no token
+    assert Message.objects.filter(conversation__user=user).count() == 4
+
+    token = client.cookies["csrftoken"].value
+    response = client.post("/settings/delete-history/", {"csrfmiddlewaretoken": token}, follow=True)
+
+    assert "Deleted 3 messages from your history." in response.content.decode()
+    assert list(Message.objects.filter(conversation__user=user).values_list("text", flat=True)) == ["on its way"]
+    assert Message.objects.filter(text="someone else's").exists()
+
+
+def test_deleting_the_account_needs_the_password_then_deletes_everything_of_it(client, user, history):
+    client = csrf_client(user)
+    client.get("/settings/delete-account/")
+    token = client.cookies["csrftoken"].value
+
+    refused = client.post("/settings/delete-account/", {"csrfmiddlewaretoken": token, "password": "wrong"})
+    assert refused.status_code == 200 and "That is not your password." in refused.content.decode()
+    assert get_user_model().objects.filter(pk=user.pk).exists()
+
+    done = client.post("/settings/delete-account/", {"csrfmiddlewaretoken": token, "password": PASSWORD})
+
+    assert done.status_code == 302
+    assert not get_user_model().objects.filter(pk=user.pk).exists()
+    assert not ApiKey.objects.filter(owner_id=user.pk).exists()
+    assert list(Message.objects.values_list("text", flat=True)) == ["someone else's"]
+    assert post(Client(), CURRENT, history, {"message": "still here?"}).status_code == 401
+    assert client.get("/settings/").status_code == 302  # logged out: to the log-in page
