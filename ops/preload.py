@@ -6,39 +6,17 @@ partially initialized module``. It happened to ``make run`` about one start in e
 thread imported the URLconf while the serving thread imported the same packages, and to a delivery attempt racing
 housekeeping at a worker's start. So every entry point calls ``import_before_threads`` first, in its main thread:
 ``manage.py serve`` and ``manage.py worker`` (delivery/management/commands/) and gunicorn's workers
-(gunicorn.conf.py, ``post_worker_init``). tests/test_preload.py checks that the list below covers every import
-the app's code makes inside a function."""
+(gunicorn.conf.py, ``post_worker_init``). The list of what is imported on first use is the
+setting ``IMPORTED_ON_FIRST_USE`` (config/settings.py: the wiring floor may name every app); tests/test_preload.py
+checks that it covers every import the app's code makes inside a function."""
 
 import importlib
 
 from django.conf import settings
 
-# Modules that code imports inside a function (on first use, to keep other commands' start short, or to break an
-# import circle): the assistant's backends (assistant/backends/__init__.py), the delivery engine of the hand-off
-# task, the OAuth sign-ins of MCP servers, and the libraries of calendars, mailboxes, local time parsing and JSON Web
-# Tokens.
-IMPORTED_ON_FIRST_USE = (
-    "assistant.backends.approved",
-    "assistant.backends.local",
-    "assistant.backends.openai",
-    "assistant.backends.webhook",
-    "connections.oauth.mcp",
-    "delivery.engine",
-    "caldav.davclient",
-    "caldav.lib.error",
-    "dateparser.date",
-    "icalendar",
-    "jwt",
-    "lxml.etree",
-    "lxml.html",
-    "mcp.shared.auth",
-    "niquests",
-    "recurring_ical_events",
-)
-
 
 def import_before_threads() -> None:
     """Import the URLconf (and through it every view, the console, the API, the channels' callbacks) and the modules
     imported on first use. Call it after ``django.setup()`` and before starting any thread."""
-    for name in (settings.ROOT_URLCONF, *IMPORTED_ON_FIRST_USE):
+    for name in (settings.ROOT_URLCONF, *settings.IMPORTED_ON_FIRST_USE):
         importlib.import_module(name)

@@ -4,8 +4,8 @@ other thread starts, every module the app's code imports inside a function."""
 import ast
 import json
 import os
+import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -13,8 +13,10 @@ import time
 import urllib.request
 from pathlib import Path
 
-from ops.preload import IMPORTED_ON_FIRST_USE
+from django.conf import settings
+
 from tests.live_stack import ROOT, service_env
+from tests.ports import free_port
 
 # Imports inside functions that run in the main thread before any other starts, or outside a process that serves.
 _NOT_IN_A_THREAD = ("manage.py", "gunicorn.conf.py", "config/settings.py", "apps.py")
@@ -72,12 +74,7 @@ def test_gunicorns_worker_imports_every_module_the_code_imports_on_first_use_bef
     assert done.returncode == 0, done.stderr[-3000:]
     missing = json.loads(done.stdout.strip().splitlines()[-1])
     assert missing == [], f"imported on first use, not by ops.preload.import_before_threads: {missing}"
-    assert len(IMPORTED_ON_FIRST_USE) == len(set(IMPORTED_ON_FIRST_USE))
-
-
-def _free_port() -> int:
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        return int(probe.getsockname()[1])
+    assert len(settings.IMPORTED_ON_FIRST_USE) == len(set(settings.IMPORTED_ON_FIRST_USE))
 
 
 def _answers(port: int) -> bool:
@@ -106,7 +103,8 @@ DEADLINE = 90  # seconds for one group to answer on a loaded 2-core machine (eac
 def test_make_run_answers_every_time_with_no_traceback(tmp_path):
     """`make run` is `manage.py serve` with Django's autoreloader: its thread imports the URLconf while the serving
     thread starts the worker. Before ops/preload.py about one start in eight died with an ImportError from Authlib."""
-    env = service_env(DEBUG="1", TASK_BACKEND="database", DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    migrated = tmp_path / "migrated.sqlite3"
+    env = service_env(DEBUG="1", TASK_BACKEND="database", DATABASE_URL=f"sqlite:///{migrated}")
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, capture_output=True, check=True
     )
@@ -114,10 +112,14 @@ def test_make_run_answers_every_time_with_no_traceback(tmp_path):
     for group in range(STARTS // AT_ONCE):
         started = []
         for _ in range(AT_ONCE):
-            port = _free_port()
+            port = free_port()
+            # A database of its own: servers side by side on one SQLite file would wait on each other's locks.
+            database = tmp_path / f"{port}.sqlite3"
+            shutil.copyfile(migrated, database)
+            own_env = {**env, "DATABASE_URL": f"sqlite:///{database}"}
             log = tempfile.TemporaryFile(dir=tmp_path)  # noqa: SIM115 (closed below)
             command = [sys.executable, "manage.py", "serve", f"127.0.0.1:{port}"]
-            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            process = subprocess.Popen(command, cwd=ROOT, env=own_env, stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True)  # fmt: skip
             started.append((port, process, log))
         deadline = time.monotonic() + DEADLINE
