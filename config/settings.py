@@ -63,8 +63,8 @@ INSTALLED_APPS = [
     "ingestion",
     "channels",
     "console",
-    # After "delivery", whose db_worker command (the Procfile's worker: django-tasks-db's, with the delivery engine
-    # running beside it) takes precedence over the one of the same name here.
+    # After "delivery", whose db_worker command (the old name of its worker, which runs django-tasks-db's loop beside
+    # the delivery engine) takes precedence over the one of the same name here.
     "django_tasks_db",
 ]
 
@@ -93,7 +93,7 @@ MIDDLEWARE = [
 ROOT_URLCONF = "config.urls"
 # ops/preload.py imports these, with the URLconf, in a process's main thread before its second thread starts.
 # Modules that code imports inside a function (on first use, to keep other commands' start short, or to break an
-# import circle): the assistant's backends (assistant/backends/__init__.py), the delivery tasks' hand-off, the OAuth
+# import circle): the assistant's backends (assistant/backends/__init__.py), the hand-off task's engine, the OAuth
 # sign-ins of MCP servers, and the libraries of calendars, mailboxes, local time parsing and JSON Web Tokens.
 IMPORTED_ON_FIRST_USE = (
     "assistant.backends.approved",
@@ -101,8 +101,7 @@ IMPORTED_ON_FIRST_USE = (
     "assistant.backends.openai",
     "assistant.backends.webhook",
     "connections.oauth.mcp",
-    "delivery.handoff",
-    "delivery.queue",
+    "delivery.engine",
     "caldav.davclient",
     "caldav.lib.error",
     "dateparser.date",
