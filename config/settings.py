@@ -63,8 +63,8 @@ INSTALLED_APPS = [
     "ingestion",
     "channels",
     "console",
-    # After "delivery", whose db_worker command (the Procfile's worker: django-tasks-db's, with the delivery engine
-    # running beside it) takes precedence over the one of the same name here.
+    # After "delivery", whose db_worker command (the old name of its worker, which runs django-tasks-db's loop beside
+    # the delivery engine) takes precedence over the one of the same name here.
     "django_tasks_db",
 ]
 
@@ -93,7 +93,7 @@ MIDDLEWARE = [
 ROOT_URLCONF = "config.urls"
 # ops/preload.py imports these, with the URLconf, in a process's main thread before its second thread starts.
 # Modules that code imports inside a function (on first use, to keep other commands' start short, or to break an
-# import circle): the assistant's backends (assistant/backends/__init__.py), the delivery tasks' hand-off, the OAuth
+# import circle): the assistant's backends (assistant/backends/__init__.py), the hand-off task's engine, the OAuth
 # sign-ins of MCP servers, and the libraries of calendars, mailboxes, local time parsing and JSON Web Tokens.
 IMPORTED_ON_FIRST_USE = (
     "assistant.backends.approved",
@@ -101,8 +101,7 @@ IMPORTED_ON_FIRST_USE = (
     "assistant.backends.openai",
     "assistant.backends.webhook",
     "connections.oauth.mcp",
-    "delivery.handoff",
-    "delivery.queue",
+    "delivery.engine",
     "caldav.davclient",
     "caldav.lib.error",
     "dateparser.date",
@@ -550,6 +549,17 @@ ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
 # How long the person may answer a request to approve a side-effecting tool (assistant/approvals.py); after it the
 # action is not done and the assistant says so.
 APPROVAL_TIMEOUT_SECONDS = env_int("APPROVAL_TIMEOUT_SECONDS", 86400)
+# How many requests may wait for one person's answer at once: asked for by one API key (its follow-ups included) or
+# one webhook trigger, and in all. Past either, a call is not asked (the assistant is told the requests wait), and an
+# identical request still waiting is never asked twice (docs/explanation/approval.md#few-requests-few-texts).
+APPROVAL_OPEN_PER_ASKER = env_int("APPROVAL_OPEN_PER_ASKER", 10)
+APPROVAL_OPEN_PER_PERSON = env_int("APPROVAL_OPEN_PER_PERSON", 25)
+# And led to by one message, its tools' follow-ups (and theirs) included: a cascade stops here.
+APPROVAL_OPEN_PER_MESSAGE = env_int("APPROVAL_OPEN_PER_MESSAGE", 8)
+# Requests texted one by one to a person's phone per window; past them one text says more wait, and the rest of the
+# window's requests are in the thread only.
+APPROVAL_TEXTS_PER_WINDOW = env_int("APPROVAL_TEXTS_PER_WINDOW", 3)
+APPROVAL_TEXT_WINDOW_SECONDS = env_int("APPROVAL_TEXT_WINDOW_SECONDS", 600)
 # How often each worker (manage.py worker, serve) expires unanswered approvals and fires reminders a lost task left; the
 # prunes run every 60 such periods (delivery/housekeeping.py). 0: the worker does none of it (run the commands
 # from cron instead).

@@ -155,10 +155,21 @@ class Housekeeper:
         self._thread = threading.Thread(target=self._loop, name="housekeeping", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def begin_stop(self) -> None:
+        self._stop.set()
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop after the job in progress, waiting for it at most ``grace`` seconds (5 by default): every job is
+        safe to cut off and run again."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout)
+            self._thread.join(5.0 if grace is None else grace)
+
+    def stop_now(self) -> None:
+        self._stop.set()
+
+    def drain(self) -> int:
+        return 0  # --batch does no housekeeping: the operator commands are there for a one-off run
 
     def _loop(self) -> None:
         while not self._stop.is_set():

@@ -88,17 +88,13 @@ def test_the_toolbox_of_a_test_message_is_empty(user, settings, client):
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the replies' one-statement SQL is PostgreSQL's")
-@pytest.mark.parametrize("together", [False, True])
-def test_a_reply_recorded_by_one_statement_is_a_test_reply_too(user, settings, client, together):
+def test_a_reply_recorded_by_one_statement_is_a_test_reply_too(user, settings, client):
     settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}}
     _, plaintext = create_key(user, "ci check", test_mode=True)
     post(client, CURRENT, plaintext, {"message": "hi"})
     (row,) = lifecycle.claim(10)
     held = lifecycle.Held(row[0], row[1])
-    if together:
-        lifecycle.delivered_with_replies([(held, "hello")])
-    else:
-        lifecycle.delivered(held, "hello")
+    assert lifecycle.delivered([(held, "hello")]) == {held.delivery_id}
 
     assert Message.objects.get(role=Role.ASSISTANT).test
 
