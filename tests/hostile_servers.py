@@ -160,7 +160,8 @@ def endless_smtp(seconds: float = 60) -> contextlib.AbstractContextManager[Hosti
     return _serving(take, seconds)
 
 
-def _rss() -> int:
+def rss() -> int:
+    """The process's resident memory, in bytes."""
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * 4096
 
@@ -176,13 +177,13 @@ class Measured:
 
 def peak_growth(call: Callable[[], Any]) -> Measured:
     """Run ``call`` while a thread samples the process's resident memory every 5 ms."""
-    before = _rss()
+    before = rss()
     peak = [before]
     done = threading.Event()
 
     def sample() -> None:
         while not done.wait(0.005):
-            peak[0] = max(peak[0], _rss())
+            peak[0] = max(peak[0], rss())
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -195,5 +196,5 @@ def peak_growth(call: Callable[[], Any]) -> Measured:
     ended = time.monotonic()
     done.set()
     sampler.join()
-    peak[0] = max(peak[0], _rss())
+    peak[0] = max(peak[0], rss())
     return Measured(result, error, ended - started, peak[0] - before, ended)
