@@ -26,6 +26,7 @@ What each bound is set to, and why, is listed in docs/explanation/limits.md.
 
 import contextlib
 import contextvars
+import gc
 import ctypes
 import heapq
 import logging
@@ -133,17 +134,22 @@ _trim = _malloc_trim()
 
 
 class _Trimmer:
-    """Hands the memory freed after large answers back to the system, once, a moment after the last of them ended.
-    glibc keeps freed memory in each thread's arena for reuse, so without this a worker's resident memory grows with
-    every thread that once read a large answer and stays there idle (docs/explanation/limits.md has the figures).
-    Not at once: when a bound is released its answer's buffers are often still referenced (by the exception on its
-    way up, the response being parsed); a moment later they are freed, and one trim serves a burst of releases."""
+    """Hands the memory freed after large answers back to the system, a moment after the last of them ended: a
+    full garbage collection (a session of the HTTP libraries is a cycle of small objects, and each pins pages
+    around it), then glibc's malloc_trim (glibc keeps freed memory in each thread's arena for reuse). Without it a
+    worker's resident memory grows with every thread that once read a large answer and stays there idle
+    (docs/explanation/limits.md has the figures). Not at once, when a bound is released: its answer's buffers are
+    often still referenced then (the exception on its way up, the response being parsed). At most once every
+    ``INTERVAL`` seconds: the collection takes 0.1-0.3 s of a core in a large process, and a stream of hostile
+    answers should not buy that more often."""
 
-    DELAY = 0.5  # seconds
+    DELAY = 0.5  # seconds after the large answer that asked for it
+    INTERVAL = 2.0  # seconds between two runs, at least
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: threading.Timer | None = None
+        self._last = -self.INTERVAL
 
     def soon(self) -> None:
         if _trim is None:
@@ -151,14 +157,20 @@ class _Trimmer:
         with self._lock:
             if self._pending is not None:
                 return
-            self._pending = threading.Timer(self.DELAY, self._run)
+            delay = max(self.DELAY, self._last + self.INTERVAL - time.monotonic())
+            self._pending = threading.Timer(delay, self._run)
             self._pending.daemon = True
             self._pending.start()
 
     def _run(self) -> None:
+        started = time.monotonic()
+        gc.collect()
+        collected = time.monotonic()
+        _trim(0)  # type: ignore[misc]  # soon() starts no timer without it
         with self._lock:
             self._pending = None
-        _trim(0)
+            self._last = time.monotonic()
+        log.debug("bounded.trimmed: collection %.3f s, trim %.3f s", collected - started, self._last - collected)
 
 
 _trimmer = _Trimmer()
@@ -187,6 +199,7 @@ class Bound:
         self._lock = threading.Lock()
         self._token: contextvars.Token[Bound | None] | None = None
         self._held = _Held()
+        self._closing: list[Any] = []
         # The bytes go back to the process when the exchange ends (release), or when a bound nobody released is freed.
         weakref.finalize(self, process_budget.give_back, self._held)
 
@@ -278,14 +291,27 @@ class Bound:
         _deadlines.add(watch, self.ends_at)
         return sock
 
+    def close_at_end(self, resource: Any) -> None:
+        """Close ``resource`` (a session, a client) when the exchange ends: its connections and buffers are freed
+        then, not when the garbage collector next finds the cycles such objects form."""
+        with self._lock:
+            self._closing.append(resource)
+
     def release(self) -> None:
-        """Stop watching this bound's sockets and give its bytes back to the process (the exchange is over)."""
+        """Stop watching this bound's sockets, close what was handed to ``close_at_end`` and give the bound's bytes
+        back to the process (the exchange is over)."""
+        with self._lock:
+            closing, self._closing = self._closing, []
+        for resource in closing:
+            with contextlib.suppress(Exception):  # closing what failed may fail too; nothing more to free
+                resource.close()
         if process_budget.give_back(self._held) >= TRIM_AFTER_BYTES:
             _trimmer.soon()
         if self.exceeded is not None:
             # The refusal's traceback holds the frames that read (and this bound, in them): a cycle that would keep
             # their buffers until the garbage collector's next full pass. The sentence is all callers need.
             self.exceeded.__traceback__ = None
+            self.exceeded.__context__ = None  # the library's error it replaced, with its own traceback
         with self._lock:
             watches, self._watches = self._watches, []
         for watch in watches:

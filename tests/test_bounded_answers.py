@@ -353,7 +353,7 @@ def test_memory_stays_flat_over_500_hostile_calendar_answers_across_threads(sett
         seconds = time.monotonic() - began
         done.set()
         sampler.join()
-        time.sleep(1)  # the trim after the last large answer (ops/bounded.py)
+        time.sleep(3)  # the clean-up after the last large answer: within 2.5 s (ops/bounded.py, _Trimmer)
         idle = rss()
 
     assert len(refusals) == 501
@@ -362,7 +362,7 @@ def test_memory_stays_flat_over_500_hostile_calendar_answers_across_threads(sett
     assert busy, "16 threads of 10 MB answers never met the 50 MB budget"
     assert process_budget.held == 0
     assert idle - before < 100 * MB, (before, peak[0], idle)
-    # While they run: the budget counts the bytes read, not the library's copies of them and each thread's arena,
-    # which add about three times as much (measured: 223 MB at 50 MB). Without the budget: 860 MB.
+    # While they run: the budget counts the bytes read, not the library's copies of them, each thread's arena and
+    # the sessions awaiting the collector, which add about three times as much (measured: about 200 MB).
     assert peak[0] - before < 300 * MB, (before, peak[0], idle)
     assert seconds < 60
