@@ -26,8 +26,8 @@ What each bound is set to, and why, is listed in docs/explanation/limits.md.
 
 import contextlib
 import contextvars
-import gc
 import ctypes
+import gc
 import heapq
 import logging
 import os
@@ -166,7 +166,7 @@ class _Trimmer:
         started = time.monotonic()
         gc.collect()
         collected = time.monotonic()
-        _trim(0)  # type: ignore[misc]  # soon() starts no timer without it
+        _trim(0)
         with self._lock:
             self._pending = None
             self._last = time.monotonic()
@@ -541,7 +541,8 @@ def _watch_connections(adapter: Any) -> None:
     watched = tuple(_watched_classes.values())
     # A new dict: the library's is shared by every pool manager.
     manager.pool_classes_by_scheme = {  # type: ignore[union-attr]
-        scheme: pool if issubclass(pool.ConnectionCls, watched) else _watched_pool(pool) for scheme, pool in pools.items()
+        scheme: pool if issubclass(pool.ConnectionCls, watched) else _watched_pool(pool)
+        for scheme, pool in pools.items()
     }
 
 

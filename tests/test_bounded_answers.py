@@ -312,7 +312,8 @@ def test_memory_stays_flat_over_500_hostile_calendar_answers_across_threads(sett
     """Issue 40: 225 hostile CalDAV answers once grew a worker from 161 to 628 MB, and it stayed at 515 MB idle. Each
     answer was cut at 10 MB; their sum was not bounded. Now 500 of them, 16 threads at a time, through the real
     reading code (connections/calendars.py) against a server that streams without end: every call is refused
-    (its own bound or the process's), and the process's resident memory grows by a few times the budget while they run, less than 100 MB once they are done (the worker is idle again)."""
+    (its own bound or the process's), and the process's resident memory grows by a few times the budget while
+    they run and by less than 100 MB once they are done (the worker idle again)."""
     import threading
     import time
     from concurrent.futures import ThreadPoolExecutor
