@@ -89,8 +89,8 @@ def post_json(
             continue
         except TimeoutError:
             raise AnswerLost(f"No response within {timeout:g} seconds.") from None
-        except Busy as error:  # the answer was fine; the process was full: later it fits
-            raise TransientFailure(str(error)) from None
+        except Busy as error:  # sent, its answer cut because this process was full: as a lost answer, retried
+            raise AnswerLost(str(error)) from None
         except TooLarge as error:
             raise PermanentFailure(str(error)) from None
         finally:

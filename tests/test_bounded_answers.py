@@ -367,3 +367,18 @@ def test_memory_stays_flat_over_500_hostile_calendar_answers_across_threads(sett
     # the sessions awaiting the collector, which add about three times as much (measured: about 200 MB).
     assert peak[0] - before < 300 * MB, (before, peak[0], idle)
     assert seconds < 60
+
+
+def test_a_provider_answer_cut_by_the_process_budget_is_retried_as_unknown(providers, settings):
+    """Busy is not the answer's fault: a provider's send whose answer was cut by PROCESS_MAX_ANSWER_BYTES is
+    retryable, and unknown (the request went out: the provider may have sent the text)."""
+    from channels.adapters import adapter_for
+    from channels.adapters.base import SendError
+
+    settings.PROCESS_MAX_ANSWER_BYTES = 500_000  # below CHANNEL_MAX_ANSWER_BYTES: the process's budget ends first
+    with endless_http() as server:
+        settings.TELEGRAM_API_BASE_URL = server.url.rstrip("/")
+        measured = peak_growth(lambda: adapter_for("telegram").send_text("42", "hi", reference="out_1"))
+    assert isinstance(measured.error, SendError), measured.error
+    assert measured.error.retryable and measured.error.unknown
+    assert "already reading 500 kB of other answers" in str(measured.error)
