@@ -14,11 +14,7 @@ import argparse
 import json
 import logging
 import os
-import threading
-import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
 
 MB = 1_000_000
 
@@ -36,58 +32,23 @@ def main() -> None:
     django.setup()
     logging.getLogger("ops.bounded").setLevel(logging.ERROR)  # one warning per refusal otherwise
 
-    from connections.calendars import CalendarServer, list_events
-    from connections.network import ServiceError
-    from tests.hostile_servers import endless_http, rss
+    from tests.hostile_servers import calendar_answers_in_threads
 
-    start = datetime(2026, 1, 5, tzinfo=UTC)
-    refusals: Counter[str] = Counter()
-    with endless_http(status="207 Multi-Status", content_type="text/xml", seconds=300) as server:
-        calendar = CalendarServer(url=server.url, username="a", password="b", calendar_url=server.url + "cal/")
-
-        def answer(_: int) -> None:
-            try:
-                list_events(calendar, start, start + timedelta(days=7), seconds=20)
-            except ServiceError as error:
-                refusals[
-                    "busy" if "other answers" in str(error) else "too large" if "larger" in str(error) else str(error)
-                ] += 1
-
-        answer(0)  # imports and caches first
-        refusals.clear()
-        time.sleep(1)
-        before = peak = rss()
-        done = threading.Event()
-
-        def sample() -> None:
-            nonlocal peak
-            while not done.wait(0.01):
-                peak = max(peak, rss())
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        began = time.monotonic()
-        with ThreadPoolExecutor(args.threads) as pool:
-            list(pool.map(answer, range(args.answers)))
-        seconds = time.monotonic() - began
-        done.set()
-        sampler.join()
-        time.sleep(3)
-        idle = rss()
-    print(
-        json.dumps(
-            {
-                "answers": args.answers,
-                "threads": args.threads,
-                "budget_mb": int(os.environ.get("PROCESS_MAX_ANSWER_BYTES", 50 * MB)) // MB,
-                "before_mb": before // MB,
-                "peak_mb": peak // MB,
-                "idle_mb": idle // MB,
-                "seconds": round(seconds, 1),
-                "refusals": dict(refusals),
-            }
-        )
+    flood = calendar_answers_in_threads(args.answers, args.threads)
+    refusals = Counter(
+        "busy" if "other answers" in text else "too large" if "larger" in text else text for text in flood.refusals
     )
+    figures = {
+        "answers": args.answers,
+        "threads": args.threads,
+        "budget_mb": int(os.environ.get("PROCESS_MAX_ANSWER_BYTES", 50 * MB)) // MB,
+        "before_mb": flood.before // MB,
+        "peak_mb": flood.peak // MB,
+        "idle_mb": flood.idle // MB,
+        "seconds": round(flood.seconds, 1),
+        "refusals": dict(refusals),
+    }
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

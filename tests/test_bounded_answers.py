@@ -314,59 +314,22 @@ def test_memory_stays_flat_over_500_hostile_calendar_answers_across_threads(sett
     reading code (connections/calendars.py) against a server that streams without end: every call is refused
     (its own bound or the process's), and the process's resident memory grows by a few times the budget while
     they run and by less than 100 MB once they are done (the worker idle again)."""
-    import threading
-    import time
-    from concurrent.futures import ThreadPoolExecutor
-    from datetime import UTC, datetime, timedelta
-
-    from connections.calendars import CalendarServer, list_events
-    from connections.network import ServiceError
     from ops.bounded import process_budget
-    from tests.hostile_servers import rss
+    from tests.hostile_servers import calendar_answers_in_threads
 
-    start = datetime(2026, 1, 5, tzinfo=UTC)
-    refusals: list[str] = []
+    flood = calendar_answers_in_threads(500, 16)
+    refusals, before, peak, idle = flood.refusals, flood.before, flood.peak, flood.idle
 
-    with endless_http(status="207 Multi-Status", content_type="text/xml", seconds=120) as server:
-        calendar = CalendarServer(url=server.url, username="a", password="b", calendar_url=server.url + "cal/")
-
-        def answer(_: int) -> None:
-            try:
-                list_events(calendar, start, start + timedelta(days=7), seconds=20)
-            except ServiceError as error:
-                refusals.append(str(error))
-
-        answer(0)  # the first call's imports and caches are not what is measured
-        time.sleep(1)
-        before = rss()
-        peak = [before]
-        done = threading.Event()
-
-        def sample() -> None:
-            while not done.wait(0.01):
-                peak[0] = max(peak[0], rss())
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        began = time.monotonic()
-        with ThreadPoolExecutor(16) as pool:
-            list(pool.map(answer, range(500)))
-        seconds = time.monotonic() - began
-        done.set()
-        sampler.join()
-        time.sleep(3)  # the clean-up after the last large answer: within 2.5 s (ops/bounded.py, _Trimmer)
-        idle = rss()
-
-    assert len(refusals) == 501
+    assert len(refusals) == 500
     busy = [text for text in refusals if "already reading 50 MB of other answers" in text]
     assert set(refusals) - set(busy) == {"The CalDAV server's answer is larger than 10 MB, the most this server reads."}
     assert busy, "16 threads of 10 MB answers never met the 50 MB budget"
     assert process_budget.held == 0
-    assert idle - before < 100 * MB, (before, peak[0], idle)
+    assert idle - before < 100 * MB, (before, peak, idle)
     # While they run: the budget counts the bytes read, not the library's copies of them, each thread's arena and
     # the sessions awaiting the collector, which add about three times as much (measured: about 200 MB).
-    assert peak[0] - before < 300 * MB, (before, peak[0], idle)
-    assert seconds < 60
+    assert peak - before < 300 * MB, (before, peak, idle)
+    assert flood.seconds < 60
 
 
 def test_a_provider_answer_cut_by_the_process_budget_is_retried_as_unknown(providers, settings):
