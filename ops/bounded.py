@@ -39,6 +39,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
+from django.conf import settings
+
 log = logging.getLogger("ops.bounded")
 
 CHUNK_BYTES = 64 * 1024  # read at a time from a response body
@@ -93,8 +95,6 @@ class _ProcessBudget:
 
     @staticmethod
     def limit() -> int:
-        from django.conf import settings
-
         return int(getattr(settings, "PROCESS_MAX_ANSWER_BYTES", 50_000_000))
 
     def fits(self, size: int) -> bool:
