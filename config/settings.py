@@ -512,6 +512,10 @@ MAIL_CALENDAR_ALLOW_PLAINTEXT = env_bool("MAIL_CALENDAR_ALLOW_PLAINTEXT", DEBUG 
 # The most one mail or calendar operation (an IMAP session, an SMTP session, a CalDAV operation of a few requests)
 # may read from the server, all its answers together, counted while they are read (ops/bounded.py).
 MAIL_CALENDAR_MAX_ANSWER_BYTES = env_int("MAIL_CALENDAR_MAX_ANSWER_BYTES", 10_000_000)
+# The most all the answers one process is reading at once (every thread's, from every server: calendars, mailboxes,
+# MCP, OAuth, the assistant runtime, providers) may hold together; a read past it fails at once, "busy"
+# (ops/bounded.py, docs/explanation/limits.md). At least the largest bound above, or that answer never fits.
+PROCESS_MAX_ANSWER_BYTES = env_int("PROCESS_MAX_ANSWER_BYTES", 50_000_000)
 
 # Google and Microsoft mail and calendar over OAuth (docs/howto/connect-google-microsoft.md): the operator's OAuth
 # app for each (empty client id: the console offers no "Connect" button for it). The endpoints and servers are the

@@ -24,7 +24,7 @@ from django.conf import settings
 
 from connections.network import ServiceError, plaintext_allowed, resolve
 from connections.threads import StillRunning, in_own_thread
-from ops.bounded import Bound, bound_session
+from ops.bounded import Bound, bound_session, current
 
 if TYPE_CHECKING:
     from caldav.davclient import DAVClient
@@ -94,6 +94,9 @@ def _client(server: CalendarServer, seconds: float) -> "DAVClient":
     session.trust_env = False  # no proxy variables, no .netrc: only the person's credentials, only to this host
     session.max_redirects = 3
     client.session = bound_session(session, _SERVER, max_bytes=settings.MAIL_CALENDAR_MAX_ANSWER_BYTES)
+    bound = current()
+    if bound is not None:
+        bound.close_at_end(session)  # its pools freed when the operation ends (ops/bounded.py)
     return client
 
 

@@ -219,6 +219,8 @@ def _run[T](
         if isinstance(bound.exceeded, TooLarge):
             raise McpError(str(bound.exceeded)) from None
         raise _explained(error, statuses) from None
+    finally:
+        bound.release()  # its bytes back to the process's budget (ops/bounded.py)
 
 
 def _leaves(error: BaseException) -> list[BaseException]:

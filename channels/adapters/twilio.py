@@ -42,7 +42,7 @@ from channels.adapters.base import (
     no_template,
     template_variable,
 )
-from ops.bounded import Exceeded, TooLarge, TooSlow, bound_session
+from ops.bounded import Busy, Exceeded, TooLarge, TooSlow, bound_session
 
 INBOUND_PATH = "/channels/twilio/inbound"
 STATUS_PATH = "/channels/twilio/status"
@@ -167,6 +167,8 @@ class TwilioAdapter:
             raise SendError(
                 f"Twilio answered HTTP {error.status}: {error.code} {error.msg}"[:300], retryable=retryable
             ) from None
+        except Busy as error:  # the request went out; its answer was cut because this process was full
+            raise SendError(str(error), retryable=True, unknown=True) from None
         except TooLarge as error:
             raise SendError(str(error), retryable=False) from None
         except (requests.RequestException, TooSlow) as error:
