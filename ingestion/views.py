@@ -1,8 +1,8 @@
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Model, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.utils.http import http_date
@@ -30,7 +30,7 @@ from ingestion.authentication import (
 from ingestion.exceptions import ApiError, InvalidJson, LengthRequired, MessageNotFound, NotFound, Unauthorized
 from ingestion.hotpath import recent
 from ingestion.hotpath.recording import record_user_message
-from ingestion.idempotency import idempotent
+from ingestion.idempotency import answer_once, idempotency_key_of, idempotent, once_in_statement, request_digest
 from ingestion.negotiation import JsonOnly
 from ingestion.receipts import receipt
 from ingestion.throttling import ReceiptReadThrottle, WindowThrottle
@@ -38,6 +38,7 @@ from ingestion.triggers import KeyOrWebhookTokenAuthentication
 from keys.models import ApiKey
 from keys.scopes import Scope
 from ops.errors import json_error
+from ops.http import REPLAYED_HEADER
 from triggers.models import WebhookTrigger
 
 SENT = "Message sent successfully"
@@ -92,6 +93,7 @@ class _MessageView(APIView):
         *,
         confirm_key: bool,
         before_writing: Callable[[], None] | None = None,
+        along: Callable[[Message], Sequence[Model]] | None = None,
     ) -> Message:
         """The message and its delivery, for the full path and the fast one (CurrentMessageView.serve_remembered)."""
         return record_user_message(
@@ -103,6 +105,7 @@ class _MessageView(APIView):
             request_id=getattr(request, "request_id", ""),
             confirm_key=confirm_key,
             before_writing=before_writing,
+            along=along,
         )
 
     def confirm_key(self, request: Request) -> None:
@@ -160,19 +163,43 @@ class CurrentMessageView(_MessageView):
             # place in the full path).
             limits_answer = self.start_throttles(request)
             try:
+                idempotency_key = idempotency_key_of(request)  # checked where the full path's post checks it
                 body = fast_path.parsed_body(request)
                 text = type(self).text_of(body)
-                message = self.write(key, text, body, request, confirm_key=True, before_writing=limits_answer)
+                answer = self.answer_remembered(request, key, text, body, idempotency_key, limits_answer)
             finally:
                 limits_answer()  # read already, unless a step before the writing failed
         except Exception as refused:
             return self.continue_in_full(request, key, refused, text, body)
-        payload = accepted_body(message)
-        response = HttpResponse(_RENDERER.render(payload), content_type=_RENDERER.media_type)
-        response.data = payload  # type: ignore[attr-defined]  # as a DRF response keeps it (the access log reads it)
+        response = HttpResponse(
+            _RENDERER.render(answer.data), status=answer.status_code, content_type=_RENDERER.media_type
+        )
+        response.data = answer.data  # type: ignore[attr-defined]  # as a DRF response keeps it (the access log reads it)
         for name, value in self.default_response_headers.items():
             response[name] = value
+        if REPLAYED_HEADER in answer:
+            response[REPLAYED_HEADER] = answer[REPLAYED_HEADER]
         return response
+
+    def answer_remembered(
+        self,
+        request: HttpRequest,
+        key: ApiKey,
+        text: str,
+        body: Any,
+        idempotency_key: str | None,
+        before_writing: Callable[[], None],
+    ) -> Response:
+        """The accepted response; with an Idempotency-Key, its record written in the message's own statement, or the
+        first response replayed (ingestion/idempotency.py)."""
+
+        def write(along: Callable[[Message], Sequence[Model]] | None = None) -> Message:
+            return self.write(key, text, body, request, confirm_key=True, before_writing=before_writing, along=along)
+
+        if idempotency_key is None:
+            return Response(accepted_body(write()))
+        digest = request_digest(str(self.endpoint), body)
+        return once_in_statement(key, idempotency_key, digest, write, accepted_body)
 
     def start_throttles(self, request: HttpRequest) -> Callable[[], None]:
         """``check_throttles`` in two halves (``WindowThrottle.start``): every limit counts the request now; the
@@ -212,8 +239,15 @@ class CurrentMessageView(_MessageView):
         try:
             if not isinstance(refused, recent.NoLongerHolds):
                 raise refused
-            _key, message = self.record_confirmed(drf_request, text, body)
-            response = Response(accepted_body(message))
+            # The key did not hold: written nothing. Looked up afresh, the request is the full path's from here on.
+            self.confirm_key(drf_request)
+            self.check_permissions(drf_request)
+            response = answer_once(
+                drf_request,
+                str(self.endpoint),
+                body,
+                lambda: Response(accepted_body(self.record(drf_request, text, body)[1])),
+            )
         except Exception as error:
             response = self.handle_exception(error)
         self.response = self.finalize_response(drf_request, response)
