@@ -126,11 +126,11 @@ def once_in_statement(
     digest: str,
     write: Callable[[Callable[[Message], Sequence[Model]]], Message],
     answer_of: Callable[[Message], dict[str, Any]],
-) -> Response:
+) -> Message | Response:
     """The message written at most once for this key, its record in the same statement: ``write(along)`` records the
     message with the rows ``along(message)`` gives, all or none (ingestion.hotpath.recording); ``answer_of`` is the
-    accepted response's body for a message, known before the write. Returns the response, or the stored one replayed
-    to a retry."""
+    accepted response's body for a message, known before the write. Returns the message written, or the stored
+    response replayed to a retry."""
 
     def record_along(message: Message) -> list[Model]:
         answer = answer_of(message)
@@ -144,8 +144,7 @@ def once_in_statement(
             # Alone, the statement is atomic by itself. Inside a caller's transaction (a test's), a savepoint keeps
             # that transaction usable after the constraint refuses the statement.
             with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
-                message = write(record_along)
-            return Response(answer_of(message))
+                return write(record_along)
         except IntegrityError:
             stored = stored_answer(credential, key, digest)
             if stored is not None:

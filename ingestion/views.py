@@ -171,14 +171,13 @@ class CurrentMessageView(_MessageView):
                 limits_answer()  # read already, unless a step before the writing failed
         except Exception as refused:
             return self.continue_in_full(request, key, refused, text, body)
-        response = HttpResponse(
-            _RENDERER.render(answer.data), status=answer.status_code, content_type=_RENDERER.media_type
-        )
-        response.data = answer.data  # type: ignore[attr-defined]  # as a DRF response keeps it (the access log reads it)
+        payload, status, replayed = answer
+        response = HttpResponse(_RENDERER.render(payload), status=status, content_type=_RENDERER.media_type)
+        response.data = payload  # type: ignore[attr-defined]  # as a DRF response keeps it (the access log reads it)
         for name, value in self.default_response_headers.items():
             response[name] = value
-        if REPLAYED_HEADER in answer:
-            response[REPLAYED_HEADER] = answer[REPLAYED_HEADER]
+        if replayed:
+            response[REPLAYED_HEADER] = "true"
         return response
 
     def answer_remembered(
@@ -189,17 +188,21 @@ class CurrentMessageView(_MessageView):
         body: Any,
         idempotency_key: str | None,
         before_writing: Callable[[], None],
-    ) -> Response:
-        """The accepted response; with an Idempotency-Key, its record written in the message's own statement, or the
-        first response replayed (ingestion/idempotency.py)."""
+    ) -> tuple[Any, int, bool]:
+        """The response's body, its status and whether it is a replay: the message accepted (with an Idempotency-Key,
+        its record written in the message's own statement), or the first response replayed
+        (ingestion/idempotency.py)."""
 
         def write(along: Callable[[Message], Sequence[Model]] | None = None) -> Message:
             return self.write(key, text, body, request, confirm_key=True, before_writing=before_writing, along=along)
 
         if idempotency_key is None:
-            return Response(accepted_body(write()))
+            return accepted_body(write()), 200, False
         digest = request_digest(str(self.endpoint), body)
-        return once_in_statement(key, idempotency_key, digest, write, accepted_body)
+        written = once_in_statement(key, idempotency_key, digest, write, accepted_body)
+        if isinstance(written, Message):
+            return accepted_body(written), 200, False
+        return written.data, written.status_code, True
 
     def start_throttles(self, request: HttpRequest) -> Callable[[], None]:
         """``check_throttles`` in two halves (``WindowThrottle.start``): every limit counts the request now; the
