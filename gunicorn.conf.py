@@ -121,6 +121,14 @@ def on_starting(server: Any) -> None:
         stale.unlink()
 
 
+def post_worker_init(worker: Any) -> None:
+    # The app is loaded, its request threads not yet started: the first requests would otherwise import the
+    # URLconf and the packages it leads into on several threads at once (ops/preload.py).
+    from ops.preload import import_before_threads
+
+    import_before_threads()
+
+
 def child_exit(server: Any, worker: Any) -> None:
     from prometheus_client import multiprocess
 

@@ -1,6 +1,10 @@
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 
 from accounts.models import Profile
 
@@ -82,3 +86,11 @@ def lock_account(owner: User) -> None:
     (PostgreSQL), so that both cannot count the same rows and pass a per-account cap together (keys, webhook
     triggers, MCP connections). SQLite runs one writing transaction at a time anyway."""
     get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk", flat=True).first()
+
+
+def lock_room(owner: User, active: QuerySet[Any], limit: int, refused: Callable[[int], Exception]) -> None:
+    """Inside a transaction, before creating one more of the owner's rows under a per-account cap: lock the account
+    (lock_account) and raise ``refused(limit)`` when ``active``, the owner's rows the cap counts, holds ``limit``."""
+    lock_account(owner)
+    if active.count() >= limit:
+        raise refused(limit)

@@ -42,6 +42,16 @@ def _led_by(message: Message) -> Action | None:
     return with_origin().filter(pk=parent).first()
 
 
+def root_message_id(message: Message) -> int:
+    """The message a cascade began with: ``message`` itself, or, for a follow-up's or an approval's, the message of
+    the first call that led to it."""
+    parent = _led_by(message)
+    if parent is None:
+        return message.pk
+    *_, first = chain(parent)
+    return first.delivery.message_id
+
+
 def with_origin() -> QuerySet[Action]:
     return Action.objects.select_related(
         "connection", "delivery__message__api_key", "delivery__message__trigger", "delivery__conversation__user"

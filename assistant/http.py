@@ -16,7 +16,7 @@ from email.message import Message as HeaderMap
 from urllib.parse import urlsplit
 
 from assistant.outcomes import PermanentFailure, TransientFailure
-from ops.bounded import Bound, TooLarge, TooSlow
+from ops.bounded import Bound, Busy, TooLarge, TooSlow
 
 MAX_RESPONSE_BYTES = 1024 * 1024  # when the caller names no bound of its own
 
@@ -89,6 +89,8 @@ def post_json(
             continue
         except TimeoutError:
             raise AnswerLost(f"No response within {timeout:g} seconds.") from None
+        except Busy as error:  # sent, its answer cut because this process was full: as a lost answer, retried
+            raise AnswerLost(str(error)) from None
         except TooLarge as error:
             raise PermanentFailure(str(error)) from None
         finally:

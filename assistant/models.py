@@ -63,8 +63,9 @@ class Action(models.Model):
     # Its result carried words from outside the person (a mail, an MCP server's answer): the delivery's reply is
     # then not the person's own words for a later attempt that reads the thread (assistant/origins.py).
     read_outside = models.BooleanField(default=False)
-    # The short code the person may answer with from a phone ("YES 4821"): four digits, not reused among the same
-    # person's requests of the last APPROVAL_CODE_DAYS (assistant/approvals.py), empty for a call that never asked.
+    # The code the person may answer with from a phone ("YES K7QZ4MX2"): a handle no other open request of theirs has,
+    # then a secret (assistant/approval/codes.py); empty for a call that never asked. It is shown in the thread's
+    # request too.
     approval_code = models.CharField(max_length=8, blank=True)
 
     class Meta:

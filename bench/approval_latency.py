@@ -4,7 +4,7 @@ people in turn:
 
 1. a script's message with the person's key (its tools need approval), "Remind me to renew the domain tomorrow at
    3pm": the time until the approval request reaches the provider (the delivery, the assistant asking, the outbox);
-2. the person's "YES 4821", posted to the Twilio webhook signed as Twilio signs it: the time until "Approved: ..."
+2. the person's "YES K7QZ4MX2", posted to the Twilio webhook signed as Twilio signs it: the time until "Approved: ..."
    reaches the provider (the answer recorded, the confirmation through the outbox);
 3. from the same "YES", the time until the assistant's next text reaches the provider (the approved tool run, the
    assistant's reply through the outbox).
@@ -61,7 +61,7 @@ print(json.dumps(people))
 """
 
 ASK = "Remind me to renew the domain tomorrow at 3pm"
-CODE = re.compile(r"Reply YES (\d{4}) to approve")
+CODE = re.compile(r"Reply YES ([A-Z0-9]{8}) to approve")
 SMS_FROM = "+15005550006"
 
 

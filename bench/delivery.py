@@ -45,9 +45,9 @@ from bench.harness import (
     migrate,
     people_with_keys,
     rss_mb,
+    runtime_process,
     scratch_database,
     service_environment,
-    stand_in,
     start,
     start_gunicorn,
     tree,
@@ -92,27 +92,6 @@ def arguments() -> argparse.Namespace:
 
 # The assistant runtime: answers each hand-over after a delay (argv 1, seconds) and appends its webhook-id (the
 # message's id) to a file (argv 2), one line each.
-RUNTIME = """
-import sys, threading, time
-delay, lock = float(sys.argv[1]), threading.Lock()
-seen = open(sys.argv[2], "a", buffering=1)
-class H(Handler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        with lock:
-            seen.write(self.headers.get("webhook-id", "") + "\\n")
-        time.sleep(delay)
-        self.answer(200, b'{"reply": "done"}')
-"""
-
-
-def runtime_process(delay: float, seen: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """The assistant runtime in a process of its own, answering after ``delay`` seconds and noting in ``seen``
-    what it was handed."""
-    process, port = stand_in(RUNTIME, str(delay), str(seen))
-    return process, f"http://127.0.0.1:{port}/hooks/assistant"
-
-
 def environment(database_url: str, runtime_url: str, args: argparse.Namespace) -> dict[str, str]:
     env = service_environment(
         database_url,

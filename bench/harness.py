@@ -154,6 +154,29 @@ def stand_in(handler: str, *argv: str, quiet_errors: bool = False) -> tuple[subp
     return process, int(process.stdout.readline())
 
 
+# The assistant runtime of the delivery benchmarks (bench/delivery.py, bench/procrastinate_delivery.py): it notes the
+# webhook-id of each hand-off and answers after the delay given.
+RUNTIME = """
+import sys, threading, time
+delay, lock = float(sys.argv[1]), threading.Lock()
+seen = open(sys.argv[2], "a", buffering=1)
+class H(Handler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        with lock:
+            seen.write(self.headers.get("webhook-id", "") + "\\n")
+        time.sleep(delay)
+        self.answer(200, b'{"reply": "done"}')
+"""
+
+
+def runtime_process(delay: float, seen: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The assistant runtime in a process of its own, answering after ``delay`` seconds and noting in ``seen``
+    what it was handed."""
+    process, port = stand_in(RUNTIME, str(delay), str(seen))
+    return process, f"http://127.0.0.1:{port}/hooks/assistant"
+
+
 def start(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     """A Python command (``-m gunicorn …``, ``manage.py db_worker``) in the project, silent, in a session of its
     own, so that it and its children can be killed together (kill_group)."""

@@ -9,15 +9,15 @@ runs `bench.delivery` (gunicorn accepting, one worker, the runtime answering aft
 worker (`manage.py db_worker`) and with procrastinate's (this module's ``worker``), the order swapped every round,
 and prints each run's delivered/s and worker CPU per delivered message, and procrastinate's over ours.
 
-How procrastinate is set up, as its documentation says (docs/howto/advanced/locks.md, queueing_locks.md,
-production/retry_stalled_jobs.md, production/concurrency.md):
+How procrastinate is set up, as its documentation says (its how-to pages advanced/locks, advanced/queueing_locks,
+production/retry_stalled_jobs and production/concurrency):
 
 - **One job per delivery**, written in the same transaction as the delivery: a trigger on the delivery table calls
   procrastinate's own ``procrastinate_defer_jobs_v1`` for every new row, as the accept statement would if the
   service adopted it (the web processes do no more work than today; PostgreSQL does the job's insert, its event row
   and its NOTIFY). ``lock`` = the thread (a thread's jobs run one at a time, oldest first); ``queueing_lock`` = the
   delivery (at most one waiting job per delivery: deferring it twice is refused).
-- **The job** does what the in-process task does (delivery/handoff.py): our claim of that delivery (the request to
+- **The job** does what the in-process task does (delivery/tasks.py): our claim of a delivery (the request to
   send, the attempt counted, the row held), the attempt as the engine makes it (delivery/engine.py), our record of
   the outcome, the connection back to the pool while the runtime answers; a transient failure raises
   ``RetryLater`` and procrastinate retries the job when the delivery is due again.
@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -98,10 +98,12 @@ def build_app(database_url: str) -> Any:
     """The procrastinate app, its delivery task and the docs' stalled-job retry (Django must be set up)."""
     import procrastinate
     from django.db import connection
+    from django.utils import timezone
 
     from conversations.models import Delivery
     from delivery import lifecycle, queue
-    from delivery.engine import DELIVERIES, record
+    from delivery.engine import DELIVERIES
+    from delivery.queue_worker import settle
 
     class WhenDue(procrastinate.BaseRetryStrategy):
         """Retry a RetryLater when its delivery is due; any other error is not retried (our record already
@@ -116,24 +118,29 @@ def build_app(database_url: str) -> Any:
 
     @app.task(name=TASK, queue=QUEUE, retry=WhenDue())
     def deliver(delivery_id: int) -> str:
-        """One attempt, as the in-process task makes it (delivery/handoff.py), the lock keeping the thread's order."""
+        """One attempt, by the engine's claim, attempt and settle (delivery/engine.py), the lock keeping the thread's
+        order. The claim takes the first claimable delivery, which is this job's unless another job's came first:
+        a job that found nothing while its own delivery still waits tries again shortly."""
         try:
-            claims = queue.claim(1, delivery_id, lease_seconds=lifecycle.unrenewed_lease_seconds())
+            claims = queue.claim(1, lease_seconds=lifecycle.unrenewed_lease_seconds())
         finally:
             connection.close()  # back to the pool while the runtime answers
         if not claims:
+            waiting = Delivery.objects.filter(pk=delivery_id, status__in=["queued", "processing"]).exists()
+            connection.close()
+            if waiting:
+                raise RetryLater(timezone.now() + timedelta(seconds=0.1))
             return "skipped"
-        claim = claims[0]
-        finished = DELIVERIES.attempt(claim)
         try:
-            status = record(claim, finished.outcome, finished.seconds)
-            if status == "queued":
-                raise RetryLater(Delivery.objects.filter(pk=delivery_id).values_list("next_attempt_at", flat=True)[0])
+            status = settle(DELIVERIES, DELIVERIES.attempt(claims[0]))
+            if status == "retried":
+                due = Delivery.objects.filter(pk=claims[0].delivery_id).values_list("next_attempt_at", flat=True)[0]
+                raise RetryLater(due)
         finally:
             connection.close()
         return status
 
-    # docs/howto/production/retry_stalled_jobs.md, every 10 seconds (a sixth cron column) instead of 10 minutes.
+    # procrastinate's how-to production/retry_stalled_jobs, every 10 s (a sixth cron column) instead of 10 minutes.
     @app.periodic(cron="* * * * * */10")
     @app.task(queueing_lock="retry_stalled_jobs", pass_context=True)
     async def retry_stalled_jobs(context: Any, timestamp: int) -> None:
@@ -232,8 +239,15 @@ def kill_check(runtime_seconds: float) -> dict[str, Any]:
     back, and how the jobs and deliveries end. Then a message of another thread and SIGTERM mid-attempt (the
     worker's shutdown_graceful_timeout is 20 s): how long the worker takes to exit, and the job's end. Every wait
     gives up after a few minutes."""
-    from bench.delivery import runtime_process
-    from bench.harness import migrate, people_with_keys, run_python, scratch_database, service_environment, start
+    from bench.harness import (
+        migrate,
+        people_with_keys,
+        run_python,
+        runtime_process,
+        scratch_database,
+        service_environment,
+        start,
+    )
 
     def jobs(db: psycopg.Connection[Any]) -> list[Any]:
         sql = "SELECT id, status, attempts FROM procrastinate_jobs WHERE task_name = %s ORDER BY id"

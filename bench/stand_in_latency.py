@@ -18,8 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.delivery import RUNTIME
-from bench.harness import stand_in
+from bench.harness import RUNTIME, stand_in
 
 # The delivery runtime's handler with Nagle's algorithm back on: the stand-ins as they were before.
 NAGLE_ON = RUNTIME + "H.disable_nagle_algorithm = False\n"

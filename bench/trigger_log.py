@@ -8,8 +8,9 @@ in one process with the server's settings (PostgreSQL, Redis), through Django's 
 2. A flood of wrong tokens against the trigger's URL: the same, plus the database writes the log made.
 
     BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/<you>_bench BENCH_REDIS_URL=redis://127.0.0.1:6379/<n> \\
-    .venv/bin/python -m bench.trigger_log --requests 300 --rounds 6 --json docs/benchmarks/trigger-log.json
+    .venv/bin/python -m bench.trigger_log --requests 300 --rounds 6 --json /tmp/trigger-log.json
 
+The last run recorded: docs/benchmarks/trigger-log-2026-11-25.json (docs/benchmarks.md, "Webhook trigger log").
 Recreates the benchmark database (its name must contain "bench") and empties the Redis database it is given.
 Bounded: ``--rounds`` x 2 x ``--requests`` requests per scenario.
 """

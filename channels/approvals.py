@@ -1,10 +1,11 @@
 """Answering an approval request from the phone (docs/howto/approve-from-phone.md): a tap on the request's Approve or
-Deny button (Telegram's inline keyboard, WhatsApp's reply buttons), or a reply with its code ("YES 4821", "no 4821",
-any case) on any channel.
+Deny button (Telegram's inline keyboard, WhatsApp's reply buttons), or a reply with its code ("YES K7QZ4MX2", any
+case) on any channel.
 
-An answer counts only from an address linked to the person whose request it is, and only for a request of theirs:
-the code is looked up among that person's requests (and a button's, through the message it was on), so a code or a
-press from anyone else's chat or number finds nothing. It is decided once (ingestion/approvals.py: the first answer
+An answer counts only from an address linked to the person whose request it is, and only for the one request of
+theirs its code names (assistant/approval/codes.py; a button's, also through the message it was on), so a code or a
+press from anyone else's chat or number finds nothing, and a wrong code approves nothing and counts against the
+person's few wrong tries. It is decided once (ingestion/approvals.py: the first answer
 wins, from the phone or the console; the later ones are told it was already decided), before it expires. Such a reply
 is never a message of the thread: nothing of it reaches the assistant.
 
@@ -26,6 +27,7 @@ from django.urls import reverse
 
 from accounts import audit
 from assistant import approvals as requests
+from assistant.approval import codes as approval_codes
 from assistant.models import Action, ActionState
 from channels.adapters import adapter_for, telegram
 from channels.adapters.base import Channel, Press, SendError, approval_buttons
@@ -36,8 +38,8 @@ from ops.limits import count_in_window
 
 logger = logging.getLogger(__name__)
 
-# "YES 4821", "no 4821.", " Yes  4821 ": a whole message that is only an answer and a four-digit code.
-REPLY = re.compile(r"^\s*(?P<word>yes|no)\s+(?P<code>\d{4})\s*[.!]?\s*$", re.IGNORECASE)
+# "YES K7QZ4MX2", "no k7qz-4mx2.", " Yes  K7QZ 4MX2 ": a whole message that is only an answer and a code's shape.
+REPLY = re.compile(rf"^\s*(?P<word>yes|no)\s+(?P<code>{approval_codes.TYPED})\s*[.!]?\s*$", re.IGNORECASE)
 
 CHANNEL_NAMES = {
     Channel.SMS: "SMS",
@@ -55,11 +57,11 @@ ENDED = {
 
 
 def as_answer(text: str) -> Press | None:
-    """The Press a reply in words stands for ("YES 4821"), or None for any other message."""
+    """The Press a reply in words stands for ("YES K7QZ4MX2"), or None for any other message."""
     found = REPLY.match(text) if len(text) <= 40 else None
     if found is None:
         return None
-    return Press(found.group("word").lower() == "yes", found.group("code"))
+    return Press(found.group("word").lower() == "yes", approval_codes.normalized(found.group("code")))
 
 
 @dataclass
@@ -90,31 +92,50 @@ def answer(channel: str, address: str, user: User, press: Press) -> Answered:
 
 
 def _decide(channel: str, address: str, user: User, press: Press) -> Answered:
-    if _guessing(channel, address):
-        return Answered("refused", f"Too many wrong codes from here: answer in the console for now. {_see()}")
+    if _locked_out(user):
+        return Answered("refused", f"Too many wrong codes for your requests: answer in the console for now. {_see()}")
     request = _request_of(channel, user, press)
     if request is None:
-        count_in_window(_wrong_codes_key(channel, address), WRONG_CODES_WINDOW_SECONDS)
-        return Answered("unknown code", f"No request of yours is waiting for the code {press.code}. {_see()}")
+        _count_wrong(user, channel, address)
+        said = f"the code {press.code}" if not press.token else "that button"
+        return Answered("unknown code", f"No request of yours is waiting for {said}. {_see()}")
     given = approvals.answer(
         user, request, approve=press.approve, by=audit.from_phone(CHANNEL_NAMES.get(channel, channel))
     )
     return Answered(_OUTCOMES.get(given, given.value), _said(given, request), request)
 
 
-# A code is four digits: a sender that could forge the owner's number (SMS senders can be spoofed on some networks)
-# gets a handful of tries, not the thousands a guess needs. Past the limit even the right code is refused from that
-# address until the window ends; the console still answers.
+# Wrong codes are counted per person, whatever address they came from (an SMS sender can be spoofed on some
+# networks, and a person may link several): past WRONG_CODES_ALLOWED in a window even the right code is refused from
+# every phone until the window ends, and the person is told on their other channels. The console always answers.
+# A code names one request and its secret is one of 30⁶: at most 125 guesses in any 24 hours (25 windows), each
+# hitting with a chance of 1.4e-9, below 2e-7 in all (docs/explanation/approval.md#codes-nobody-can-guess).
 WRONG_CODES_ALLOWED = 5
 WRONG_CODES_WINDOW_SECONDS = 3600
 
 
-def _wrong_codes_key(channel: str, address: str) -> str:
-    return f"approval-wrong-codes:{channel}:{address}"
+def _wrong_codes_key(user: User) -> str:
+    return f"approval-wrong-codes:{user.pk}"
 
 
-def _guessing(channel: str, address: str) -> bool:
-    return int(cache.get(_wrong_codes_key(channel, address)) or 0) >= WRONG_CODES_ALLOWED
+def _locked_out(user: User) -> bool:
+    return int(cache.get(_wrong_codes_key(user)) or 0) >= WRONG_CODES_ALLOWED
+
+
+def _count_wrong(user: User, channel: str, address: str) -> None:
+    if count_in_window(_wrong_codes_key(user), WRONG_CODES_WINDOW_SECONDS) == WRONG_CODES_ALLOWED:
+        transaction.on_commit(partial(_tell_locked_out, user.pk, channel, address), robust=True)
+
+
+def _tell_locked_out(user_id: int, channel: str, address: str) -> None:
+    """The person hears of the lock-out on every other address they linked (the one that guessed was told already)."""
+    said = (
+        f"{WRONG_CODES_ALLOWED} wrong approval codes came from your {CHANNEL_NAMES.get(channel, channel)} "
+        f"{address} within the hour, so answers from your phone are refused for up to an hour. If that was not you, "
+        f"someone may be sending as you. {_see()}"
+    )
+    for link in LinkedAddress.objects.filter(user_id=user_id).exclude(channel=channel, address=address):
+        deliver_notice.enqueue(link.channel, link.address, said)
 
 
 _OUTCOMES = {
@@ -126,26 +147,39 @@ _OUTCOMES = {
 
 
 def _request_of(channel: str, user: User, press: Press) -> Action | None:
-    """The person's request the answer names. A button names the message it was on: that message's request, if it
-    is this person's and carries the button's code. Otherwise (a reply in words, or a message the outbox no longer
-    knows) the person's latest request with that code (codes are not reused within a month, assistant/approvals.py).
-    """
-    found = None
-    if press.message:
-        context = (
-            OutboundMessage.objects.filter(channel=channel, provider_message_id=press.message, person=user)
-            .values_list("message__context", flat=True)
-            .first()
+    """The one request of the person the answer names by its handle (assistant/approval/codes.py), if the answer holds
+    its code (a reply) or its token (a button), and, for a button, if the message it was on is that request's (or a
+    message the outbox no longer knows). A wrong secret names nothing: no other request is tried."""
+    named = (
+        Action.objects.filter(
+            delivery__conversation__user=user,
+            approval_code__startswith=approval_codes.handle_of(press.code),
+            approval_message__isnull=False,
         )
-        if isinstance(context, dict) and isinstance(context.get(requests.APPROVAL_CONTEXT), int):
-            found = context[requests.APPROVAL_CONTEXT]
-    candidates = Action.objects.filter(
-        delivery__conversation__user=user, approval_code=press.code, approval_message__isnull=False
+        .order_by("-pk")
+        .first()
     )
-    if found is not None:
-        candidates = candidates.filter(pk=found)
-    action_id = candidates.order_by("-pk").values_list("pk", flat=True).first()
-    return approvals.pending_of(user, action_id) if action_id is not None else None
+    if named is None:
+        return None
+    if press.token:
+        right = approval_codes.token_matches(named.approval_code, press.token)
+    else:
+        right = approval_codes.matches(named.approval_code, press.code)
+    if not right or _on_another_request(channel, user, press, named):
+        return None
+    return approvals.pending_of(user, named.pk)
+
+
+def _on_another_request(channel: str, user: User, press: Press, named: Action) -> bool:
+    if not press.message:
+        return False
+    context = (
+        OutboundMessage.objects.filter(channel=channel, provider_message_id=press.message, person=user)
+        .values_list("message__context", flat=True)
+        .first()
+    )
+    shown = context.get(requests.APPROVAL_CONTEXT) if isinstance(context, dict) else None
+    return isinstance(shown, int) and shown != named.pk
 
 
 def _said(given: approvals.Answer, request: Action) -> str:

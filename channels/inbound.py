@@ -17,7 +17,7 @@ asks for.
 
 An unknown sender gets no thread: at most one short answer per address per day saying how to link (LinkHint), sent
 after the commit. Telegram's ``/start <token>`` (the console's one-time deep link) links the chat. An answer to an
-approval request (a button's tap, or a reply such as "YES 4821") is decided by channels/approvals.py and is never a
+approval request (a button's tap, or a reply such as "YES K7QZ4MX2") is decided by channels/approvals.py and is never a
 message of the thread."""
 
 import logging
@@ -169,7 +169,7 @@ def _route(channel: str, inbound: Inbound, request_id: str) -> Received:
 
 
 def _answer(channel: str, inbound: Inbound, press: Press) -> Received:
-    """An answer to an approval request (a button's tap or "YES 4821"): decided for the person linked to the
+    """An answer to an approval request (a button's tap or "YES K7QZ4MX2"): decided for the person linked to the
     address, never a message of the thread (channels/approvals.py). From an address nobody linked, nothing runs."""
     _note_event(channel, inbound)
     person = approvals.linked_person(channel, inbound.address)

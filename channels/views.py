@@ -22,6 +22,7 @@ from channels.adapters.base import Adapter, BadRequest, Channel, VerificationFai
 from channels.adapters.payloads import is_reasonable_id
 from ops.errors import json_error
 from ops.http import declared_length
+from ops.request_id import request_id_of
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def _handle(
                     logger.warning("%s: a message with an id or sender no provider sends was left out", adapter.channel)
                     outcomes["refused"] += 1
                     continue
-                received = inbound.receive(adapter.channel, message, getattr(request, "request_id", ""))
+                received = inbound.receive(adapter.channel, message, request_id_of(request))
                 outcomes[received.outcome] += 1
     except BadRequest as error:
         return json_error(error.code, error.message)

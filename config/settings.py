@@ -63,8 +63,8 @@ INSTALLED_APPS = [
     "ingestion",
     "channels",
     "console",
-    # After "delivery", whose db_worker command (the Procfile's worker: django-tasks-db's, with the delivery engine
-    # running beside it) takes precedence over the one of the same name here.
+    # After "delivery", whose db_worker command (the old name of its worker, which runs django-tasks-db's loop beside
+    # the delivery engine) takes precedence over the one of the same name here.
     "django_tasks_db",
 ]
 
@@ -91,6 +91,28 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+# ops/preload.py imports these, with the URLconf, in a process's main thread before its second thread starts.
+# Modules that code imports inside a function (on first use, to keep other commands' start short, or to break an
+# import circle): the assistant's backends (assistant/backends/__init__.py), the hand-off task's engine, the OAuth
+# sign-ins of MCP servers, and the libraries of calendars, mailboxes, local time parsing and JSON Web Tokens.
+IMPORTED_ON_FIRST_USE = (
+    "assistant.backends.approved",
+    "assistant.backends.local",
+    "assistant.backends.openai",
+    "assistant.backends.webhook",
+    "connections.oauth.mcp",
+    "delivery.engine",
+    "caldav.davclient",
+    "caldav.lib.error",
+    "dateparser.date",
+    "icalendar",
+    "jwt",
+    "lxml.etree",
+    "lxml.html",
+    "mcp.shared.auth",
+    "niquests",
+    "recurring_ical_events",
+)
 WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
@@ -366,7 +388,7 @@ SPECTACULAR_SETTINGS = {
 # --- The assistant hand-off ---------------------------------------------------------------------------------
 # After a message commits, a django.tasks task hands it to the assistant. "immediate" runs the task in the
 # request's process right after the commit (the single-process default and the tests); "database" queues it in
-# PostgreSQL for `manage.py db_worker` (production); any other value is a backend class path
+# PostgreSQL for `manage.py worker` (production); any other value is a backend class path
 # (docs/explanation/handoff.md).
 # The default is the production path, also under `make run` (whose `manage.py serve` runs the worker in-process);
 # only the tests default to immediate.
@@ -393,7 +415,7 @@ ASSISTANT_MAX_ANSWER_BYTES = env_int("ASSISTANT_MAX_ANSWER_BYTES", 1_000_000)
 # How many of the latest thread messages (this one included) go to a remote assistant.
 ASSISTANT_THREAD_MESSAGES = env_int("ASSISTANT_THREAD_MESSAGES", 20)
 
-# The delivery engine (`manage.py db_worker` with TASK_BACKEND=database; docs/explanation/handoff.md).
+# The delivery engine (`manage.py worker` with TASK_BACKEND=database; docs/explanation/handoff.md).
 # Attempts in flight per worker process: threads waiting on the assistant, each with a keep-alive connection to it.
 # The process's database connections stay at 1 + DELIVERY_RECORDERS whatever this is.
 DELIVERY_CONCURRENCY = env_int("DELIVERY_CONCURRENCY", 32)
@@ -487,6 +509,10 @@ MAIL_CALENDAR_ALLOW_PLAINTEXT = env_bool("MAIL_CALENDAR_ALLOW_PLAINTEXT", DEBUG 
 # The most one mail or calendar operation (an IMAP session, an SMTP session, a CalDAV operation of a few requests)
 # may read from the server, all its answers together, counted while they are read (ops/bounded.py).
 MAIL_CALENDAR_MAX_ANSWER_BYTES = env_int("MAIL_CALENDAR_MAX_ANSWER_BYTES", 10_000_000)
+# The most all the answers one process is reading at once (every thread's, from every server: calendars, mailboxes,
+# MCP, OAuth, the assistant runtime, providers) may hold together; a read past it fails at once, "busy"
+# (ops/bounded.py, docs/explanation/limits.md). At least the largest bound above, or that answer never fits.
+PROCESS_MAX_ANSWER_BYTES = env_int("PROCESS_MAX_ANSWER_BYTES", 50_000_000)
 
 # Google and Microsoft mail and calendar over OAuth (docs/howto/connect-google-microsoft.md): the operator's OAuth
 # app for each (empty client id: the console offers no "Connect" button for it). The endpoints and servers are the
@@ -524,7 +550,18 @@ ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
 # How long the person may answer a request to approve a side-effecting tool (assistant/approvals.py); after it the
 # action is not done and the assistant says so.
 APPROVAL_TIMEOUT_SECONDS = env_int("APPROVAL_TIMEOUT_SECONDS", 86400)
-# How often each worker (db_worker, serve) expires unanswered approvals and fires reminders a lost task left; the
+# How many requests may wait for one person's answer at once: asked for by one API key (its follow-ups included) or
+# one webhook trigger, and in all. Past either, a call is not asked (the assistant is told the requests wait), and an
+# identical request still waiting is never asked twice (docs/explanation/approval.md#few-requests-few-texts).
+APPROVAL_OPEN_PER_ASKER = env_int("APPROVAL_OPEN_PER_ASKER", 10)
+APPROVAL_OPEN_PER_PERSON = env_int("APPROVAL_OPEN_PER_PERSON", 25)
+# And led to by one message, its tools' follow-ups (and theirs) included: a cascade stops here.
+APPROVAL_OPEN_PER_MESSAGE = env_int("APPROVAL_OPEN_PER_MESSAGE", 8)
+# Requests texted one by one to a person's phone per window; past them one text says more wait, and the rest of the
+# window's requests are in the thread only.
+APPROVAL_TEXTS_PER_WINDOW = env_int("APPROVAL_TEXTS_PER_WINDOW", 3)
+APPROVAL_TEXT_WINDOW_SECONDS = env_int("APPROVAL_TEXT_WINDOW_SECONDS", 600)
+# How often each worker (manage.py worker, serve) expires unanswered approvals and fires reminders a lost task left; the
 # prunes run every 60 such periods (delivery/housekeeping.py). 0: the worker does none of it (run the commands
 # from cron instead).
 HOUSEKEEPING_SECONDS = env_int("HOUSEKEEPING_SECONDS", 60)

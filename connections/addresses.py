@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 import anyio
 import httpcore2
 from django.conf import settings
-from httpcore2._backends.anyio import AnyIOBackend  # the backend httpcore2 uses under asyncio, wrapped below
 
 MAX_URL_LENGTH = 2000
 
@@ -107,7 +106,7 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
     """Opens each TCP connection to a resolved address that passed ``is_public`` (unless private ones are allowed)."""
 
     def __init__(self) -> None:
-        self._inner = AnyIOBackend()
+        self._inner = httpcore2.AnyIOBackend()  # the backend httpcore2 uses under asyncio
 
     async def connect_tcp(
         self,

@@ -24,7 +24,7 @@ from django.conf import settings
 
 from connections.network import ServiceError, plaintext_allowed, resolve
 from connections.threads import StillRunning, in_own_thread
-from ops.bounded import Bound, bound_session
+from ops.bounded import Bound, bound_session, current
 
 if TYPE_CHECKING:
     from caldav.davclient import DAVClient
@@ -94,6 +94,9 @@ def _client(server: CalendarServer, seconds: float) -> "DAVClient":
     session.trust_env = False  # no proxy variables, no .netrc: only the person's credentials, only to this host
     session.max_redirects = 3
     client.session = bound_session(session, _SERVER, max_bytes=settings.MAIL_CALENDAR_MAX_ANSWER_BYTES)
+    bound = current()
+    if bound is not None:
+        bound.close_at_end(session)  # its pools freed when the operation ends (ops/bounded.py)
     return client
 
 
@@ -260,17 +263,20 @@ def check_rrule(rule: str, start: datetime | date) -> str:
     return rule
 
 
-def create_event(
-    server: CalendarServer,
-    *,
-    summary: str,
-    start: datetime | date,
-    end: datetime | date,
-    location: str,
-    rrule: str,
-    zone: tzinfo,
-    seconds: float,
-) -> str:
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to create, as calendar_create_event checked it (for CalDAV here, for Microsoft Graph in
+    connections/oauth/graph_calendar.py)."""
+
+    summary: str
+    start: datetime | date  # both times, or both dates (all day; the end date is exclusive)
+    end: datetime | date
+    location: str
+    rrule: str  # checked by check_rrule; "" for a one-off event
+    zone: tzinfo  # the person's
+
+
+def create_event(server: CalendarServer, new: NewEvent, seconds: float) -> str:
     """Store a new event; its UID (the id the other tools take)."""
     import icalendar
 
@@ -278,13 +284,13 @@ def create_event(
     uid = f"{uuid.uuid4()}@poke"
     event.add("UID", uid)
     event.add("DTSTAMP", datetime.now(UTC))
-    event.add("SUMMARY", summary)
-    event.add("DTSTART", start)
-    event.add("DTEND", end)
-    if location:
-        event.add("LOCATION", location)
-    if rrule:
-        event.add("RRULE", icalendar.vRecur.from_ical(rrule))
+    event.add("SUMMARY", new.summary)
+    event.add("DTSTART", new.start)
+    event.add("DTEND", new.end)
+    if new.location:
+        event.add("LOCATION", new.location)
+    if new.rrule:
+        event.add("RRULE", icalendar.vRecur.from_ical(new.rrule))
     calendar = icalendar.Calendar()
     calendar.add("PRODID", "-//Poke ingestion//assistant//EN")
     calendar.add("VERSION", "2.0")

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import httpcore2
 import httpx2
 from django.conf import settings
 from mcp import ClientSession
@@ -21,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ProtocolError
 from mcp.types import PaginatedRequestParams
 
+from connections import transport_internals
 from connections.addresses import GuardedBackend
 from connections.threads import in_own_thread
 from ops.bounded import Bound, TooLarge, TooSlow
@@ -97,9 +97,7 @@ class _CappedTransport(httpx2.AsyncHTTPTransport):
         super().__init__(trust_env=False)
         self._bound = bound
         # The same pool httpx2 builds, with our network backend: every TCP connection goes to a checked address.
-        self._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=self._pool._ssl_context, network_backend=GuardedBackend()
-        )
+        transport_internals.use_network_backend(self, GuardedBackend())
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await super().handle_async_request(request)
@@ -221,6 +219,8 @@ def _run[T](
         if isinstance(bound.exceeded, TooLarge):
             raise McpError(str(bound.exceeded)) from None
         raise _explained(error, statuses) from None
+    finally:
+        bound.release()  # its bytes back to the process's budget (ops/bounded.py)
 
 
 def _leaves(error: BaseException) -> list[BaseException]:

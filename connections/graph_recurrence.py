@@ -38,43 +38,45 @@ def _until(value: str, rule: str) -> str:
         raise _refused(rule) from None
 
 
-def recurrence(rule: str, first: date, zone_name: str) -> dict[str, Any]:
-    """Graph's ``recurrence`` for ``rule`` (already checked as an RRULE) starting on ``first``."""
-    parts = _parts(rule)
-    frequency = parts.pop("FREQ", "")
-    interval_text = parts.pop("INTERVAL", "1")
-    if not interval_text.isdigit() or not 1 <= int(interval_text) <= 99:
+def _number(value: str, highest: int, rule: str) -> int:
+    """A whole number from 1 to ``highest``, or the rule refused."""
+    if not value.isdigit() or not 1 <= int(value) <= highest:
         raise _refused(rule)
-    pattern: dict[str, Any] = {"interval": int(interval_text)}
-    days = [day for day in parts.pop("BYDAY", "").split(",") if day]
+    return int(value)
+
+
+def _pattern(frequency: str, days: list[str], parts: dict[str, str], first: date, rule: str) -> dict[str, Any]:
+    """Graph's ``pattern`` but its interval (takes BYMONTHDAY out of ``parts``)."""
     if frequency == "DAILY" and not days:
-        pattern["type"] = "daily"
-    elif frequency == "WEEKLY":
+        return {"type": "daily"}
+    if frequency == "WEEKLY":
         names = [_DAYS.get(day) for day in days] or [_DAYS[list(_DAYS)[first.weekday()]]]
         if None in names:
             raise _refused(rule)
-        pattern.update(type="weekly", daysOfWeek=names, firstDayOfWeek="monday")
-    elif frequency == "MONTHLY" and not days:
-        day = parts.pop("BYMONTHDAY", str(first.day))
-        if not day.isdigit() or not 1 <= int(day) <= 31:
-            raise _refused(rule)
-        pattern.update(type="absoluteMonthly", dayOfMonth=int(day))
-    elif frequency == "MONTHLY" and len(days) == 1 and days[0][-2:] in _DAYS:
+        return {"type": "weekly", "daysOfWeek": names, "firstDayOfWeek": "monday"}
+    if frequency == "MONTHLY" and not days:
+        return {"type": "absoluteMonthly", "dayOfMonth": _number(parts.pop("BYMONTHDAY", str(first.day)), 31, rule)}
+    if frequency == "MONTHLY" and len(days) == 1 and days[0][-2:] in _DAYS:
         try:
             index = _INDEX[int(days[0][:-2])]
         except (ValueError, KeyError):
             raise _refused(rule) from None
-        pattern.update(type="relativeMonthly", daysOfWeek=[_DAYS[days[0][-2:]]], index=index)
-    elif frequency == "YEARLY" and not days:
-        pattern.update(type="absoluteYearly", dayOfMonth=first.day, month=first.month)
-    else:
-        raise _refused(rule)
+        return {"type": "relativeMonthly", "daysOfWeek": [_DAYS[days[0][-2:]]], "index": index}
+    if frequency == "YEARLY" and not days:
+        return {"type": "absoluteYearly", "dayOfMonth": first.day, "month": first.month}
+    raise _refused(rule)
+
+
+def recurrence(rule: str, first: date, zone_name: str) -> dict[str, Any]:
+    """Graph's ``recurrence`` for ``rule`` (already checked as an RRULE) starting on ``first``."""
+    parts = _parts(rule)
+    frequency = parts.pop("FREQ", "")
+    interval = _number(parts.pop("INTERVAL", "1"), 99, rule)
+    days = [day for day in parts.pop("BYDAY", "").split(",") if day]
+    pattern = {"interval": interval, **_pattern(frequency, days, parts, first, rule)}
     span: dict[str, Any] = {"type": "noEnd", "startDate": first.isoformat(), "recurrenceTimeZone": zone_name}
     if "COUNT" in parts:
-        count = parts.pop("COUNT")
-        if not count.isdigit() or not 1 <= int(count) <= 999:
-            raise _refused(rule)
-        span.update(type="numbered", numberOfOccurrences=int(count))
+        span.update(type="numbered", numberOfOccurrences=_number(parts.pop("COUNT"), 999, rule))
     elif "UNTIL" in parts:
         span.update(type="endDate", endDate=_until(parts.pop("UNTIL"), rule))
     parts.pop("WKST", None)

@@ -62,6 +62,14 @@ class MailServer:
         return f"MailServer({self.username!r} at {self.imap_host}:{self.imap_port}, {self.smtp_host}:{self.smtp_port})"
 
 
+_HOSTS = ("imap_host", "imap_port", "imap_security", "smtp_host", "smtp_port", "smtp_security")
+
+
+def hosts_of(source: Any) -> dict[str, Any]:
+    """The IMAP and SMTP servers of a MailServer or a MailAccount (which name them alike), for making the other."""
+    return {name: getattr(source, name) for name in _HOSTS}
+
+
 def xoauth2(user: str, token: str) -> str:
     """The SASL XOAUTH2 initial client response (Google's and Microsoft's IMAP and SMTP take it), before base64."""
     return f"user={user}\x01auth=Bearer {token}\x01\x01"
@@ -182,6 +190,11 @@ def _failure(error: BaseException, protocol: str, host: str, bound: Bound, *, oa
             "asks for one).",
             authentication=True,
         )
+    return _refusal(error, protocol, host)
+
+
+def _refusal(error: BaseException, protocol: str, host: str) -> ServiceError:
+    """_failure's sentence for what the server or the connection refused."""
     if isinstance(error, ssl.SSLCertVerificationError):
         return ServiceError(f"The {protocol} server's TLS certificate could not be verified ({error.verify_message}).")
     if isinstance(error, ssl.SSLError):
@@ -501,13 +514,7 @@ def read(server: MailServer, uid: int, *, max_characters: int, seconds: float) -
         parts = list(_parts(meta[b"BODYSTRUCTURE"]))
         body = [part for part in parts if not part.attachment and part.kind in ("text/plain", "text/html")]
         chosen = next((p for p in body if p.kind == "text/plain"), None) or next(iter(body), None)
-        raw = b""
-        if chosen is not None:
-            limit = READ_BYTES if chosen.kind == "text/plain" else HTML_READ_BYTES
-            key = f"BODY[{chosen.number}]<0>".encode()
-            fetched = client.fetch([uid], [f"BODY.PEEK[{chosen.number}]<0.{limit}>"]).get(uid) or {}
-            raw = fetched.get(key) or next((v for k, v in fetched.items() if k.startswith(b"BODY[")), b"") or b""
-            raw = raw[:limit]  # whatever the server sent
+        raw = _fetch_text(client, uid, chosen) if chosen is not None else b""
     envelope = meta.get(b"ENVELOPE")
     text = _decoded(raw, chosen).replace("\r\n", "\n") if chosen is not None else ""
     from_html = chosen is not None and chosen.kind == "text/html"
@@ -519,9 +526,7 @@ def read(server: MailServer, uid: int, *, max_characters: int, seconds: float) -
         sender=_addresses(getattr(envelope, "from_", None)),
         to=_addresses(getattr(envelope, "to", None)),
         subject=_header(getattr(envelope, "subject", None)),
-        date=envelope.date.isoformat(timespec="minutes")
-        if envelope is not None and isinstance(envelope.date, datetime)
-        else "",
+        date=_sent_at(envelope),
         text=text[:max_characters],
         truncated=cut,
         converted_from_html=from_html,
@@ -531,6 +536,20 @@ def read(server: MailServer, uid: int, *, max_characters: int, seconds: float) -
             if part.attachment
         ][:50],
     )
+
+
+def _fetch_text(client: IMAPClient, uid: int, chosen: _Part) -> bytes:
+    """The start of the message's text part, at most what its kind allows."""
+    limit = READ_BYTES if chosen.kind == "text/plain" else HTML_READ_BYTES
+    key = f"BODY[{chosen.number}]<0>".encode()
+    fetched = client.fetch([uid], [f"BODY.PEEK[{chosen.number}]<0.{limit}>"]).get(uid) or {}
+    raw = fetched.get(key) or next((v for k, v in fetched.items() if k.startswith(b"BODY[")), b"") or b""
+    return bytes(raw[:limit])  # whatever the server sent
+
+
+def _sent_at(envelope: Any) -> str:
+    date = getattr(envelope, "date", None)
+    return date.isoformat(timespec="minutes") if isinstance(date, datetime) else ""
 
 
 # Drafts and sending -----------------------------------------------------------------------------------------------

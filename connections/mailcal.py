@@ -164,13 +164,8 @@ def add_mailbox(owner: User, fields: dict[str, Any], *, by: str = audit.COMMAND)
                 address=server.address,
                 username=server.username,
                 password_encrypted=crypto.encrypt(server.password),
-                imap_host=server.imap_host,
-                imap_port=server.imap_port,
-                imap_security=server.imap_security,
-                smtp_host=server.smtp_host,
-                smtp_port=server.smtp_port,
-                smtp_security=server.smtp_security,
                 drafts_folder=drafts[:255],
+                **mailboxes.hosts_of(server),
             )
             audit.record(owner, AuditKind.CONNECTION_ADDED, _described(account), by=by)
     except IntegrityError:
@@ -207,10 +202,5 @@ def mail_server(account: MailAccount) -> mailboxes.MailServer:
         address=account.address,
         username=account.username,
         password=crypto.decrypt(account.password_encrypted),
-        imap_host=account.imap_host,
-        imap_port=account.imap_port,
-        imap_security=account.imap_security,
-        smtp_host=account.smtp_host,
-        smtp_port=account.smtp_port,
-        smtp_security=account.smtp_security,
+        **mailboxes.hosts_of(account),
     )

@@ -30,5 +30,9 @@ def in_own_thread[T](work: Callable[[], T], *, name: str, seconds: float | None 
     if thread.is_alive():
         raise StillRunning(name)
     if failure:
-        raise failure[0]
+        error = failure.pop()  # not left in the list: the list, its exception and this frame would form a cycle
+        try:
+            raise error
+        finally:
+            del error
     return outcome[0]

@@ -21,14 +21,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 
 from assistant.backends import backend_named
-from assistant.outcomes import Outcome, PermanentFailure, Reply, TransientFailure
+from assistant.outcomes import Accepted, Outcome, PermanentFailure, Reply, TransientFailure
 from conversations.models import Delivery
 from delivery import lifecycle, queue
 from delivery.queue import Claim
-from delivery.queue_worker import Failure, Finished, Naming, QueueWorker, settle
+from delivery.queue_worker import Failure, Finished, Naming, QueueWorker
 from ops import database_work, metrics
 
 logger = logging.getLogger("delivery.handoff")
@@ -45,12 +44,12 @@ class Deliveries:
         return None
 
     def attempt(self, claim: Claim) -> Finished:
-        """Hand the claim to its backend, on a thread that holds no database connection (ops/database_work.py)."""
+        """Hand the claim to its backend (on an attempt thread, what it must read or write goes to
+        ops/database_work.py's threads)."""
         started = time.monotonic()
         outcome: Outcome | Exception
         try:
-            with database_work.attempt_thread():
-                outcome = backend_named(claim.backend)(claim.request)
+            outcome = backend_named(claim.backend)(claim.request)
         except Exception as error:
             outcome = error
         return Finished(claim, outcome, time.monotonic() - started)
@@ -59,9 +58,8 @@ class Deliveries:
         """A reply, or accepted (the reply comes through the callback): delivered."""
         if isinstance(finished.outcome, Exception):
             return None
-        reply = finished.outcome.text if isinstance(finished.outcome, Reply) else None
-        if not lifecycle.delivered(finished.claim.held, reply):
-            return False
+        if not lifecycle.delivered([(finished.claim.held, _reply_text(finished.outcome))]):
+            return False  # settle says so
         _log_delivered(finished.claim, finished.seconds)
         return True
 
@@ -89,13 +87,15 @@ class Deliveries:
         return lifecycle.put_back([claim.held for claim in claims])
 
     def record_together(self, finished: list[Finished]) -> list[Finished]:
-        """The replies (the common outcome) in one statement on PostgreSQL; the rest one by one."""
-        replies = [f for f in finished if isinstance(f.outcome, Reply)]
-        if len(replies) < 2 or connection.vendor != "postgresql":
-            return finished
-        recorded = lifecycle.delivered_with_replies([(f.claim.held, f.outcome.text) for f in replies])
-        for f in replies:
-            if f.claim.delivery_id in recorded:
+        """Every attempt the assistant took, in one statement on PostgreSQL; the rest (failures, put-backs) for
+        ``settle``."""
+        self._delivered([f for f in finished if isinstance(f.outcome, Reply | Accepted)])
+        return [f for f in finished if not isinstance(f.outcome, Reply | Accepted)]
+
+    def _delivered(self, taken: list[Finished]) -> None:
+        written = lifecycle.delivered([(f.claim.held, _reply_text(f.outcome)) for f in taken])
+        for f in taken:
+            if f.claim.delivery_id in written:
                 _log_delivered(f.claim, f.seconds)
             else:
                 logger.warning(
@@ -104,7 +104,6 @@ class Deliveries:
                     f.claim.delivery_id,
                     f.claim.attempt,
                 )
-        return [f for f in finished if not isinstance(f.outcome, Reply)]
 
     def close(self) -> None:
         database_work.shutdown()
@@ -129,15 +128,15 @@ class Engine(QueueWorker):
         return self.claimer.renewals
 
 
-# What ``settle`` wrote, as the delivery's status afterwards.
-_STATUS = {"written": "delivered", "retried": "queued", "put back": "queued", "failed": "failed", "skipped": "skipped"}
+def deliver_here() -> int:
+    """Deliver what is claimable now, one at a time in the calling thread (whose database connection a tool may use),
+    each under a lease as long as the longest attempt since nobody renews it: how a task backend outside the database
+    runs deliveries (delivery/tasks.py), by the engine's own claim, attempt and ``settle``. Returns how many ran."""
+    return Engine(concurrency=1).drain(here=True, lease_seconds=lifecycle.unrenewed_lease_seconds())
 
 
-def record(claim: Claim, outcome: Outcome | Exception, seconds: float) -> str:
-    """Record how an attempt ended (delivery/queue_worker.py ``settle``, the one decision) and log it; returns the
-    delivery's status after, or "skipped" when the attempt no longer held it. For the in-process task, which attempts
-    outside the engine."""
-    return _STATUS[settle(DELIVERIES, Finished(claim, outcome, seconds))]
+def _reply_text(outcome: Outcome) -> str | None:
+    return outcome.text if isinstance(outcome, Reply) else None
 
 
 def _log_delivered(claim: Claim, seconds: float) -> None:

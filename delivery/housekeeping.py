@@ -7,7 +7,7 @@ Each job is the operator command of that name, run by ``call_command`` (so this 
 imports none of the apps above it, and cron and the worker do exactly the same thing). Operators who prefer cron
 set HOUSEKEEPING_SECONDS=0 and run the commands themselves.
 
-Coordination: every worker process (``manage.py db_worker``, ``manage.py serve``) runs a ``Housekeeper`` thread,
+Coordination: every worker process (``manage.py worker``, ``manage.py serve``) runs a ``Housekeeper`` thread,
 and a job runs in one of them at a time, about once per its period across all of them. Before running a job, a
 worker claims it with one conditional UPDATE of the job's row (``HousekeepingRun``): it wins only if the job's last
 start is a period ago and that run finished (or is older than STALE_SECONDS: a worker killed mid-job). PostgreSQL
@@ -155,10 +155,21 @@ class Housekeeper:
         self._thread = threading.Thread(target=self._loop, name="housekeeping", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def begin_stop(self) -> None:
+        self._stop.set()
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop after the job in progress, waiting for it at most ``grace`` seconds (5 by default): every job is
+        safe to cut off and run again."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout)
+            self._thread.join(5.0 if grace is None else grace)
+
+    def stop_now(self) -> None:
+        self._stop.set()
+
+    def drain(self) -> int:
+        return 0  # --batch does no housekeeping: the operator commands are there for a one-off run
 
     def _loop(self) -> None:
         while not self._stop.is_set():

@@ -155,12 +155,6 @@ _NO_LATER_IN_FLIGHT = """
         SELECT 1 FROM {table} AS e
         WHERE e.{thread} = c.{thread} AND e.status = 'processing' AND e.id > c.id AND e.lease_expires_at >= %(now)s)
 """
-_IS_HEAD = """
-    NOT EXISTS (
-        SELECT 1 FROM {table} AS e
-        WHERE e.{thread} = {alias}.{thread} AND e.{pending} AND e.id <> {alias}.id
-          AND (e.id < {alias}.id OR (e.status = 'processing' AND e.lease_expires_at >= %(now)s)))
-"""
 
 
 def heads_sql(table: str, thread: str, *, lock: str, postgresql: bool) -> str:
@@ -178,12 +172,6 @@ def heads_sql(table: str, thread: str, *, lock: str, postgresql: bool) -> str:
     if postgresql:
         return _HEADS_POSTGRESQL.format(lock=lock, **rule, **names)
     return _HEADS_SQLITE.format(**rule, **names)
-
-
-def is_head_sql(table: str, thread: str, alias: str) -> str:
-    """The same rule for one given row (``alias``): first among its thread's pending rows, and no later row of its
-    thread attempted under a live lease."""
-    return _IS_HEAD.format(table=table, thread=thread, alias=alias, pending=_PENDING)
 
 
 class Windows:
@@ -239,12 +227,8 @@ def holding(model: type[models.Model], row_id: int, attempt: int) -> QuerySet[An
     return model._default_manager.filter(pk=row_id, status=PROCESSING, attempts=attempt)
 
 
-# --- the state changes an attempt's outcome makes, written once for every queue (each only while it holds the row) ---
-
-
-def finished(model: type[models.Model], row_id: int, attempt: int, status: str, **extra: Any) -> bool:
-    """Finished: the attempt's outcome is final (delivered, sent); nothing is due and the lease is given up."""
-    return _release(model, row_id, attempt, status, None, **extra)
+# --- the state changes a failed or unfinished attempt makes, written once for every queue (each only while it holds
+# the row); what a success writes is each queue's own (delivery/lifecycle.py ``delivered``, the outbox's ``sent``) ---
 
 
 def retried(model: type[models.Model], row_id: int, attempt: int, error: str, due: datetime, **extra: Any) -> bool:

@@ -19,8 +19,8 @@ delivery in the layers.)
     │  (SIGTERM,    │  │  └──► taken over (``claim``): lease expired (worker dead) → processing, attempt n+1,
     │  uncounted)   │  │       takeovers+1; after DELIVERY_MAX_TAKEOVERS failed ``fail_exhausted``
     │               │  └──► failed ``failed``: a permanent failure, or the last attempt failed
-    │               └─────► delivered ``delivered`` / ``delivered_with_replies``: a reply (into the thread), or
-    │                       accepted by the runtime (the reply comes by callback, ``record_callback_reply``)
+    │               └─────► delivered ``delivered``: a reply (into the thread), or accepted by the runtime (the
+    │                       reply comes by callback, ``record_callback_reply``, which writes the same columns)
     │
     └─ staff retry ``queue_again`` (admin, retrydeliveries): failed → queued, a fresh round; queued/abandoned →
        queued, same count
@@ -50,7 +50,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, F, PositiveIntegerField, Q, Value, When
+from django.db.models import Case, F, PositiveIntegerField, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from conversations import outbound
@@ -122,9 +122,6 @@ def _tables() -> dict[str, str]:
     }
 
 
-# One given delivery, if it is claimable (the in-process task's claim).
-_ONE_CLAIMABLE = "SELECT c.id FROM {delivery} AS c WHERE c.id = %(id)s AND {ready} AND {head} {lock}"
-
 _MARK_CLAIMED = """
     UPDATE {delivery}
     SET {assignments}, backend = %(backend)s, started_at = %(now)s, finished_at = NULL, updated_at = %(now)s
@@ -158,21 +155,16 @@ _CLAIM_WITH_REQUESTS = """
 """
 
 
-def _claim_sql(*, only_one: bool) -> str:
+def _claim_sql() -> str:
     """The claim: the claimable deliveries (delivery/leases.py's per-thread rule: each thread's head, ready), locked,
     marked claimed, and on PostgreSQL returned with what their attempts need."""
     postgres = connection.vendor == "postgresql"
-    table = _tables()["delivery"]
-    lock = "FOR UPDATE OF c SKIP LOCKED" if postgres else ""
-    if only_one:
-        claimable = _ONE_CLAIMABLE.format(
-            delivery=table,
-            ready=leases.claimable_sql("c"),
-            head=leases.is_head_sql(table, "conversation_id", "c"),
-            lock=lock,
-        )
-    else:
-        claimable = leases.heads_sql(table, "conversation_id", lock=lock, postgresql=postgres)
+    claimable = leases.heads_sql(
+        _tables()["delivery"],
+        "conversation_id",
+        lock="FOR UPDATE OF c SKIP LOCKED" if postgres else "",
+        postgresql=postgres,
+    )
     mark = _MARK_CLAIMED.format(claimable=claimable, assignments=leases.claim_assignments_sql(), **_tables())
     return _CLAIM_WITH_REQUESTS.format(mark_claimed=mark, **_tables()) if postgres else mark
 
@@ -181,9 +173,10 @@ _last_reaped = 0.0
 _windows = leases.Windows()
 
 
-def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | None = None) -> list[tuple[Any, ...]]:
-    """Claim up to ``limit`` claimable deliveries (or only ``delivery_id``, if it is claimable): each becomes
-    processing under a lease, its attempt counted (a takeover too, when its previous worker's lease had expired).
+def claim(limit: int, *, lease_seconds: float | None = None) -> list[tuple[Any, ...]]:
+    """Claim up to ``limit`` claimable deliveries: each becomes processing under a lease (``lease_seconds``, by default
+    DELIVERY_LEASE_SECONDS, which the claimer renews), its attempt counted (a takeover too, when its previous worker's
+    lease had expired).
 
     Returns rows in delivery order: on PostgreSQL (delivery id, attempt, backend, then the message, its key and
     the recent thread, see ``_CLAIM_WITH_REQUESTS``), elsewhere (delivery id, message id, attempt, backend).
@@ -193,7 +186,7 @@ def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | 
         return []
     global _last_reaped
     clock = timezone.now().timestamp()
-    if clock - _last_reaped >= 1.0 or delivery_id is not None:
+    if clock - _last_reaped >= 1.0:
         _last_reaped = clock
         fail_exhausted()
     now = timezone.now()
@@ -204,19 +197,15 @@ def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | 
         "max_takeovers": settings.DELIVERY_MAX_TAKEOVERS,
         "backend": settings.ASSISTANT_BACKEND,
         "thread": settings.ASSISTANT_THREAD_MESSAGES,
-        "id": delivery_id,
     }
-    sql = _claim_sql(only_one=delivery_id is not None)
+    sql = _claim_sql()
 
     def run(from_thread: int, until_thread: int, wanted: int) -> list[tuple[Any, ...]]:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(sql, {**params, "limit": wanted, "from_thread": from_thread, "until_thread": until_thread})
             return cursor.fetchall()
 
-    if delivery_id is not None:
-        rows = run(leases.FIRST_THREAD, leases.LAST_THREAD, limit)
-    else:
-        rows = _windows.claim(run, limit, lambda: leases.highest_thread(_tables()["delivery"], "conversation_id"))
+    rows = _windows.claim(run, limit, lambda: leases.highest_thread(_tables()["delivery"], "conversation_id"))
     return sorted(rows, key=lambda row: row[0])
 
 
@@ -256,105 +245,80 @@ def still_held(held: Held) -> bool:
 # --- an attempt's outcome ---------------------------------------------------------------------------------------
 
 
-_DELIVERED_WITH_REPLY = """
-    WITH reply AS (
-        INSERT INTO {message} (public_id, conversation_id, role, source, text, context, api_key_id, created_at)
-        SELECT %(public_id)s, m.conversation_id, 'assistant', 'assistant', %(text)s, NULL, NULL, %(now)s
-        FROM {delivery} AS d JOIN {message} AS m ON m.id = d.message_id
-        WHERE d.id = %(id)s AND d.status = 'processing' AND d.attempts = %(attempt)s AND d.reply_id IS NULL
-        FOR UPDATE OF d
-        RETURNING id
-    )
-    UPDATE {delivery} SET status = 'delivered', reply_id = COALESCE((SELECT id FROM reply), reply_id),
-        next_attempt_at = NULL, finished_at = %(now)s, lease_expires_at = NULL, updated_at = %(now)s
-    WHERE id = %(id)s AND status = 'processing' AND attempts = %(attempt)s
-    RETURNING (SELECT id FROM reply)
-"""
-
-
-def delivered(held: Held, reply_text: str | None) -> bool:
-    """The assistant took the message (and replied, if ``reply_text``): one statement. False if the attempt had
-    lost its claim (taken over after its lease expired, or put back)."""
-    now = timezone.now()
-    if reply_text is None:
-        return leases.finished(Delivery, held.delivery_id, held.attempt, DeliveryStatus.DELIVERED, finished_at=now)
-    if connection.vendor == "postgresql":
-        # One statement; in a transaction only when the reply must also be announced (conversations/outbound.py).
-        with transaction.atomic() if outbound.wanted() else nullcontext(), connection.cursor() as cursor:
-            cursor.execute(
-                _DELIVERED_WITH_REPLY.format(**_tables()),
-                {
-                    "public_id": new_message_id(),
-                    "text": reply_text,
-                    "now": now,
-                    "id": held.delivery_id,
-                    "attempt": held.attempt,
-                },
-            )
-            rows = cursor.fetchall()
-            outbound.written([row[0] for row in rows if row[0] is not None])
-            return len(rows) == 1
-    with transaction.atomic():
-        delivery = _holding(held).select_for_update().select_related("message").first()
-        if delivery is None:
-            return False
-        if delivery.reply_id is None:
-            delivery.reply = _assistant_message(delivery.message.conversation_id, reply_text, now)
-        _holding(held).update(
-            status=DeliveryStatus.DELIVERED,
-            reply=delivery.reply,
-            next_attempt_at=None,
-            finished_at=now,
-            lease_expires_at=None,
-            updated_at=now,
-        )
-        return True
-
-
-_DELIVERED_WITH_REPLIES = """
+# PostgreSQL: any number of attempts' outcomes in one statement. Each attempt that still holds its delivery gets its
+# reply (when it brought one) into the thread and its delivery delivered.
+_DELIVERED = """
     WITH input AS (
         SELECT * FROM unnest(%(ids)s::bigint[], %(attempts)s::integer[], %(public_ids)s::text[], %(texts)s::text[])
             AS i(id, attempt, public_id, text)
     ),
     held AS (
-        SELECT d.id, i.public_id, i.text, m.conversation_id
+        SELECT d.id, d.reply_id, i.public_id, i.text, m.conversation_id
         FROM input AS i
         JOIN {delivery} AS d ON d.id = i.id AND d.status = 'processing' AND d.attempts = i.attempt
-                             AND d.reply_id IS NULL
         JOIN {message} AS m ON m.id = d.message_id
         FOR UPDATE OF d
     ),
     reply AS (
         INSERT INTO {message} (public_id, conversation_id, role, source, text, context, api_key_id, created_at)
         SELECT held.public_id, held.conversation_id, 'assistant', 'assistant', held.text, NULL, NULL, %(now)s
-        FROM held
+        FROM held WHERE held.text IS NOT NULL AND held.reply_id IS NULL
         RETURNING id, public_id
     )
-    UPDATE {delivery} AS d SET status = 'delivered', reply_id = reply.id, next_attempt_at = NULL,
-        finished_at = %(now)s, lease_expires_at = NULL, updated_at = %(now)s
-    FROM held JOIN reply ON reply.public_id = held.public_id
+    UPDATE {delivery} AS d SET status = 'delivered', reply_id = COALESCE(reply.id, d.reply_id),
+        next_attempt_at = NULL, finished_at = %(now)s, lease_expires_at = NULL, updated_at = %(now)s
+    FROM held LEFT JOIN reply ON reply.public_id = held.public_id
     WHERE d.id = held.id
     RETURNING d.id, reply.id
 """
 
 
-def delivered_with_replies(replies: Sequence[tuple[Held, str]]) -> set[int]:
-    """PostgreSQL: several attempts that brought a reply, recorded by one statement (each reply into its thread and
-    its delivery delivered, for the attempts that still hold their delivery). Returns the deliveries recorded."""
+def delivered(outcomes: Sequence[tuple[Held, str | None]]) -> set[int]:
+    """Delivered: the assistant took each message (and replied, when its text is given), for the attempts that still
+    hold their delivery (not taken over after their lease expired, nor put back); returns the deliveries written.
+    The one writer of an attempt's "delivered": on PostgreSQL one statement for all of them, elsewhere the ORM."""
+    if not outcomes:
+        return set()
+    now = timezone.now()
+    if connection.vendor != "postgresql":
+        return {held.delivery_id for held, text in outcomes if _delivered_by_orm(held, text, now)}
+    # In a transaction only when the replies must also be announced (conversations/outbound.py).
     with transaction.atomic() if outbound.wanted() else nullcontext(), connection.cursor() as cursor:
         cursor.execute(
-            _DELIVERED_WITH_REPLIES.format(**_tables()),
+            _DELIVERED.format(**_tables()),
             {
-                "ids": [held.delivery_id for held, _ in replies],
-                "attempts": [held.attempt for held, _ in replies],
-                "public_ids": [new_message_id() for _ in replies],
-                "texts": [text for _, text in replies],
-                "now": timezone.now(),
+                "ids": [held.delivery_id for held, _ in outcomes],
+                "attempts": [held.attempt for held, _ in outcomes],
+                "public_ids": [new_message_id() for _ in outcomes],
+                "texts": [text for _, text in outcomes],
+                "now": now,
             },
         )
         rows = cursor.fetchall()
-        outbound.written([int(row[1]) for row in rows])
+        outbound.written([int(row[1]) for row in rows if row[1] is not None])
         return {int(row[0]) for row in rows}
+
+
+def _delivered_by_orm(held: Held, reply_text: str | None, now: datetime) -> bool:
+    with transaction.atomic():
+        delivery = _holding(held).select_for_update().select_related("message").first()
+        if delivery is None:
+            return False
+        if delivery.reply_id is None and reply_text is not None:
+            delivery.reply = _assistant_message(delivery.message.conversation_id, reply_text, now)
+        _holding(held).update(reply=delivery.reply, **_delivered_columns(now))
+        return True
+
+
+def _delivered_columns(now: datetime) -> dict[str, Any]:
+    """What "delivered" writes besides the reply (the ORM's writes; the PostgreSQL statement above says the same)."""
+    return {
+        "status": DeliveryStatus.DELIVERED,
+        "next_attempt_at": None,
+        "lease_expires_at": None,
+        "finished_at": now,
+        "updated_at": now,
+    }
 
 
 def retry_later(held: Held, error: str, next_attempt_at: datetime) -> bool:
@@ -393,22 +357,12 @@ def record_callback_reply(message: Message, reply_text: str, callback_id: str) -
         now = timezone.now()
         delivery.reply = _assistant_message(delivery.message.conversation_id, reply_text, now)
         delivery.callback_id = callback_id
-        if delivery.status != DeliveryStatus.DELIVERED:
-            delivery.finished_at = now  # an attempt still running (or a retry waiting) ends here
-        delivery.status = DeliveryStatus.DELIVERED
-        delivery.next_attempt_at = None
-        delivery.lease_expires_at = None
-        delivery.save(
-            update_fields=[
-                "reply",
-                "callback_id",
-                "status",
-                "next_attempt_at",
-                "lease_expires_at",
-                "finished_at",
-                "updated_at",
-            ]
-        )
+        columns = _delivered_columns(now)
+        if delivery.status == DeliveryStatus.DELIVERED:
+            del columns["finished_at"]  # an attempt still running (or a retry waiting) ends here; a finished one did
+        for name, value in columns.items():
+            setattr(delivery, name, value)
+        delivery.save(update_fields=["reply", "callback_id", *columns])
         return delivery, True
 
 
@@ -416,6 +370,17 @@ def abandoned(now: datetime) -> Q:
     """Being attempted by a worker that is gone: its lease expired (or, claimed before leases, long ago)."""
     return Q(status=DeliveryStatus.PROCESSING) & (
         Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True, started_at__lt=now - STALE_PROCESSING)
+    )
+
+
+def due(grace: timedelta) -> QuerySet[Delivery]:
+    """Deliveries that should have been attempted by now: a retry whose time has come (the immediate backend
+    cannot defer one), a task that never got enqueued, an attempt whose worker died."""
+    cutoff = timezone.now() - grace
+    return Delivery.objects.filter(
+        Q(status=DeliveryStatus.QUEUED, next_attempt_at__lte=cutoff)
+        | Q(status=DeliveryStatus.QUEUED, next_attempt_at__isnull=True, created_at__lte=cutoff)
+        | abandoned(timezone.now())
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from assistant.conversation import AssistantRequest, KeyInfo, ThreadEntry, build_request
-from conversations.models import Delivery, Message
+from conversations.models import Message
 from delivery import lifecycle
 from delivery.lifecycle import Held
 
@@ -46,14 +46,13 @@ class Claim:
         return self.delivery_id
 
 
-def claim(limit: int, delivery_id: int | None = None, *, lease_seconds: float | None = None) -> list[Claim]:
-    """Claim up to ``limit`` claimable deliveries (or only ``delivery_id``, if it is claimable), each under a lease
-    of ``lease_seconds`` (by default DELIVERY_LEASE_SECONDS, which the claimer renews)."""
+def claim(limit: int, *, lease_seconds: float | None = None) -> list[Claim]:
+    """Claim up to ``limit`` claimable deliveries, each under a lease of ``lease_seconds`` (by default
+    DELIVERY_LEASE_SECONDS, which the claimer renews)."""
     if connection.vendor == "postgresql":
-        return [_claim_of_row(row) for row in lifecycle.claim(limit, delivery_id, lease_seconds=lease_seconds)]
+        return [_claim_of_row(row) for row in lifecycle.claim(limit, lease_seconds=lease_seconds)]
     with transaction.atomic():  # the claim and the reads together
-        rows = lifecycle.claim(limit, delivery_id, lease_seconds=lease_seconds)
-        return _claims_by_orm(rows)
+        return _claims_by_orm(lifecycle.claim(limit, lease_seconds=lease_seconds))
 
 
 def _claim_of_row(row: Sequence[Any]) -> Claim:
@@ -83,19 +82,3 @@ def _claims_by_orm(rows: Sequence[Sequence[Any]]) -> list[Claim]:
         message = Message.objects.select_related("conversation", "api_key").get(pk=message_id)
         claims.append(Claim(delivery_id, attempt, backend, build_request(message, attempt)))
     return claims
-
-
-_NEXT_IN_THREAD = """
-    SELECT n.id FROM {delivery} AS n JOIN {delivery} AS d ON n.conversation_id = d.conversation_id
-    WHERE d.id = %s AND n.status = 'queued' ORDER BY n.id LIMIT 1
-"""
-
-
-def next_in_thread(delivery_id: int) -> int | None:
-    """The thread's first queued delivery after this one finished, if any (the baton, where nobody polls)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _NEXT_IN_THREAD.format(delivery=connection.ops.quote_name(Delivery._meta.db_table)), [delivery_id]
-        )
-        row = cursor.fetchone()
-    return None if row is None else int(row[0])

@@ -8,14 +8,16 @@ Three kinds of thread:
 - the claimer (one database connection, delivery/claiming.py) claims ready rows in batches whenever there is room
   (``concurrency`` attempts, plus ``ahead`` claimed in advance so that a free attempt thread never waits for a
   claim) and renews the leases of everything held, every third of a lease, grace period included;
-- ``concurrency`` attempt threads run ``Kind.attempt``; they never touch the database;
+- ``concurrency`` attempt threads run ``Kind.attempt``; they never touch the database (what an attempt must read
+  or write goes to ops/database_work.py's threads);
 - ``recorders`` recorder threads (a database connection each) write the outcomes: first ``Kind.record_together``
   (the common outcome of many attempts in one statement), then each of the rest through ``settle``, the one
   decision of what an outcome makes of its row (done, retried, failed, put back).
 
 Stopping (``stop``, on SIGTERM): claim nothing more and start nothing claimed ahead (put back at once, uncounted);
 give what is in flight the grace period; record what finished; put back what did not, uncounted. ``stop_now`` (a
-second SIGTERM) puts back at once. ``drain`` (``--batch``) attempts what is claimable now without threads of its own.
+second SIGTERM) puts back at once. ``drain`` attempts what is claimable now without threads of its own: ``--batch``,
+and the deliveries of a task backend outside the database (delivery/tasks.py), so a row has one way to run.
 After a SIGKILL nothing runs: the leases expire and any worker takes the rows over (delivery/leases.py).
 """
 
@@ -34,6 +36,7 @@ from django.utils import timezone
 
 from delivery import leases
 from delivery.claiming import Claimer
+from ops import database_work
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +78,9 @@ class Kind(Protocol):
 
     def policy(self) -> leases.LeasePolicy: ...
 
-    def claim(self, limit: int) -> Sequence[Any]:
+    def claim(self, limit: int, *, lease_seconds: float | None = None) -> Sequence[Any]:
         """Claims of up to ``limit`` claimable rows (delivery/leases.py's per-thread rule), each with its ``row_id``
-        and ``attempt`` (the claim's token)."""
+        and ``attempt`` (the claim's token), under a lease of ``lease_seconds`` (default: the policy's)."""
 
     def before_attempt(self, claim: Any) -> Any | None:
         """An outcome decided without an attempt (quiet hours, a closed window), or None: attempt it."""
@@ -212,12 +215,15 @@ class QueueWorker:
         self.kind.close()
         connection.close()
 
-    def drain(self) -> int:
+    def drain(self, *, here: bool = False, lease_seconds: float | None = None) -> int:
         """Without threads of its own: attempt everything claimable now, batch after batch, until nothing is (a
-        retry due later is left for later); returns how many ran."""
+        retry due later is left for later); returns how many ran. ``here``: one at a time in the calling thread,
+        whose database connection the attempt may use (a task backend outside the database runs deliveries so);
+        ``lease_seconds``: as long as the longest attempt, since nobody renews these leases."""
         ran = 0
-        while claims := self.kind.claim(self.batch):
-            for finished in self._pool.map(self._attempt_now, claims):
+        while claims := self.kind.claim(1 if here else self.batch, lease_seconds=lease_seconds):
+            attempts = map(self._attempt_now, claims) if here else self._pool.map(self._attempt_in_pool, claims)
+            for finished in attempts:
                 settle(self.kind, finished)
             ran += len(claims)
         return ran
@@ -236,7 +242,12 @@ class QueueWorker:
         if self._stopping.is_set():  # claimed ahead, not begun: a stopping worker starts nothing new
             self._finished.put(Finished(claim, NotStarted()))
             return
-        self._finished.put(self.kind.attempt(claim))
+        with database_work.attempt_thread():
+            self._finished.put(self.kind.attempt(claim))
+
+    def _attempt_in_pool(self, claim: Any) -> Finished:
+        with database_work.attempt_thread():
+            return self._attempt_now(claim)
 
     def _attempt_now(self, claim: Any) -> Finished:
         decided = self.kind.before_attempt(claim)

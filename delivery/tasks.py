@@ -1,5 +1,6 @@
 """The hand-off task (the immediate backend, and any task backend outside the database), and how a delivery gets its
-attempt whichever backend is configured."""
+attempt whichever backend is configured: always by the delivery engine's claim, attempt and ``settle``
+(delivery/engine.py), on the worker's threads or, for this task, in the thread that runs it."""
 
 import logging
 from datetime import datetime
@@ -17,41 +18,30 @@ logger = logging.getLogger("delivery.handoff")
 
 @task
 def deliver_message(message_id: str | int) -> str:
-    """One attempt to hand a recorded message (by its public id) to the assistant; returns the delivery's status
-    afterwards. The task carries the public id, not the delivery's key, because the id exists before any row is
-    written: the request writes the message, its delivery and this task's row in one statement. An integer is a
-    delivery's key, as tasks enqueued before that change carry it: they still run after a deploy."""
-    from delivery.handoff import attempt_delivery
-
+    """Deliver what is claimable now (this message, unless it waits behind an earlier one of its thread, and its
+    thread's next ones as each finishes), the engine's one way (delivery/engine.py ``deliver_here``), in this thread;
+    returns the message's delivery's status afterwards. The task carries the public id, which exists before any row
+    is written; an integer is a delivery's key, as tasks enqueued by an earlier release carry it."""
     if queued_in_database():
         # A task row written by an earlier release, before the delivery rows became the queue: the engine running
         # in this same worker process claims the delivery itself (in its thread's order), so this does nothing.
         return "skipped"
-    if isinstance(message_id, int):
-        delivery_id: int | None = message_id
-    else:
-        delivery_id = Delivery.objects.filter(message__public_id=message_id).values_list("pk", flat=True).first()
-    if delivery_id is None:
+    from delivery.engine import deliver_here
+
+    deliver_here()
+    by = {"pk": message_id} if isinstance(message_id, int) else {"message__public_id": message_id}
+    delivery = Delivery.objects.filter(**by).select_related("message").first()
+    if delivery is None:
         return "skipped"
-    deferrable = can_defer()
-    status = attempt_delivery(delivery_id, deferrable)
-    if status == "queued" and deferrable:  # the retry, as a task due at the delivery's next_attempt_at
-        delivery = Delivery.objects.select_related("message").get(pk=delivery_id)
-        enqueue_delivery(delivery.message.public_id, run_after=delivery.next_attempt_at, delivery_id=delivery.pk)
-    elif status in (DeliveryStatus.DELIVERED, DeliveryStatus.FAILED):
-        _pass_the_baton(delivery_id)
-    return status
-
-
-def _pass_the_baton(delivery_id: int) -> None:
-    """The thread's next message waited behind this one (its own task found it not first in its thread): its turn."""
-    from delivery.queue import next_in_thread
-
-    successor = next_in_thread(delivery_id)
-    if successor is not None:
-        public_id = Delivery.objects.filter(pk=successor).values_list("message__public_id", flat=True).first()
-        if public_id is not None:
-            enqueue_delivery(public_id, delivery_id=successor)
+    if delivery.status == DeliveryStatus.QUEUED and delivery.next_attempt_at is not None:
+        if can_defer():  # the retry, as a task due at the delivery's next_attempt_at
+            enqueue_delivery(delivery.message.public_id, run_after=delivery.next_attempt_at)
+        else:
+            logger.warning(
+                "delivery %s: the task backend cannot defer, so its retry waits for `manage.py retrydeliveries --due`",
+                delivery.pk,
+            )
+    return delivery.status
 
 
 def can_defer() -> bool:
@@ -61,12 +51,12 @@ def can_defer() -> bool:
 
 def queued_in_database() -> bool:
     """Whether deliveries wait in the database for the delivery engine (delivery/engine.py, run by ``manage.py
-    db_worker``): with the database task backend. The delivery row is then the queue's entry: it is written with the
+    worker``): with the database task backend. The delivery row is then the queue's entry: it is written with the
     message, in the same statement, and nothing else needs enqueuing."""
     return isinstance(deliver_message.get_backend(), DatabaseBackend)
 
 
-def enqueue_delivery(message_id: str, run_after: datetime | None = None, *, delivery_id: int | None = None) -> None:
+def enqueue_delivery(message_id: str, run_after: datetime | None = None) -> None:
     """Make sure a queued delivery gets its attempt, as part of the caller's transaction.
 
     With the database backend there is nothing to do: the engine
@@ -87,7 +77,7 @@ def retry_delivery(delivery: Delivery) -> bool:
     with transaction.atomic():
         requeued = lifecycle.queue_again(delivery.pk)
         if requeued:
-            enqueue_delivery(delivery.message.public_id, delivery_id=delivery.pk)
+            enqueue_delivery(delivery.message.public_id)
     if requeued:
         logger.info("delivery %s queued again by staff", delivery.pk)
     return bool(requeued)

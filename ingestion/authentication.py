@@ -59,13 +59,14 @@ def bearer_token(header: str | None) -> str:
     return key
 
 
-# Set on Django's request while its key is one remembered and not yet confirmed (is_unconfirmed).
-UNCONFIRMED = "api_key_unconfirmed"
+# Set in the request's WSGI environ (request.META, Django's and DRF's alike) while its key is one remembered and not
+# yet confirmed (is_unconfirmed).
+UNCONFIRMED = "poke.api_key_unconfirmed"
 
 
 def is_unconfirmed(request: Request) -> bool:
     """Whether the request's key came from what the process remembers and is not yet confirmed by the database."""
-    return getattr(request._request, UNCONFIRMED, False)
+    return bool(request.META.get(UNCONFIRMED, False))
 
 
 class ApiKeyAuthentication(BaseAuthentication):
@@ -90,7 +91,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         return self._authenticate(request, recall=False)
 
     def _authenticate(self, request: Request, *, recall: bool) -> tuple[User, ApiKey]:
-        setattr(request._request, UNCONFIRMED, False)
+        request.META[UNCONFIRMED] = False
         try:
             return self.identify(request, recall=recall)
         except Unauthorized:
@@ -110,7 +111,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         if recall:
             remembered = recent.recall(presented.digest)
             if remembered is not None and not remembered.is_expired():
-                setattr(request._request, UNCONFIRMED, True)
+                request.META[UNCONFIRMED] = True
                 return remembered.owner, remembered
         key = lookup.key_with_owner(presented.digest, with_profile=self.with_profile)
         if key is None or key.is_revoked or not key.owner.is_active or key.is_expired():

@@ -1,6 +1,6 @@
 """The body rules of the two endpoints (docs/design.md#the-two-endpoints)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
@@ -61,10 +61,11 @@ def _needs_a_closer_look(value: Any, depth: int, max_depth: int) -> bool:
         return True
     if isinstance(value, str):
         return "\x00" in value or not (value.isascii() or _encodes(value))
+    members: Iterable[tuple[Any, Any]]
     if isinstance(value, dict):
         members = value.items()
     elif isinstance(value, list):
-        members = enumerate(value)  # type: ignore[assignment]
+        members = enumerate(value)
     else:
         return False
     if value and depth + 1 > max_depth:  # its members are one level deeper

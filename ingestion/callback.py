@@ -74,7 +74,7 @@ def _raw_body(request: Request) -> bytes:
     limit = settings.INGEST_MAX_BODY_BYTES
     if (declared_length(request) or 0) > limit:
         raise PayloadTooLarge(f"The body is larger than the limit of {limit} bytes.")
-    return request._request.body
+    return request.body
 
 
 def _reply_of(body: Any) -> tuple[str, str]:

@@ -32,6 +32,7 @@ from ingestion.exceptions import InvalidBody, InvalidJson, Unauthorized
 from ingestion.hotpath.recording import record_user_message
 from ingestion.negotiation import JsonOnly
 from ops.errors import error_body
+from ops.request_id import request_id_of
 
 MAX_CONTENT = 50_000
 TOKEN_LIFETIME = timedelta(hours=24)
@@ -96,7 +97,7 @@ class FollowUpView(APIView):
                 endpoint=Endpoint.FOLLOW_UP,
                 text=content,
                 context={"tool": action.label, "action": action.pk, "followUp": count, "hasMore": has_more},
-                request_id=getattr(request._request, "request_id", ""),
+                request_id=request_id_of(request),
                 # The origin of the call that asked for it, all the way down: what it leads to stays under the same
                 # key's or trigger's rules and dies with it (assistant/approvals.py).
                 api_key=origin.api_key,

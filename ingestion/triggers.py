@@ -48,6 +48,7 @@ from ingestion.throttling import WebhookTriggerRateThrottle
 from keys.models import ApiKey
 from keys.scopes import Scope
 from ops.http import REPLAYED_HEADER, declared_length
+from ops.request_id import request_id_of
 from triggers import services
 from triggers.models import WebhookTrigger
 
@@ -240,7 +241,7 @@ def _raw_body(request: Request) -> bytes:
     limit = settings.INGEST_MAX_BODY_BYTES
     if (declared_length(request) or 0) > limit:
         raise PayloadTooLarge(f"The body is larger than the limit of {limit} bytes.")
-    return request._request.body
+    return request.body
 
 
 class FireTriggerView(APIView):
@@ -274,7 +275,7 @@ class FireTriggerView(APIView):
                 text=services.message_text(trigger, payload, event),
                 context=payload,
                 trigger=trigger,
-                request_id=getattr(request._request, "request_id", ""),
+                request_id=request_id_of(request),
                 log_line=trigger_log.accepted_line(trigger, summary) if logged else None,
                 log_trim=trigger_log.trim_with_insert(trigger.pk) if logged else None,
             )

@@ -39,11 +39,18 @@ from keys.models import ApiKey
 from keys.scopes import Scope
 from ops.errors import json_error
 from ops.http import REPLAYED_HEADER
+from ops.request_id import request_id_of
 from triggers.models import WebhookTrigger
 
 SENT = "Message sent successfully"
 # A message with a receipt: one handed to the assistant, whose delivery row exists or was pruned (its outcome kept).
 HANDED_OVER = Q(delivery__isnull=False) | ~Q(outcome="")
+
+
+class _Accepted(HttpResponse):
+    """The fast path's answer, which keeps its payload as a DRF response does (the access log reads it)."""
+
+    data: Any
 
 
 class _MessageView(APIView):
@@ -82,7 +89,7 @@ class _MessageView(APIView):
     def record(self, request: Request, text: str, body: Any) -> tuple[ApiKey, Message]:
         key = request.auth
         assert isinstance(key, ApiKey)  # set by the endpoint's authentication class
-        return key, self.write(key, text, body, request._request, confirm_key=is_unconfirmed(request))
+        return key, self.write(key, text, body, request, confirm_key=is_unconfirmed(request))
 
     def write(
         self,
@@ -102,7 +109,7 @@ class _MessageView(APIView):
             text=text,
             context=body,
             api_key=key,
-            request_id=getattr(request, "request_id", ""),
+            request_id=request_id_of(request),
             confirm_key=confirm_key,
             before_writing=before_writing,
             along=along,
@@ -152,8 +159,9 @@ class CurrentMessageView(_MessageView):
     def serve_remembered(self, request: HttpRequest, key: ApiKey) -> HttpResponseBase:
         """The ordinary request (ingestion/accept.py): the full path's checks in its order, on Django's request."""
         # What the authentication leaves for a remembered key, and what DRF copies onto Django's request.
-        setattr(request, UNCONFIRMED, True)
-        request.user, request.auth = key.owner, key  # type: ignore[attr-defined]
+        request.META[UNCONFIRMED] = True
+        request.user = key.owner
+        request.auth = key  # type: ignore[attr-defined]  # as DRF sets it on Django's request
         body: Any = None
         text = ""
         try:
@@ -172,8 +180,8 @@ class CurrentMessageView(_MessageView):
         except Exception as refused:
             return self.continue_in_full(request, key, refused, text, body)
         payload, status, replayed = answer
-        response = HttpResponse(_RENDERER.render(payload), status=status, content_type=_RENDERER.media_type)
-        response.data = payload  # type: ignore[attr-defined]  # as a DRF response keeps it (the access log reads it)
+        response = _Accepted(_RENDERER.render(payload), status=status, content_type=_RENDERER.media_type)
+        response.data = payload
         for name, value in self.default_response_headers.items():
             response[name] = value
         if replayed:

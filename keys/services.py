@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from accounts import audit
 from accounts.models import AuditKind
-from accounts.services import lock_account
+from accounts.services import lock_account, lock_room
 from keys import tokens
 from keys.models import ApiKey, Generation
 from keys.scopes import CONSOLE_DEFAULT, LEGACY_V1, Scope, stored
@@ -89,11 +89,9 @@ def create_key(
     if may_read_replies:
         granted.add(Scope.REPLIES_READ)
     plaintext = tokens.generate(generation)
-    limit = settings.MAX_ACTIVE_KEYS_PER_ACCOUNT
     with transaction.atomic():
-        lock_account(owner)
-        if ApiKey.objects.active().filter(owner=owner).count() >= limit:
-            raise KeyLimitReached(limit)
+        active = ApiKey.objects.active().filter(owner=owner)
+        lock_room(owner, active, settings.MAX_ACTIVE_KEYS_PER_ACCOUNT, KeyLimitReached)
         key = ApiKey.objects.create(
             owner=owner,
             name=name,

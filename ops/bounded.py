@@ -15,20 +15,33 @@ The protocol clients reach it through small adapters here:
 - httpx streams (MCP): ``chunks_async``;
 - http.client (the assistant runtime, the JSON providers): ``Bound.watch`` and ``Bound.spend`` directly.
 
+Every bound also draws on one budget shared by the whole process (``PROCESS_MAX_ANSWER_BYTES``): what all the
+exchanges under way hold together. A read that would take it past that fails at once with ``Busy`` (a ``TooLarge``
+whose sentence says the server is busy), and a bound gives its bytes back when its exchange ends (``release``, the
+end of its ``with`` block, or at the latest when it is garbage-collected). Each bound alone holds; this keeps their
+sum bounded too, however many threads read at once.
+
 What each bound is set to, and why, is listed in docs/explanation/limits.md.
 """
 
 import contextlib
 import contextvars
+import ctypes
+import gc
 import heapq
 import logging
 import os
 import socket
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from types import TracebackType
 from typing import Any
+
+from django.conf import settings
+
+from ops import session_internals
 
 log = logging.getLogger("ops.bounded")
 
@@ -52,11 +65,117 @@ class TooSlow(Exceeded):
     """The deadline passed before the answer was whole."""
 
 
+class Busy(TooLarge):
+    """The process is already holding as many bytes of answers as it may at once (PROCESS_MAX_ANSWER_BYTES): this
+    answer was cut off, not because of its own size. Worth trying again later."""
+
+
 def size_text(size: int) -> str:
     """A byte count as people read it: 1 MB, 10.5 MB, 64 kB."""
     if size >= 1_000_000:
         return f"{size / 1_000_000:.3g} MB"
     return f"{size / 1000:.3g} kB"
+
+
+class _Held:
+    """The bytes one bound has taken from the process's budget (kept apart from the bound, so that a finalizer can
+    give them back without keeping the bound alive)."""
+
+    __slots__ = ("bytes",)
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+
+class _ProcessBudget:
+    """The bytes every bound of the process holds together, at most PROCESS_MAX_ANSWER_BYTES (read at each take,
+    so a changed setting applies at once)."""
+
+    def __init__(self) -> None:
+        self.held = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def limit() -> int:
+        return int(getattr(settings, "PROCESS_MAX_ANSWER_BYTES", 50_000_000))
+
+    def fits(self, size: int) -> bool:
+        return self.held + size <= self.limit()
+
+    def take(self, held: _Held, size: int) -> bool:
+        """Add ``size`` bytes to what ``held`` holds, if the process has them to spare."""
+        limit = self.limit()
+        with self._lock:
+            if self.held + size > limit:
+                return False
+            self.held += size
+            held.bytes += size
+            return True
+
+    def give_back(self, held: _Held) -> int:
+        """Return what ``held`` holds to the process; the number of bytes given back."""
+        with self._lock:
+            given, held.bytes = held.bytes, 0
+            self.held -= given
+        return given
+
+
+process_budget = _ProcessBudget()
+
+TRIM_AFTER_BYTES = 1_000_000  # an exchange that held this much hands the freed memory back to the system
+
+
+def _malloc_trim() -> Any:
+    """glibc's malloc_trim, or None (another C library)."""
+    with contextlib.suppress(OSError, AttributeError):
+        return ctypes.CDLL(None).malloc_trim
+    return None
+
+
+_trim = _malloc_trim()
+
+
+class _Trimmer:
+    """Hands the memory freed after large answers back to the system, a moment after the last of them ended: a
+    full garbage collection (a session of the HTTP libraries is a cycle of small objects, and each pins pages
+    around it), then glibc's malloc_trim (glibc keeps freed memory in each thread's arena for reuse). Without it a
+    worker's resident memory grows with every thread that once read a large answer and stays there idle
+    (docs/explanation/limits.md has the figures). Not at once, when a bound is released: its answer's buffers are
+    often still referenced then (the exception on its way up, the response being parsed). At most once every
+    ``INTERVAL`` seconds: the collection takes 0.1-0.3 s of a core in a large process, and a stream of hostile
+    answers should not buy that more often."""
+
+    DELAY = 0.5  # seconds after the large answer that asked for it
+    INTERVAL = 2.0  # seconds between two runs, at least
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: threading.Timer | None = None
+        self._last = -self.INTERVAL
+
+    def soon(self) -> None:
+        if _trim is None:
+            return
+        with self._lock:
+            if self._pending is not None:
+                return
+            delay = max(self.DELAY, self._last + self.INTERVAL - time.monotonic())
+            self._pending = threading.Timer(delay, self._run)
+            self._pending.daemon = True
+            self._pending.start()
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        gc.collect()
+        collected = time.monotonic()
+        _trim(0)
+        with self._lock:
+            self._pending = None
+            self._last = time.monotonic()
+        log.debug("bounded.trimmed: collection %.3f s, trim %.3f s", collected - started, self._last - collected)
+
+
+_trimmer = _Trimmer()
 
 
 _current: contextvars.ContextVar["Bound | None"] = contextvars.ContextVar("bound", default=None)
@@ -81,6 +200,10 @@ class Bound:
         self._watches: list[_Watch] = []
         self._lock = threading.Lock()
         self._token: contextvars.Token[Bound | None] | None = None
+        self._held = _Held()
+        self._closing: list[Any] = []
+        # The bytes go back to the process when the exchange ends (release), or when a bound nobody released is freed.
+        weakref.finalize(self, process_budget.give_back, self._held)
 
     # Counting ----------------------------------------------------------------------------------------------------
 
@@ -92,17 +215,22 @@ class Bound:
         return left
 
     def spend(self, size: int) -> None:
-        """Count ``size`` bytes just read; TooLarge past the budget, TooSlow past the deadline."""
+        """Count ``size`` bytes just read; TooLarge past the budget, Busy past the process's, TooSlow past the
+        deadline."""
         self.read += size
         if self.read > self.max_bytes:
             raise self._refuse(TooLarge)
+        if not process_budget.take(self._held, size):
+            raise self._refuse(Busy)
         if time.monotonic() >= self.ends_at:
             raise self._refuse(TooSlow)
 
     def announced(self, size: int) -> None:
-        """An answer says it will be ``size`` bytes long: TooLarge now, unread, when that cannot fit."""
+        """An answer says it will be ``size`` bytes long: TooLarge (or Busy) now, unread, when that cannot fit."""
         if self.read + size > self.max_bytes:
             raise self._refuse(TooLarge)
+        if not process_budget.fits(size):
+            raise self._refuse(Busy)
 
     @property
     def expired(self) -> bool:
@@ -113,6 +241,11 @@ class Bound:
         """The sentence for the person: what was refused, and the bound it passed."""
         if kind is None:
             kind = type(self.exceeded) if self.exceeded is not None else TooSlow
+        if kind is Busy:
+            return (
+                f"{self.what}'s answer was not read: this server is already reading "
+                f"{size_text(process_budget.limit())} of other answers, the most it holds at once. Try again shortly."
+            )
         if kind is TooLarge:
             return f"{self.what}'s answer is larger than {size_text(self.max_bytes)}, the most this server reads."
         return f"{self.what} did not answer in time."
@@ -133,12 +266,14 @@ class Bound:
             self.exceeded = kind(self, self.refusal(kind))
             # The figures are in the message: the JSON log keeps the message, not extra fields.
             log.warning(
-                "bounded.refused: %s, %s after reading %d bytes (at most %d, %.1f s)",
+                "bounded.refused: %s, %s after reading %d bytes (at most %d, %.1f s; the process holds %d of %d)",
                 self.what,
                 kind.__name__,
                 self.read,
                 self.max_bytes,
                 self.seconds,
+                process_budget.held,
+                process_budget.limit(),
             )
         return self.exceeded
 
@@ -158,8 +293,27 @@ class Bound:
         _deadlines.add(watch, self.ends_at)
         return sock
 
+    def close_at_end(self, resource: Any) -> None:
+        """Close ``resource`` (a session, a client) when the exchange ends: its connections and buffers are freed
+        then, not when the garbage collector next finds the cycles such objects form."""
+        with self._lock:
+            self._closing.append(resource)
+
     def release(self) -> None:
-        """Stop watching this bound's sockets (the exchange is over)."""
+        """Stop watching this bound's sockets, close what was handed to ``close_at_end`` and give the bound's bytes
+        back to the process (the exchange is over)."""
+        with self._lock:
+            closing, self._closing = self._closing, []
+        for resource in closing:
+            with contextlib.suppress(Exception):  # closing what failed may fail too; nothing more to free
+                resource.close()
+        if process_budget.give_back(self._held) >= TRIM_AFTER_BYTES:
+            _trimmer.soon()
+        if self.exceeded is not None:
+            # The refusal's traceback holds the frames that read (and this bound, in them): a cycle that would keep
+            # their buffers until the garbage collector's next full pass. The sentence is all callers need.
+            self.exceeded.__traceback__ = None
+            self.exceeded.__context__ = None  # the library's error it replaced, with its own traceback
         with self._lock:
             watches, self._watches = self._watches, []
         for watch in watches:
@@ -333,8 +487,8 @@ class _BoundedTransport:
 
 
 def _read_body(response: Any, bound: Bound) -> None:
-    """Read the body of a streamed requests/niquests response through the bound, into ``response._content``."""
-    connection = getattr(getattr(response, "raw", None), "_connection", None)
+    """Read the body of a streamed requests/niquests response through the bound, kept as its ``content``."""
+    connection = session_internals.connection_of(response)
     sock = getattr(connection, "sock", None)
     watched = isinstance(connection, tuple(_watched_classes.values()))  # already, since the request was sent
     if isinstance(sock, socket.socket) and not watched:
@@ -348,13 +502,13 @@ def _read_body(response: Any, bound: Bound) -> None:
             bound.spend(len(chunk))
             parts.append(chunk)
     except BaseException as error:
+        parts.clear()  # at once: the exception's traceback keeps this frame, and the bound keeps the exception
         response.close()  # closes the connection: the server's next write fails
         exceeded = bound.explain(error)
         if exceeded is not None:
             raise exceeded from None
         raise
-    response._content = b"".join(parts)
-    response._content_consumed = True
+    session_internals.keep_body(response, b"".join(parts))
 
 
 _watched_classes: dict[type, type] = {}
@@ -371,7 +525,7 @@ def _watched(connection_class: type) -> type:
             sock = getattr(self, "sock", None)
             if bound is not None and isinstance(sock, socket.socket):
                 bound.watch(sock)
-            return connection_class.getresponse(self, *args, **kwargs)  # type: ignore[attr-defined]
+            return session_internals.sent_then_read(connection_class, self, *args, **kwargs)
 
         watched = type(f"Watched{connection_class.__name__}", (connection_class,), {"getresponse": getresponse})
         _watched_classes[connection_class] = watched
@@ -381,18 +535,29 @@ def _watched(connection_class: type) -> type:
 def _watch_connections(adapter: Any) -> None:
     """Make every connection pool of a requests/niquests adapter use watched connections (once: a pool already
     watched is left as it is, or each exchange would be watched twice, a descriptor and a deadline more)."""
-    manager = getattr(adapter, "poolmanager", None)
-    pools = getattr(manager, "pool_classes_by_scheme", None)
-    if not isinstance(pools, dict):
+    pools = session_internals.pool_classes(adapter)
+    if pools is None:
         return
     watched = tuple(_watched_classes.values())
-    # A new dict: the library's is shared by every pool manager.
-    manager.pool_classes_by_scheme = {  # type: ignore[union-attr]
-        scheme: pool
-        if issubclass(pool.ConnectionCls, watched)
-        else type(f"Watched{pool.__name__}", (pool,), {"ConnectionCls": _watched(pool.ConnectionCls)})
-        for scheme, pool in pools.items()
-    }
+    session_internals.use_pool_classes(
+        adapter,
+        {
+            scheme: pool if issubclass(pool.ConnectionCls, watched) else _watched_pool(pool)
+            for scheme, pool in pools.items()
+        },
+    )
+
+
+_watched_pools: dict[type, type] = {}
+
+
+def _watched_pool(pool: type) -> type:
+    """The library's pool class, its connections watched: made once per class (a class made per session would be
+    garbage only the collector's full pass frees, a few kB each)."""
+    if pool not in _watched_pools:
+        connection_class = pool.ConnectionCls  # type: ignore[attr-defined]
+        _watched_pools[pool] = type(f"Watched{pool.__name__}", (pool,), {"ConnectionCls": _watched(connection_class)})
+    return _watched_pools[pool]
 
 
 def bound_session[S](session: S, what: str, *, max_bytes: int, seconds: float = 30.0) -> S:

@@ -5,6 +5,8 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from ops.request_id import request_id_of
+
 # Built once: json.dumps with non-default options would build a new encoder for every line.
 _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":"))
 
@@ -24,7 +26,8 @@ class JsonFormatter(logging.Formatter):
         if fields:
             entry.update(fields)
         # django.request passes the request with its errors: the id ties a traceback to the request's log line.
-        request_id = getattr(getattr(record, "request", None), "request_id", None)
+        request: Any = getattr(record, "request", None)
+        request_id = request_id_of(request) if hasattr(request, "META") else None
         if request_id and "request_id" not in entry:
             entry["request_id"] = request_id
         if record.exc_info:

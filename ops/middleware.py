@@ -19,6 +19,7 @@ from ops.errors import error_body
 from ops.health import OK, readiness
 from ops.http import REPLAYED_HEADER, declared_length
 from ops.redaction import loggable_path
+from ops.request_id import request_id_of
 
 access_log = logging.getLogger("access")
 
@@ -172,7 +173,7 @@ def _log_fields(
     # never the key itself nor its digest.
     key = getattr(request, "auth", None)
     return {
-        "request_id": getattr(request, "request_id", None),
+        "request_id": request_id_of(request) or None,
         "method": request.method,
         "path": loggable_path(request.path_info),  # never a password reset link's token
         "endpoint": endpoint,

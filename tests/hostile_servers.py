@@ -160,7 +160,8 @@ def endless_smtp(seconds: float = 60) -> contextlib.AbstractContextManager[Hosti
     return _serving(take, seconds)
 
 
-def _rss() -> int:
+def rss() -> int:
+    """The process's resident memory, in bytes."""
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * 4096
 
@@ -176,13 +177,13 @@ class Measured:
 
 def peak_growth(call: Callable[[], Any]) -> Measured:
     """Run ``call`` while a thread samples the process's resident memory every 5 ms."""
-    before = _rss()
+    before = rss()
     peak = [before]
     done = threading.Event()
 
     def sample() -> None:
         while not done.wait(0.005):
-            peak[0] = max(peak[0], _rss())
+            peak[0] = max(peak[0], rss())
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -195,5 +196,57 @@ def peak_growth(call: Callable[[], Any]) -> Measured:
     ended = time.monotonic()
     done.set()
     sampler.join()
-    peak[0] = max(peak[0], _rss())
+    peak[0] = max(peak[0], rss())
     return Measured(result, error, ended - started, peak[0] - before, ended)
+
+
+@dataclass
+class Flood:
+    before: int  # resident bytes before the calls
+    peak: int  # the highest seen while they ran
+    idle: int  # 3 s after the last (the clean-up after large answers runs within 2.5 s: ops/bounded.py)
+    seconds: float
+    refusals: list[str]  # each call's ServiceError, in words
+
+
+def calendar_answers_in_threads(answers: int, threads: int) -> Flood:
+    """``answers`` calls of the real calendar code (connections/calendars.py), ``threads`` at a time, against a
+    CalDAV server that streams every answer without end; the process's resident memory around them."""
+    from concurrent.futures import ThreadPoolExecutor
+    from datetime import UTC, datetime, timedelta
+
+    from connections.calendars import CalendarServer, list_events
+    from connections.network import ServiceError
+
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    refusals: list[str] = []
+    with endless_http(status="207 Multi-Status", content_type="text/xml", seconds=300) as server:
+        calendar = CalendarServer(url=server.url, username="a", password="b", calendar_url=server.url + "cal/")
+
+        def answer(_: int) -> None:
+            try:
+                list_events(calendar, start, start + timedelta(days=7), seconds=20)
+            except ServiceError as error:
+                refusals.append(str(error))
+
+        answer(0)  # the first call's imports and caches are not what is measured
+        refusals.clear()
+        time.sleep(1)
+        before = rss()
+        peak = [before]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.01):
+                peak[0] = max(peak[0], rss())
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        began = time.monotonic()
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(answer, range(answers)))
+        seconds = time.monotonic() - began
+        done.set()
+        sampler.join()
+        time.sleep(3)
+        return Flood(before, peak[0], rss(), seconds, refusals)

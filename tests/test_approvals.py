@@ -251,3 +251,23 @@ def test_the_keys_page_sets_its_tool_policy_with_csrf_and_audit(client, owner):
     strict.force_login(owner)
     assert strict.post(f"/keys/{key.pk}/tools/", {"tool_access": "all"}).status_code == 403
     assert ApiKey.objects.get(pk=key.pk).tool_access == "listed"
+
+
+def test_a_cascade_of_follow_ups_stops_at_the_requests_one_message_may_lead_to(owner):
+    """A key's message asks for five calls and reads with a tool whose follow-up asks for five more: eight wait
+    (APPROVAL_OPEN_PER_MESSAGE), below the key's cap; the model is told why the last two were not asked."""
+    key, _ = make_key(owner, "ci", tools_need_approval=True)
+    first = delivery_under_way(owner, key=key)
+    box = box_for(first)
+    call(box, "list_reminders", {})
+    for n in range(5):
+        call(box, "schedule_reminder", {**REMIND, "text": f"first {n}"})
+    Delivery.objects.filter(pk=first.pk).update(status=DeliveryStatus.DELIVERED)
+    read = Action.objects.get(tool="list_reminders")
+    follow_up = delivery_under_way(owner, key=key, source=Source.TOOL_FOLLOW_UP)
+    Message.objects.filter(pk=follow_up.message_id).update(context={"action": read.pk})
+    told = [call(box_for(follow_up), "schedule_reminder", {**REMIND, "text": f"then {n}"}) for n in range(5)]
+
+    assert Action.objects.filter(state=ActionState.AWAITING_APPROVAL).count() == 8  # the key's cap is 10
+    assert told[-1].startswith("Not done, and not asked: 8 requests that one message led to already wait")
+    assert not Reminder.objects.exists()

@@ -283,3 +283,65 @@ def test_one_adapter_mounted_for_http_and_https_watches_each_exchange_once():
     for pool in adapter.poolmanager.pool_classes_by_scheme.values():
         layers = [cls for cls in pool.ConnectionCls.__mro__ if cls.__name__.startswith("Watched")]
         assert len(layers) == 1
+
+
+def test_the_process_budget_refuses_a_read_that_would_pass_it_at_once(settings):
+    """Two exchanges at once, each within its own bound, together past PROCESS_MAX_ANSWER_BYTES: the second read is
+    refused with Busy (a TooLarge saying the server is busy), and its bytes come back when the first ends."""
+    from ops.bounded import Bound, Busy, process_budget
+
+    settings.PROCESS_MAX_ANSWER_BYTES = 3 * MB
+    first = Bound("The CalDAV server", max_bytes=2 * MB, seconds=10)
+    second = Bound("The IMAP server", max_bytes=2 * MB, seconds=10)
+    with first, second:
+        first.spend(2 * MB)
+        with pytest.raises(Busy) as refused:
+            second.spend(MB + 1)
+        assert str(refused.value) == (
+            "The IMAP server's answer was not read: this server is already reading 3 MB of other answers, the most "
+            "it holds at once. Try again shortly."
+        )
+        with pytest.raises(Busy):
+            Bound("The MCP server", max_bytes=2 * MB, seconds=10).announced(MB + 1)  # refused unread
+    assert process_budget.held == 0
+    with Bound("The CalDAV server", max_bytes=3 * MB, seconds=10) as third:
+        third.spend(3 * MB)  # the whole budget again, once the others ended
+
+
+def test_memory_stays_flat_over_500_hostile_calendar_answers_across_threads(settings):
+    """Issue 40: 225 hostile CalDAV answers once grew a worker from 161 to 628 MB, and it stayed at 515 MB idle. Each
+    answer was cut at 10 MB; their sum was not bounded. Now 500 of them, 16 threads at a time, through the real
+    reading code (connections/calendars.py) against a server that streams without end: every call is refused
+    (its own bound or the process's), and the process's resident memory grows by a few times the budget while
+    they run and by less than 100 MB once they are done (the worker idle again)."""
+    from ops.bounded import process_budget
+    from tests.hostile_servers import calendar_answers_in_threads
+
+    flood = calendar_answers_in_threads(500, 16)
+    refusals, before, peak, idle = flood.refusals, flood.before, flood.peak, flood.idle
+
+    assert len(refusals) == 500
+    busy = [text for text in refusals if "already reading 50 MB of other answers" in text]
+    assert set(refusals) - set(busy) == {"The CalDAV server's answer is larger than 10 MB, the most this server reads."}
+    assert busy, "16 threads of 10 MB answers never met the 50 MB budget"
+    assert process_budget.held == 0
+    assert idle - before < 100 * MB, (before, peak, idle)
+    # While they run: the budget counts the bytes read, not the library's copies of them, each thread's arena and
+    # the sessions awaiting the collector, which add about three times as much (measured: about 200 MB).
+    assert peak - before < 300 * MB, (before, peak, idle)
+    assert flood.seconds < 60
+
+
+def test_a_provider_answer_cut_by_the_process_budget_is_retried_as_unknown(providers, settings):
+    """Busy is not the answer's fault: a provider's send whose answer was cut by PROCESS_MAX_ANSWER_BYTES is
+    retryable, and unknown (the request went out: the provider may have sent the text)."""
+    from channels.adapters import adapter_for
+    from channels.adapters.base import SendError
+
+    settings.PROCESS_MAX_ANSWER_BYTES = 500_000  # below CHANNEL_MAX_ANSWER_BYTES: the process's budget ends first
+    with endless_http() as server:
+        settings.TELEGRAM_API_BASE_URL = server.url.rstrip("/")
+        measured = peak_growth(lambda: adapter_for("telegram").send_text("42", "hi", reference="out_1"))
+    assert isinstance(measured.error, SendError), measured.error
+    assert measured.error.retryable and measured.error.unknown
+    assert "already reading 500 kB of other answers" in str(measured.error)

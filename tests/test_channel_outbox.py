@@ -7,7 +7,7 @@ import socket
 from datetime import time, timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.services import profile_of
@@ -305,7 +305,7 @@ def test_the_assistants_reply_to_an_api_message_goes_to_the_phone(twilio, send):
 
 @pytest.mark.parametrize("together", [False, True])
 def test_replies_recorded_by_one_statement_are_enqueued_in_it(twilio, together):
-    """The engine's PostgreSQL paths (one statement per reply, or one for several); SQLite goes through the ORM."""
+    """The one writer of "delivered", for one reply or several (one statement on PostgreSQL, the ORM elsewhere)."""
     from delivery import lifecycle
     from ingestion.hotpath.recording import record_user_message
 
@@ -313,9 +313,9 @@ def test_replies_recorded_by_one_statement_are_enqueued_in_it(twilio, together):
     for user in users:
         record_user_message(user=user, endpoint=Endpoint.CONSOLE, text="hello")
     held = [lifecycle.Held(row[0], row[2] if len(row) == 4 else row[1]) for row in lifecycle.claim(10)]
-    if together and connection.vendor == "postgresql":
-        assert len(lifecycle.delivered_with_replies([(h, f"reply {h.delivery_id}") for h in held])) == 2
+    if together:
+        assert len(lifecycle.delivered([(h, f"reply {h.delivery_id}") for h in held])) == 2
     else:
-        assert all(lifecycle.delivered(h, f"reply {h.delivery_id}") for h in held)
+        assert all(lifecycle.delivered([(h, f"reply {h.delivery_id}")]) for h in held)
     replies = Message.objects.filter(role=Role.ASSISTANT)
     assert sorted(OutboundMessage.objects.values_list("message_id", flat=True)) == sorted(r.pk for r in replies)

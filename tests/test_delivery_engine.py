@@ -139,24 +139,24 @@ def test_sigterm_lets_the_attempt_in_flight_finish(stack):
     assert "nothing in flight" in worker.output()
 
 
-# db_worker with its main thread held up (a loaded machine) after the engine has started and before the task loop
-# has set its signal handlers.
+# The worker with its main thread held up (a loaded machine) after the engine has started and before the task loop
+# has (the last of its kinds to start).
 SLOW_START = """
 import os, time
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 import django
 django.setup()
 from django.core.management import call_command
-from django_tasks_db.management.commands import db_worker
-configure_logging = db_worker.Command.configure_logging
-db_worker.Command.configure_logging = lambda self, verbosity: (time.sleep(4), configure_logging(self, verbosity))
-call_command("db_worker", "--no-reload", "--no-startup-delay", "--interval", "0.2")
+from delivery import work
+start = work.TaskLoop.start
+work.TaskLoop.start = lambda self: (time.sleep(4), start(self))
+call_command("worker", "--no-reload", "--no-startup-delay", "--interval", "0.2")
 """
 
 
 def test_sigterm_while_the_worker_starts_still_lets_the_attempt_in_flight_finish(stack):
-    """The engine claims as soon as it starts, before the task loop has set its handlers: a SIGTERM then (a deploy
-    right after a start) once ended the process by the default action, mid-attempt, with no grace period."""
+    """The engine claims as soon as it starts, before the task loop has: a SIGTERM then (a deploy right after a
+    start) once ended the process by the default action, mid-attempt, with no grace period."""
     [key] = stack.take_keys(1)
     with runtime_server() as runtime:
         message_id = accept(stack, key, "slow:2")

@@ -1,7 +1,7 @@
 """Approving from the phone (channels/approvals.py, docs/howto/approve-from-phone.md): a key's message makes the
 built-in assistant want a reminder; the request reaches the person's phone through the outbox and the provider's
 stand-in on 127.0.0.1 (tests/providers.py); the person answers there: Telegram's inline buttons (a callback_query
-with the webhook's secret token), WhatsApp's reply buttons (a signed ``interactive`` message), or "YES 4821" by SMS,
+with the webhook's secret token), WhatsApp's reply buttons (a signed ``interactive`` message), or "YES K7QZ4MX2" by SMS,
 iMessage or WhatsApp through Twilio. Each answer goes through the real inbound views; the call runs once, and never
 for a forged, replayed or foreign answer."""
 
@@ -16,7 +16,7 @@ from django.utils import timezone
 from accounts.models import AuditEvent, AuditKind
 from accounts.services import profile_of
 from assistant.models import Action, ActionState
-from channels.adapters.base import approval_buttons
+from channels.adapters.base import approval_buttons, button_data
 from channels.models import InboundEvent, LinkedAddress
 from channels.outbound.sender import Sender
 from conversations.models import Message, Role, Source
@@ -64,7 +64,7 @@ def ask(send, person) -> Action:
     _, key = make_key(person, "nightly backup", tools_need_approval=True)
     assert send(key, {"message": ASK}).status_code == 200
     action = Action.objects.get(tool="schedule_reminder", delivery__conversation__user=person)
-    assert action.state == ActionState.AWAITING_APPROVAL and len(action.approval_code) == 4
+    assert action.state == ActionState.AWAITING_APPROVAL and len(action.approval_code) == 8
     assert send_due() >= 1
     return action
 
@@ -72,6 +72,12 @@ def ask(send, person) -> Action:
 def the_request(sent: list[Outgoing], action: Action) -> Outgoing:
     [request] = [m for m in sent if "renew the domain" in m.text.lower() and "Approve this?" in m.text]
     return request
+
+
+def wrong_codes(action: Action, how_many: int) -> list[str]:
+    """Codes with the request's own handle and another secret: the nearest a guess can come."""
+    handle = action.approval_code[:2]
+    return [c for c in (handle + letter * 6 for letter in "ABCDEFGHJK") if c != action.approval_code][:how_many]
 
 
 def reminders_of(person) -> int:
@@ -87,15 +93,15 @@ def test_telegram_request_has_buttons_and_a_tap_approves_it_once(providers, send
     request = the_request(providers.telegram.sent, action)
     assert request.address == CHAT
     assert providers.telegram.keyboard_of(request) == [
-        {"text": "✅ Approve", "callback_data": f"approve:{action.approval_code}"},
-        {"text": "✖️ Deny", "callback_data": f"deny:{action.approval_code}"},
+        {"text": "✅ Approve", "callback_data": button_data(True, action.approval_code)},
+        {"text": "✖️ Deny", "callback_data": button_data(False, action.approval_code)},
     ]
     assert "Reply YES" not in request.text  # the buttons say it
     assert request.text.startswith("Approve this? Remind you “Renew the domain” on ")
     assert "\nAsked by API key “nightly backup” (psk_" in request.text and "{" not in request.text
     assert f"http://testserver/conversation/approvals/{action.pk}/" in request.text
 
-    response = deliver(providers.telegram.press(request, f"approve:{action.approval_code}"))
+    response = deliver(providers.telegram.press(request, button_data(True, action.approval_code)))
 
     assert response.status_code == 200
     assert reminders_of(person) == 1  # carried out once, in the approval's own delivery
@@ -111,7 +117,7 @@ def test_telegram_request_has_buttons_and_a_tap_approves_it_once(providers, send
     # The tap is not a message of the thread: the assistant never read "approve:1234".
     assert not Message.objects.filter(role=Role.USER, source=Source.TELEGRAM).exists()
 
-    again = deliver(providers.telegram.press(request, f"approve:{action.approval_code}"))
+    again = deliver(providers.telegram.press(request, button_data(True, action.approval_code)))
     assert again.status_code == 200
     assert providers.telegram.answered[-1]["text"].startswith("Already decided: that request was approved")
     assert reminders_of(person) == 1
@@ -123,7 +129,7 @@ def test_telegram_deny_runs_nothing_and_says_so_on_the_message(providers, send, 
     action = ask(send, person)
     request = the_request(providers.telegram.sent, action)
 
-    deliver(providers.telegram.press(request, f"deny:{action.approval_code}"))
+    deliver(providers.telegram.press(request, button_data(False, action.approval_code)))
 
     assert Action.objects.get(pk=action.pk).state == ActionState.DENIED
     assert reminders_of(person) == 0
@@ -135,7 +141,7 @@ def test_a_forged_telegram_tap_without_the_secret_token_runs_nothing(providers, 
     person = linked("telegram", CHAT)
     action = ask(send, person)
     request = the_request(providers.telegram.sent, action)
-    forged = providers.telegram.press(request, f"approve:{action.approval_code}")
+    forged = providers.telegram.press(request, button_data(True, action.approval_code))
     forged.headers["X-Telegram-Bot-Api-Secret-Token"] = "guessed"
 
     assert forged.send(client).status_code == 403
@@ -147,7 +153,7 @@ def test_a_replayed_telegram_update_is_a_duplicate_and_runs_nothing_more(provide
     person = linked("telegram", CHAT)
     action = ask(send, person)
     request = the_request(providers.telegram.sent, action)
-    tap = providers.telegram.press(request, f"approve:{action.approval_code}", update_id=991)
+    tap = providers.telegram.press(request, button_data(True, action.approval_code), update_id=991)
     deliver(tap)
     replay = deliver(tap)
     assert replay.status_code == 200 and replay.json()["duplicates"] == 1
@@ -163,7 +169,7 @@ def test_a_tap_from_another_persons_chat_finds_nothing_of_theirs(providers, send
     theirs = Outgoing(OTHER_CHAT, "hello", f"{OTHER_CHAT}:1", {"text": "hello"})
     providers.telegram.sent.append(theirs)
 
-    deliver(providers.telegram.press(theirs, f"approve:{action.approval_code}"))
+    deliver(providers.telegram.press(theirs, button_data(True, action.approval_code)))
 
     assert Action.objects.get(pk=action.pk).state == ActionState.AWAITING_APPROVAL
     assert reminders_of(owner) == 0
@@ -174,7 +180,9 @@ def test_a_tap_claimed_by_someone_else_in_the_chat_is_not_read(providers, send, 
     owner = linked("telegram", CHAT)
     action = ask(send, owner)
     request = the_request(providers.telegram.sent, action)
-    response = deliver(providers.telegram.press(request, f"approve:{action.approval_code}", from_id=int(OTHER_CHAT)))
+    response = deliver(
+        providers.telegram.press(request, button_data(True, action.approval_code), from_id=int(OTHER_CHAT))
+    )
     assert response.status_code == 200
     assert Action.objects.get(pk=action.pk).state == ActionState.AWAITING_APPROVAL
     assert reminders_of(owner) == 0
@@ -186,7 +194,7 @@ def test_a_tap_from_an_unlinked_chat_is_answered_and_runs_nothing(providers, sen
     request = the_request(providers.telegram.sent, action)
     LinkedAddress.objects.filter(user=owner).delete()  # unlinked since the request went out
 
-    deliver(providers.telegram.press(request, f"approve:{action.approval_code}"))
+    deliver(providers.telegram.press(request, button_data(True, action.approval_code)))
 
     assert Action.objects.get(pk=action.pk).state == ActionState.AWAITING_APPROVAL
     assert providers.telegram.answered[-1]["text"] == "This Telegram account is not linked to an assistant."
@@ -202,13 +210,13 @@ def test_whatsapp_request_has_reply_buttons_and_a_tap_approves_it_once(providers
     interactive = request.fields["interactive"]
     assert request.fields["type"] == "interactive" and interactive["type"] == "button"
     assert [b["reply"] for b in interactive["action"]["buttons"]] == [
-        {"id": f"approve:{action.approval_code}", "title": "Approve"},
-        {"id": f"deny:{action.approval_code}", "title": "Deny"},
+        {"id": button_data(True, action.approval_code), "title": "Approve"},
+        {"id": button_data(False, action.approval_code), "title": "Deny"},
     ]
     assert "Reply YES" not in request.text and "Remind you “Renew the domain”" in request.text
 
     tap = providers.whatsapp.button_reply(
-        NUMBER, f"approve:{action.approval_code}", "Approve", to=request.provider_message_id
+        NUMBER, button_data(True, action.approval_code), "Approve", to=request.provider_message_id
     )
     assert deliver(tap).status_code == 200
 
@@ -220,7 +228,7 @@ def test_whatsapp_request_has_reply_buttons_and_a_tap_approves_it_once(providers
 
     assert deliver(tap).json()["duplicates"] == 1  # Meta's retry of the same message
     second = providers.whatsapp.button_reply(
-        NUMBER, f"approve:{action.approval_code}", "Approve", to=request.provider_message_id
+        NUMBER, button_data(True, action.approval_code), "Approve", to=request.provider_message_id
     )
     deliver(second)  # a second tap
     assert providers.whatsapp.sent[-1].text.startswith("Already decided")
@@ -232,7 +240,7 @@ def test_a_forged_whatsapp_tap_without_metas_signature_runs_nothing(providers, s
     action = ask(send, person)
     request = the_request(providers.whatsapp.sent, action)
     tap = providers.whatsapp.button_reply(
-        NUMBER, f"approve:{action.approval_code}", "Approve", to=request.provider_message_id
+        NUMBER, button_data(True, action.approval_code), "Approve", to=request.provider_message_id
     )
     tap.headers["X-Hub-Signature-256"] = "sha256=" + "0" * 64  # a guess, not the HMAC with Meta's app secret
 
@@ -253,7 +261,7 @@ def test_a_whatsapp_tap_answers_only_the_request_of_the_message_it_was_on(provid
     # The first request's code on the second request's message: no request of this person has both.
     deliver(
         providers.whatsapp.button_reply(
-            NUMBER, f"approve:{first.approval_code}", "Approve", to=on_second.provider_message_id
+            NUMBER, button_data(True, first.approval_code), "Approve", to=on_second.provider_message_id
         )
     )
     assert set(Action.objects.filter(tool="schedule_reminder").values_list("state", flat=True)) == {
@@ -262,13 +270,15 @@ def test_a_whatsapp_tap_answers_only_the_request_of_the_message_it_was_on(provid
     assert providers.whatsapp.sent[-1].text.startswith("No request of yours is waiting")
 
     # A message the outbox does not know (too old, or not ours): the code alone decides, among this person's.
-    deliver(providers.whatsapp.button_reply(NUMBER, f"deny:{second.approval_code}", "Deny", to="wamid.UNKNOWN"))
+    deliver(
+        providers.whatsapp.button_reply(NUMBER, button_data(False, second.approval_code), "Deny", to="wamid.UNKNOWN")
+    )
     assert Action.objects.get(pk=second.pk).state == ActionState.DENIED
     assert Action.objects.get(pk=first.pk).state == ActionState.AWAITING_APPROVAL
     assert reminders_of(person) == 0
 
 
-# --- SMS, iMessage, WhatsApp through Twilio: "YES 4821" ----------------------------------------------------------
+# --- SMS, iMessage, WhatsApp through Twilio: "YES K7QZ4MX2" ------------------------------------------------------
 
 
 def test_sms_request_reads_as_sentences_and_yes_with_its_code_approves_it_once(providers, send, deliver):
@@ -322,7 +332,7 @@ def test_a_code_from_an_unlinked_number_runs_nothing(providers, send, deliver):
 def test_a_wrong_code_gets_a_one_line_hint_and_runs_nothing(providers, send, deliver):
     person = linked("sms", NUMBER)
     action = ask(send, person)
-    wrong = "1000" if action.approval_code != "1000" else "1001"
+    wrong = wrong_codes(action, 1)[0]  # its handle, another secret
 
     deliver(providers.twilio.inbound(NUMBER, f"yes {wrong}"))
 
@@ -337,7 +347,7 @@ def test_after_five_wrong_codes_even_the_right_one_is_refused_from_that_number(p
 
     person = linked("sms", NUMBER)
     action = ask(send, person)
-    wrong = [f"{n}" for n in range(1000, 1100) if f"{n}" != action.approval_code][:WRONG_CODES_ALLOWED]
+    wrong = wrong_codes(action, WRONG_CODES_ALLOWED)
     for code in wrong:  # a sender guessing codes
         deliver(providers.twilio.inbound(NUMBER, f"YES {code}"))
 
@@ -345,7 +355,7 @@ def test_after_five_wrong_codes_even_the_right_one_is_refused_from_that_number(p
 
     assert Action.objects.get(pk=action.pk).state == ActionState.AWAITING_APPROVAL
     assert reminders_of(person) == 0
-    assert providers.twilio.sent[-1].text.startswith("Too many wrong codes from here")
+    assert providers.twilio.sent[-1].text.startswith("Too many wrong codes")
 
 
 def test_a_stale_code_is_too_late_and_runs_nothing(providers, send, deliver, settings):
@@ -425,7 +435,7 @@ def test_the_phone_after_the_console_is_told_it_was_decided(providers, send, del
     [edited] = providers.telegram.edited
     assert edited["text"].endswith("✖️ Denied in the console.") and "reply_markup" not in edited
     assert f"{edited['chat_id']}:{edited['message_id']}" == request.provider_message_id
-    deliver(providers.telegram.press(request, f"approve:{action.approval_code}"))
+    deliver(providers.telegram.press(request, button_data(True, action.approval_code)))
     assert providers.telegram.answered[-1]["text"].startswith("Already decided: that request was denied")
     assert Action.objects.get(pk=action.pk).state == ActionState.DENIED
     assert reminders_of(person) == 0
@@ -465,7 +475,7 @@ def test_a_request_whose_key_was_revoked_loses_its_buttons_on_telegram(
     assert edited["text"].endswith("⊘ Withdrawn (what asked for it is gone): nothing was done.")
     assert "reply_markup" not in edited
     # A tap on a button the app still showed is told why nothing happened.
-    deliver(providers.telegram.press(request, f"approve:{action.approval_code}"))
+    deliver(providers.telegram.press(request, button_data(True, action.approval_code)))
     assert providers.telegram.answered[-1]["text"].startswith("Too late: what asked for it is gone")
     assert reminders_of(person) == 0
 
@@ -505,10 +515,34 @@ def test_two_answers_racing_decide_it_once(providers, settings):
 
 
 def test_the_request_line_becomes_buttons_only_at_its_end():
-    text = "Approve this? Remind you “x”.\nAsked by API key “ci”.\nReply YES 4821 to approve or NO 4821 to deny."
-    assert approval_buttons(text) == ("Approve this? Remind you “x”.\nAsked by API key “ci”.", "4821")
-    assert approval_buttons(text + " (2/2)") == ("Approve this? Remind you “x”.\nAsked by API key “ci”. (2/2)", "4821")
-    assert approval_buttons("Reply YES 4821 to approve or NO 4821 to deny.") is None  # nothing but the line
-    assert approval_buttons(text.replace("NO 4821", "NO 4822")) is None
+    text = (
+        "Approve this? Remind you “x”.\nAsked by API key “ci”.\nReply YES K7QZ4MX2 to approve or NO K7QZ4MX2 to deny."
+    )
+    assert approval_buttons(text) == ("Approve this? Remind you “x”.\nAsked by API key “ci”.", "K7QZ4MX2")
+    assert approval_buttons(text + " (2/2)") == (
+        "Approve this? Remind you “x”.\nAsked by API key “ci”. (2/2)",
+        "K7QZ4MX2",
+    )
+    assert approval_buttons("Reply YES K7QZ4MX2 to approve or NO K7QZ4MX2 to deny.") is None  # nothing but the line
+    assert approval_buttons(text.replace("NO K7QZ4MX2", "NO K7QZ4MX3")) is None
     assert approval_buttons(text + "\nP.S.") is None
     assert InboundEvent.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("YES K7QZ4MX2", "K7QZ4MX2"),
+        ("no k7qz-4mx2.", "K7QZ4MX2"),
+        (" Yes  K7QZ 4MX2 ", "K7QZ4MX2"),
+        ("yes tomorrow", None),  # words are never an answer: a code's second character is a digit
+        ("no problem", None),
+        ("YES 4821", None),
+        ("yes K7QZ4MX2 and more", None),
+    ],
+)
+def test_what_reads_as_an_answer(text, code):
+    from channels.approvals import as_answer
+
+    press = as_answer(text)
+    assert (press.code if press else None) == code

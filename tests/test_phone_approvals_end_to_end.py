@@ -2,7 +2,7 @@
 (issue 30, item 4). A script's message (an API key's) reaches the model-backed assistant, played by a scripted
 chat-completions server on 127.0.0.1, which asks for the call; the call waits; the request goes through the outbox
 to the channel's stand-in (tests/providers.py); the person answers there (a Telegram tap, a WhatsApp reply button,
-"YES 4821" by SMS) through the real inbound view; the approved call runs against Radicale, Dovecot and aiosmtpd on
+"YES K7QZ4MX2" by SMS) through the real inbound view; the approved call runs against Radicale, Dovecot and aiosmtpd on
 127.0.0.1, or a Microsoft calendar (connected by signing in on the console) on the Graph stand-in. A second answer
 runs nothing more."""
 
@@ -12,6 +12,7 @@ import pytest
 from django.utils import timezone
 
 from assistant.models import Action, ActionState
+from channels.adapters.base import button_data
 from channels.models import LinkedAddress
 from channels.outbound.sender import Sender
 from connections import mailcal
@@ -111,10 +112,11 @@ def answer_on(channel: str, providers, action: Action):
     code = action.approval_code
     if channel == "telegram":
         [request] = [m for m in providers.telegram.sent if m.fields.get("reply_markup")]
-        return providers.telegram.press(request, f"approve:{code}")
+        return providers.telegram.press(request, button_data(True, code))
     if channel == "whatsapp":
         [request] = [m for m in providers.whatsapp.sent if m.fields.get("type") == "interactive"]
-        return providers.whatsapp.button_reply(NUMBER, f"approve:{code}", "Approve", to=request.provider_message_id)
+        tap = button_data(True, code)
+        return providers.whatsapp.button_reply(NUMBER, tap, "Approve", to=request.provider_message_id)
     return providers.twilio.inbound(NUMBER, f"YES {code}")
 
 

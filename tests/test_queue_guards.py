@@ -18,7 +18,7 @@ from channels.outbound import queue as outbox
 from channels.outbound.sender import Sender, Texts
 from conversations.models import Delivery, DeliveryStatus
 from delivery import lifecycle, queue
-from delivery.engine import Engine, record
+from delivery.engine import DELIVERIES, Engine
 from delivery.queue_worker import Finished, NotStarted, settle
 from tests.factories import UserFactory
 from tests.providers import configure, providers  # noqa: F401  (the fixture)
@@ -72,10 +72,10 @@ def test_a_delivery_s_outcome_is_written_only_while_its_attempt_holds_it():
     expire(Delivery, delivery.pk)
     lifecycle._last_reaped = 0.0
     [second] = queue.claim(5)
-    assert record(first, Reply("late"), 0.1) == "skipped"
+    assert settle(DELIVERIES, Finished(first, Reply("late"))) == "skipped"
     delivery.refresh_from_db()
     assert (delivery.status, delivery.reply_id) == (DeliveryStatus.PROCESSING, None)
-    assert record(second, Reply("on time"), 0.1) == "delivered"
+    assert settle(DELIVERIES, Finished(second, Reply("on time"))) == "written"
 
 
 def test_a_stopping_sender_starts_nothing_it_claimed_ahead_and_puts_it_back_uncounted(twilio):

@@ -120,16 +120,8 @@ def test_caldav_with_a_bearer_token_checks_creates_and_lists_events(oauth, calda
     url, name = calendars.check(server, 10)
     assert url == caldav_server.calendar_url(ADDRESS) and name == "Person's events"
     start = datetime(2026, 12, 1, 9, 0, tzinfo=ZoneInfo("Europe/Paris"))
-    uid = calendars.create_event(
-        server,
-        summary="Dentist",
-        start=start,
-        end=start + timedelta(hours=1),
-        location="",
-        rrule="",
-        zone=ZoneInfo("Europe/Paris"),
-        seconds=10,
-    )
+    new = calendars.NewEvent("Dentist", start, start + timedelta(hours=1), "", "", ZoneInfo("Europe/Paris"))
+    uid = calendars.create_event(server, new, 10)
     events, unreadable = calendars.list_events(
         server, start.astimezone(UTC) - timedelta(days=1), start.astimezone(UTC) + timedelta(days=1), 10
     )

@@ -15,7 +15,7 @@ from django.utils.crypto import salted_hmac
 
 from accounts import audit
 from accounts.models import AuditKind
-from accounts.services import lock_account
+from accounts.services import lock_room
 from keys import tokens
 from keys.models import ApiKey
 from ops.pruning import delete_in_batches
@@ -93,11 +93,9 @@ def create_trigger(
     TriggerLimitReached when the owner already holds MAX_ACTIVE_TRIGGERS_PER_ACCOUNT active triggers."""
     condition, action = clean_condition(condition), clean_action(action)
     plaintext = tokens.generate_checked(TOKEN_PREFIX)
-    limit = settings.MAX_ACTIVE_TRIGGERS_PER_ACCOUNT
     with transaction.atomic():
-        lock_account(owner)
-        if WebhookTrigger.objects.active().filter(owner=owner).count() >= limit:
-            raise TriggerLimitReached(limit)
+        active = WebhookTrigger.objects.active().filter(owner=owner)
+        lock_room(owner, active, settings.MAX_ACTIVE_TRIGGERS_PER_ACCOUNT, TriggerLimitReached)
         trigger = WebhookTrigger.objects.create(
             owner=owner,
             condition=condition,

@@ -58,48 +58,78 @@ def github_event_of(payload: dict[str, Any]) -> str | None:
     return None
 
 
+def _by(login: str) -> str:
+    return f"by {login}" if login else ""
+
+
+def _push(payload: dict[str, Any], repo: str, action: str, sender: str) -> str:
+    branch = _text(payload.get("ref")).removeprefix("refs/heads/").removeprefix("refs/tags/")
+    commits = payload.get("commits")
+    count = _plural(len(commits), "commit") if isinstance(commits, list) else ""
+    pusher = _text(_get(payload, "pusher", "name")) or sender
+    head = _first_line(_get(payload, "head_commit", "message"))
+    where = f"to {repo}" + (f" {branch}" if branch else "")
+    return _joined("GitHub push", where + ":", count, _by(pusher), _quoted(head)).rstrip(":")
+
+
+def _pull_request(payload: dict[str, Any], repo: str, action: str, sender: str) -> str:
+    number = _text(_get(payload, "pull_request", "number") or payload.get("number"))
+    title = _text(_get(payload, "pull_request", "title"))
+    merged = action == "closed" and _get(payload, "pull_request", "merged") is True
+    state = "merged" if merged else action
+    return _joined(f"GitHub pull request #{number}", state, f"in {repo}:", _quoted(title), _by(sender))
+
+
+def _issue(payload: dict[str, Any], repo: str, action: str, sender: str) -> str:
+    number = _text(_get(payload, "issue", "number"))
+    title = _text(_get(payload, "issue", "title"))
+    return _joined(f"GitHub issue #{number}", action, f"in {repo}:", _quoted(title), _by(sender))
+
+
+def _issue_comment(payload: dict[str, Any], repo: str, action: str, sender: str) -> str:
+    number = _text(_get(payload, "issue", "number"))
+    author = _text(_get(payload, "comment", "user", "login")) or sender
+    body = _first_line(_get(payload, "comment", "body"))
+    return _joined("GitHub comment", _by(author), f"on #{number} in {repo}:", _quoted(body))
+
+
+def _workflow_run(payload: dict[str, Any], repo: str, action: str, sender: str) -> str:
+    name = _text(_get(payload, "workflow_run", "name"))
+    conclusion = _text(_get(payload, "workflow_run", "conclusion"))
+    branch = _text(_get(payload, "workflow_run", "head_branch"))
+    return _joined(
+        "GitHub workflow", _quoted(name), action, f"({conclusion})" if conclusion else "", f"in {repo}",
+        f"on {branch}" if branch else "",
+    )  # fmt: skip
+
+
+def _release(payload: dict[str, Any], repo: str, action: str, sender: str) -> str:
+    return _joined("GitHub release", _text(_get(payload, "release", "tag_name")), action, f"in {repo}", _by(sender))
+
+
+def _ping(payload: dict[str, Any], repo: str, action: str, sender: str) -> str:
+    return _joined("GitHub ping for", repo + ":", _quoted(_text(payload.get("zen"))))
+
+
+_GITHUB_EVENTS = {
+    "push": _push,
+    "pull_request": _pull_request,
+    "issues": _issue,
+    "issue_comment": _issue_comment,
+    "workflow_run": _workflow_run,
+    "release": _release,
+    "ping": _ping,
+}
+
+
 def _github(event: str, payload: dict[str, Any]) -> str:
     repo = _text(_get(payload, "repository", "full_name")) or "a repository"
     action = _text(payload.get("action"))
     sender = _text(_get(payload, "sender", "login"))
-    by = f"by {sender}" if sender else ""
-    if event == "push":
-        branch = _text(payload.get("ref")).removeprefix("refs/heads/").removeprefix("refs/tags/")
-        commits = payload.get("commits")
-        count = _plural(len(commits), "commit") if isinstance(commits, list) else ""
-        pusher = _text(_get(payload, "pusher", "name")) or sender
-        head = _first_line(_get(payload, "head_commit", "message"))
-        where = f"to {repo}" + (f" {branch}" if branch else "")
-        return _joined("GitHub push", where + ":", count, f"by {pusher}" if pusher else "", _quoted(head)).rstrip(":")
-    if event == "pull_request":
-        number = _text(_get(payload, "pull_request", "number") or payload.get("number"))
-        title = _text(_get(payload, "pull_request", "title"))
-        merged = action == "closed" and _get(payload, "pull_request", "merged") is True
-        state = "merged" if merged else action
-        return _joined(f"GitHub pull request #{number}", state, f"in {repo}:", _quoted(title), by)
-    if event == "issues":
-        number = _text(_get(payload, "issue", "number"))
-        title = _text(_get(payload, "issue", "title"))
-        return _joined(f"GitHub issue #{number}", action, f"in {repo}:", _quoted(title), by)
-    if event == "issue_comment":
-        number = _text(_get(payload, "issue", "number"))
-        author = _text(_get(payload, "comment", "user", "login")) or sender
-        body = _first_line(_get(payload, "comment", "body"))
-        return _joined("GitHub comment", f"by {author}" if author else "", f"on #{number} in {repo}:", _quoted(body))
-    if event == "workflow_run":
-        name = _text(_get(payload, "workflow_run", "name"))
-        conclusion = _text(_get(payload, "workflow_run", "conclusion"))
-        branch = _text(_get(payload, "workflow_run", "head_branch"))
-        return _joined(
-            "GitHub workflow", _quoted(name), action, f"({conclusion})" if conclusion else "", f"in {repo}",
-            f"on {branch}" if branch else "",
-        )  # fmt: skip
-    if event == "release":
-        tag = _text(_get(payload, "release", "tag_name"))
-        return _joined("GitHub release", tag, action, f"in {repo}", by)
-    if event == "ping":
-        return _joined("GitHub ping for", repo + ":", _quoted(_text(payload.get("zen"))))
-    return _joined(f"GitHub {_text(event) or 'event'}", f"({action})" if action else "", f"in {repo}", by)
+    summary = _GITHUB_EVENTS.get(event)
+    if summary is not None:
+        return summary(payload, repo, action, sender)
+    return _joined(f"GitHub {_text(event) or 'event'}", f"({action})" if action else "", f"in {repo}", _by(sender))
 
 
 def is_alertmanager(payload: dict[str, Any]) -> bool:

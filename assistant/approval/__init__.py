@@ -5,10 +5,12 @@
   attempt read, the key's policy (its tools, "ask me first"), the tool's effect and the person's trust in its server.
   ``Toolbox.call`` (assistant/tools/__init__.py) plans a call, decides it here, runs it, and records it.
 - ``text.py``: the request in words, for the thread, the console and the phone.
+- ``codes.py``: the code that names one request, typed from a phone or carried by a button's token, and why guessing
+  it is hopeless.
 
-The requests themselves are ``Action`` rows (assistant/models.py); asking, expiring and withdrawing them is
-assistant/approvals.py, who asked is assistant/askers.py, the person's answer ingestion/approvals.py (the console)
-and channels/approvals.py (a phone). A request's life::
+The requests themselves are ``Action`` rows (assistant/models.py); asking (within the caps on what may wait and on
+texts), expiring and withdrawing them is assistant/approvals.py, who asked is assistant/askers.py, the person's
+answer ingestion/approvals.py (the console) and channels/approvals.py (a phone). A request's life::
 
     model asks for a call ──► decide ──► RUN ──────────────────────────────────────────────► ran (done)
                                │  └────► REFUSE: not run, the model is told why ─────────► done (error)

@@ -1,7 +1,8 @@
 """An approval request a person can judge in one glance, on a phone as in the thread
 (docs/howto/approve-from-phone.md):
 what will happen in words, who asked, until when they may answer, where to see it in the console, and how to answer
-from the phone ("Reply YES 4821 to approve or NO 4821 to deny."). Never the call's raw JSON, never an internal id.
+from the phone ("Reply YES K7QZ4MX2 to approve or NO K7QZ4MX2 to deny."). Never the call's raw JSON, never an internal
+id.
 
 Honest (docs/explanation/approval.md#what-the-request-shows): our own tools are said in our words; an MCP server's
 tool by its real name and its connection first ("Run wire_funds on Bank"), its title only as the server's words
@@ -44,7 +45,7 @@ FOLLOW_UP = "a tool's follow-up"
 APPROVAL = "a request you approved"
 THREAD = "the messages of others in your thread"
 GONE_AUTOMATION = "an automation that no longer exists"
-REPLY_LINE = re.compile(r"^Reply YES (?P<code>\d{4}) to approve or NO (?P=code) to deny\.$")
+REPLY_LINE = re.compile(r"^Reply YES (?P<code>[A-Z0-9]{8}) to approve or NO (?P=code) to deny\.$")
 
 
 def reply_line(code: str) -> str:

@@ -21,16 +21,20 @@ have happened.
 A call that needs the person's approval (``Planned.needs_approval``: a side-effecting tool for a key's or a
 trigger's message, assistant/approvals.py) is not begun: its row is written ``awaiting_approval`` and ``begin``
 answers AWAIT; a replay of the same call finds that row (or its answer: approved, denied, expired) and waits too.
-The approved call then runs in the delivery of the person's approval, as that delivery's own call."""
+The approved call then runs in the delivery of the person's approval, as that delivery's own call. The same call
+already waiting for the same person is not asked twice (AWAIT names that request), and past the caps on what may
+wait (assistant/approvals.py ``no_room``) the call is not asked: it is recorded done, as an error whose result says
+why, and REUSE hands that result to the model."""
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from assistant import approvals
 from assistant.models import Action, ActionState
 from connections.models import Connection
 from conversations.models import Delivery, DeliveryStatus
@@ -121,8 +125,24 @@ WAITING_STATES = (ActionState.AWAITING_APPROVAL, ActionState.APPROVED, ActionSta
 
 
 def _new(planned: Planned, index: int) -> Entry:
-    action = _create(planned, index)
-    return Entry(Verdict.AWAIT if planned.needs_approval else Verdict.RUN, index, action)
+    if planned.needs_approval:
+        return _new_request(planned, index)
+    return Entry(Verdict.RUN, index, _create(planned, index))
+
+
+def _new_request(planned: Planned, index: int) -> Entry:
+    """A call that must wait for the person: the same call already waiting stands for it (nothing new is asked); past
+    the caps on what may wait it is not asked at all: the thread says so, and its recorded result tells the model (a
+    replay reuses it); otherwise it waits (assistant/approvals.py)."""
+    same = approvals.waiting_like(planned.delivery_id, planned.tool, planned.connection_name, planned.arguments)
+    if same is not None:
+        return Entry(Verdict.AWAIT, index, same)
+    waiting = approvals.no_room(planned.delivery_id)
+    if not waiting:
+        return Entry(Verdict.AWAIT, index, _create(planned, index))
+    action = _create(replace(planned, needs_approval=False), index)
+    finish(action, approvals.not_asked(planned.delivery_id, waiting), is_error=True)
+    return Entry(Verdict.REUSE, index, action)
 
 
 def _same_call(action: Action, planned: Planned) -> bool:

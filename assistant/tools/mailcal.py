@@ -188,18 +188,8 @@ class _Calendar:
             raise ToolError("rrule must be an RFC 5545 RRULE string such as FREQ=WEEKLY;BYDAY=FR.")
         try:
             rule = calendars.check_rrule(rule, start) if rule.strip() else ""
-            self.run(
-                lambda server: self.client.create_event(
-                    server,
-                    summary=summary,
-                    start=start,
-                    end=end,
-                    location=location,
-                    rrule=rule,
-                    zone=self.zone,
-                    seconds=_seconds(call),
-                )
-            )
+            new = calendars.NewEvent(summary, start, end, location, rule, self.zone)
+            self.run(lambda server: self.client.create_event(server, new, _seconds(call)))
         except ServiceError as failed:
             raise ToolError(str(failed)) from None
         # A sentence the person may read as it is (the built-in assistant says it after an approval): the times in

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from django.http import HttpRequest
 
+from assistant.approval import codes as approval_codes
 from assistant.approval.text import REPLY_LINE
 
 
@@ -41,15 +42,17 @@ class Sent:
 
 @dataclass(frozen=True)
 class Press:
-    """A tap on an approval request's Approve or Deny button (channels/approvals.py). ``code``: the request's short
-    code the button carries; ``message``: the provider's id of the message the button was on, in the form the outbox
-    recorded it (Telegram "<chat id>:<message id>", a WhatsApp wamid), or "" when the provider does not say;
+    """An answer to an approval request (channels/approvals.py): a reply in words ("YES K7QZ4MX2": ``code``, the whole
+    code) or a tap on a button (``code``: the request's handle, ``token``: the button's unguessable token,
+    assistant/approval/codes.py). ``message``: the provider's id of the message the button was on, in the form the
+    outbox recorded it (Telegram "<chat id>:<message id>", a WhatsApp wamid), or "" when the provider does not say;
     ``query``: Telegram's callback query id, which must be answered (else "")."""
 
     approve: bool
     code: str
     message: str = ""
     query: str = ""
+    token: str = ""
 
 
 @dataclass(frozen=True)
@@ -167,10 +170,11 @@ def no_template(channel: str) -> SendError:
 
 
 # --- Approval requests with buttons (Telegram, WhatsApp's Cloud API) ---------------------------------------------
-# An approval request ends with its reply line ("Reply YES 4821 to approve or NO 4821 to deny.", maybe followed by a
-# part's number): where the channel has buttons, the line gives way to Approve / Deny buttons that carry the code.
+# An approval request ends with its reply line ("Reply YES K7QZ4MX2 to approve or NO K7QZ4MX2 to deny.", maybe
+# followed by a part's number): where the channel has buttons, the line gives way to Approve / Deny buttons that carry
+# the request's handle and a token derived from its code (assistant/approval/codes.py), never the code itself.
 # Whatever a button says, channels/approvals.py accepts it only from the address linked to the request's owner.
-_BUTTON = re.compile(r"^(approve|deny):(\d{4})$")
+_BUTTON = re.compile(rf"^(approve|deny):([A-Z][2-9])\.({approval_codes.BUTTON_TOKEN.pattern})$")
 _PART_NUMBER = re.compile(r" \(\d+/\d+\)$")
 
 
@@ -185,8 +189,9 @@ def approval_buttons(text: str) -> tuple[str, str] | None:
 
 
 def button_data(approve: bool, code: str) -> str:
-    """What a button carries back (Telegram's callback_data, a WhatsApp reply button's id)."""
-    return f"{'approve' if approve else 'deny'}:{code}"
+    """What a button carries back (Telegram's callback_data, at most 64 bytes; a WhatsApp reply button's id): the
+    request's handle and its token, 33 characters."""
+    return f"{'approve' if approve else 'deny'}:{approval_codes.handle_of(code)}.{approval_codes.button_token(code)}"
 
 
 def pressed(data: str, message: str = "", query: str = "") -> Press | None:
@@ -194,4 +199,4 @@ def pressed(data: str, message: str = "", query: str = "") -> Press | None:
     found = _BUTTON.match(data)
     if found is None:
         return None
-    return Press(found.group(1) == "approve", found.group(2), message, query)
+    return Press(found.group(1) == "approve", found.group(2), message, query, token=found.group(3))

@@ -11,7 +11,7 @@ from channels.adapters.base import BadRequest
 
 def json_body(request: HttpRequest) -> dict[str, Any]:
     """The body as a JSON object (read once per request: the views ask for messages and then for statuses)."""
-    cached = getattr(request, "_channel_payload", None)
+    cached = request.META.get("channels.payload")  # kept in the request's WSGI environ
     if cached is None:
         try:
             cached = json.loads(request.body.decode("utf-8"))
@@ -23,7 +23,7 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
             raise BadRequest("The body is nested too deeply.") from None
         if not isinstance(cached, dict):
             raise BadRequest("The body is not a JSON object.")
-        request._channel_payload = cached  # type: ignore[attr-defined]
+        request.META["channels.payload"] = cached
     return cached
 
 

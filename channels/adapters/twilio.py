@@ -42,7 +42,7 @@ from channels.adapters.base import (
     no_template,
     template_variable,
 )
-from ops.bounded import Exceeded, TooLarge, TooSlow, bound_session
+from ops.bounded import Busy, Exceeded, TooLarge, TooSlow, bound_session
 
 INBOUND_PATH = "/channels/twilio/inbound"
 STATUS_PATH = "/channels/twilio/status"
@@ -108,7 +108,7 @@ def form_of(request: HttpRequest) -> MultiValueDict[str, str]:
     """The callback's form, read strictly: a body that is not UTF-8 (raw or percent-encoded) is refused rather than
     read with replacement characters (which would then not match Twilio's signature anyway). Cached on the
     request: the validator and the parser read the same form."""
-    cached = getattr(request, "_twilio_form", None)
+    cached: MultiValueDict[str, str] | None = request.META.get("channels.twilio_form")  # in the WSGI environ
     if cached is not None:
         return cached
     try:
@@ -120,7 +120,7 @@ def form_of(request: HttpRequest) -> MultiValueDict[str, str]:
     form: MultiValueDict[str, str] = MultiValueDict()
     for name, value in pairs:
         form.appendlist(name, value)
-    request._twilio_form = form  # type: ignore[attr-defined]
+    request.META["channels.twilio_form"] = form
     return form
 
 
@@ -167,6 +167,8 @@ class TwilioAdapter:
             raise SendError(
                 f"Twilio answered HTTP {error.status}: {error.code} {error.msg}"[:300], retryable=retryable
             ) from None
+        except Busy as error:  # the request went out; its answer was cut because this process was full
+            raise SendError(str(error), retryable=True, unknown=True) from None
         except TooLarge as error:
             raise SendError(str(error), retryable=False) from None
         except (requests.RequestException, TooSlow) as error:

@@ -1,6 +1,6 @@
 """Putting a person's new assistant and tool messages in the outbox, inside the transaction that wrote them
-(conversations/outbound.py calls this). Nothing linked, nothing configured, or an empty text: no rows, and the
-message lives in the thread only.
+(conversations/outbound.py calls this). Nothing linked, nothing configured, an empty text, or a message marked
+``NOT_TEXTED``: no rows, and the message lives in the thread only.
 
 Each message goes to one address (channels/outbound/window.py chooses it), flattened from markdown to plain text
 (every channel shows text as it is sent: SMS and iMessage have no markup, and WhatsApp's and Telegram's differ from
@@ -23,6 +23,7 @@ from channels.outbound.quiet import quiet_until
 from channels.outbound.text import flatten_markdown, split_text
 from channels.outbound.window import Route, choose_route
 from conversations.models import Message, Role
+from conversations.outbound import NOT_TEXTED
 from ops.visible import visible
 
 
@@ -31,11 +32,13 @@ def enqueue(message_ids: Sequence[int]) -> int:
     adapters = configured()
     if not adapters:
         return 0
-    messages = list(
-        Message.objects.filter(pk__in=message_ids, role__in=[Role.ASSISTANT, Role.TOOL]).values_list(
-            "pk", "text", "conversation__user_id", "context"
-        )
-    )
+    messages = [
+        (pk, text, person, context)
+        for pk, text, person, context in Message.objects.filter(
+            pk__in=message_ids, role__in=[Role.ASSISTANT, Role.TOOL]
+        ).values_list("pk", "text", "conversation__user_id", "context")
+        if not (isinstance(context, dict) and context.get(NOT_TEXTED))
+    ]
     people = {person for _, _, person, _ in messages}
     if not people:
         return 0

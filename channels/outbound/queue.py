@@ -11,7 +11,7 @@ people's in parallel. A row waiting for its backoff or for quiet hours to end ke
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, timedelta
 from functools import cache
 from typing import Any
 
@@ -88,8 +88,9 @@ _windows = leases.Windows()
 _TAKEN_OVER_TOO_OFTEN = "Its worker was lost mid-send {} times (killed or cut off); given up."
 
 
-def claim(limit: int) -> list[Claim]:
-    """Claim up to ``limit`` claimable rows: each becomes processing under a fresh lease, its attempt counted."""
+def claim(limit: int, *, lease_seconds: float | None = None) -> list[Claim]:
+    """Claim up to ``limit`` claimable rows: each becomes processing under a fresh lease (``lease_seconds``, by default
+    CHANNEL_LEASE_SECONDS), its attempt counted."""
     if limit <= 0:
         return []
     global _last_reaped
@@ -100,7 +101,7 @@ def claim(limit: int) -> list[Claim]:
             OutboundMessage, policy(), _TAKEN_OVER_TOO_OFTEN.format(settings.CHANNEL_MAX_TAKEOVERS + 1), updated_at=now
         )
     adapt = connection.ops.adapt_datetimefield_value
-    lease = adapt(policy().lease_until(now))
+    lease = adapt(now + timedelta(seconds=lease_seconds or policy().lease_seconds))
     params = {"now": adapt(now), "lease": lease, "max_takeovers": settings.CHANNEL_MAX_TAKEOVERS}
 
     def run(from_thread: int, until_thread: int, wanted: int) -> list[Claim]:
@@ -193,44 +194,29 @@ def _holding(claim: Claim) -> Any:
     return leases.holding(OutboundMessage, claim.row_id, claim.attempt)
 
 
-def record_sent(claim: Claim, provider_message_id: str, *, as_template: bool = False) -> bool:
-    now = timezone.now()
-    sent = {"provider_message_id": provider_message_id, "as_template": as_template, "sent_at": now, "updated_at": now}
-    cleared = {"last_error": "", "waiting_for_quiet_hours": False}
-    return leases.finished(OutboundMessage, claim.row_id, claim.attempt, OutboundStatus.SENT, **sent, **cleared)
-
-
+# The one writer of "sent", for any number of sends the provider took: one statement both databases accept.
 _SENT = """
-    UPDATE {outbox} AS o
-    SET status = 'sent', provider_message_id = v.provider_id, as_template = v.as_template, sent_at = %(now)s,
-        lease_expires_at = NULL, last_error = '', waiting_for_quiet_hours = false, updated_at = %(now)s
-    FROM unnest(%(ids)s::bigint[], %(attempts)s::integer[], %(provider_ids)s::text[], %(templates)s::boolean[])
-        AS v(id, attempt, provider_id, as_template)
-    WHERE o.id = v.id AND o.status = 'processing' AND o.attempts = v.attempt
-    RETURNING o.id
+    WITH v(row_id, attempt, provider_id, template) AS (VALUES {rows})
+    UPDATE {outbox} SET status = 'sent', provider_message_id = v.provider_id, as_template = v.template,
+        sent_at = %s, next_attempt_at = NULL, lease_expires_at = NULL, last_error = '',
+        waiting_for_quiet_hours = false, updated_at = %s
+    FROM v WHERE id = v.row_id AND status = 'processing' AND attempts = v.attempt
+    RETURNING id
 """
 
 
-def record_all_sent(sent: Sequence[tuple[Claim, str, bool]]) -> set[int]:
-    """Several sends the provider took, (claim, provider message id, as template), written by one statement on
-    PostgreSQL (each only while its attempt holds the row); the rows written."""
-    if connection.vendor != "postgresql":
-        return {
-            claim.row_id
-            for claim, provider_id, template in sent
-            if record_sent(claim, provider_id, as_template=template)
-        }
+def sent(taken: Sequence[tuple[Claim, str, bool]]) -> set[int]:
+    """Sent: the provider took each of these (claim, provider message id, sent as a template), for the attempts
+    that still hold their row; returns the rows written."""
+    if not taken:
+        return set()
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    params: list[Any] = []
+    for claim, provider_id, as_template in taken:
+        params += [claim.row_id, claim.attempt, provider_id, as_template]
+    rows = ", ".join(["(%s, %s, %s, %s)"] * len(taken))
     with connection.cursor() as cursor:
-        cursor.execute(
-            _SENT.format(outbox=connection.ops.quote_name(OutboundMessage._meta.db_table)),
-            {
-                "now": timezone.now(),
-                "ids": [claim.row_id for claim, _, _ in sent],
-                "attempts": [claim.attempt for claim, _, _ in sent],
-                "provider_ids": [provider_id for _, provider_id, _ in sent],
-                "templates": [template for _, _, template in sent],
-            },
-        )
+        cursor.execute(_SENT.format(rows=rows, outbox=_table(OutboundMessage)), [*params, now, now])
         return {int(row[0]) for row in cursor.fetchall()}
 
 

@@ -27,7 +27,6 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from channels.adapters import configured
@@ -37,7 +36,7 @@ from channels.models import OutboundMessage
 from channels.outbound import queue
 from channels.outbound.decide import Hold, Send, Wait, decide
 from channels.outbound.queue import Claim
-from delivery.queue_worker import Failure, Finished, Naming, QueueWorker, settle
+from delivery.queue_worker import Failure, Finished, Naming, QueueWorker
 
 logger = logging.getLogger("channels.outbound")
 
@@ -80,10 +79,10 @@ class Texts:
         self._as_template: dict[int, bool] = {}
         self._unknown_since: dict[int, datetime] = {}  # only the rows an earlier attempt of which had one
 
-    def claim(self, limit: int) -> list[Claim]:
+    def claim(self, limit: int, *, lease_seconds: float | None = None) -> list[Claim]:
         """Claim (channels/outbound/queue.py), then read at once which of the claimed sends had an earlier attempt
         whose outcome was unknown (channels/adapters/unknown.py): their attempts ask the provider first."""
-        claims = queue.claim(limit)
+        claims = queue.claim(limit, lease_seconds=lease_seconds)
         if claims:
             found = earliest_of(claim.reference for claim in claims)
             for claim in claims:
@@ -113,11 +112,7 @@ class Texts:
     def write(self, finished: Finished) -> bool | None:
         claim, result = finished.claim, finished.outcome
         if isinstance(result, Sent):
-            as_template = bool(finished.extra.get("as_template"))
-            if not queue.record_sent(claim, result.provider_message_id, as_template=as_template):
-                return False
-            _log_sent(finished)
-            return True
+            return bool(_sent([finished]))
         if isinstance(result, Wait):
             return queue.record_quiet(claim, result.until)
         if isinstance(result, Hold):
@@ -147,32 +142,23 @@ class Texts:
         return queue.put_back(claims)
 
     def record_together(self, finished: list[Finished]) -> list[Finished]:
-        """The sends the provider took in one statement on PostgreSQL (even a single one: the statement is written
-        once, where the ORM would build its UPDATE anew); the rest one by one."""
-        sent = [f for f in finished if isinstance(f.outcome, Sent)]
-        if not sent or connection.vendor != "postgresql":
-            return finished
-        written = queue.record_all_sent(
-            [(f.claim, f.outcome.provider_message_id, bool(f.extra.get("as_template"))) for f in sent]
-        )
-        for f in sent:
-            if f.claim.row_id in written:
-                _log_sent(f)
+        """The sends the provider took, in one statement; the rest one by one."""
+        _sent([f for f in finished if isinstance(f.outcome, Sent)])
         return [f for f in finished if not isinstance(f.outcome, Sent)]
 
     def close(self) -> None:
         pass
 
 
-def record(finished: Finished) -> str:
-    """Write how a send ended (delivery/queue_worker.py ``settle``); what it wrote, or "skipped"."""
-    return settle(Texts(), finished)
-
-
-def _log_sent(finished: Finished) -> None:
-    claim = finished.claim
-    milliseconds = finished.seconds * 1000
-    logger.info("outbox %s sent on %s (attempt %s, %.0f ms)", claim.row_id, claim.channel, claim.attempt, milliseconds)
+def _sent(taken: list[Finished]) -> set[int]:
+    written = queue.sent([(f.claim, f.outcome.provider_message_id, bool(f.extra.get("as_template"))) for f in taken])
+    for f in taken:
+        if f.claim.row_id in written:
+            claim, milliseconds = f.claim, f.seconds * 1000
+            logger.info(
+                "outbox %s sent on %s (attempt %s, %.0f ms)", claim.row_id, claim.channel, claim.attempt, milliseconds
+            )
+    return written
 
 
 class Sender(QueueWorker):

@@ -25,7 +25,7 @@ from urllib.parse import quote, urlencode
 
 from django.conf import settings
 
-from connections.calendars import MAX_EVENTS, MAX_LOCATION, MAX_SUMMARY, CalendarServer, Event, _short
+from connections.calendars import MAX_EVENTS, MAX_LOCATION, MAX_SUMMARY, CalendarServer, Event, NewEvent, _short
 from connections.graph_recurrence import recurrence
 from connections.network import ServiceError
 from connections.oauth.http import Answer, OAuthHttpError, exchange
@@ -274,18 +274,9 @@ def _event(item: dict[str, Any]) -> Event:
 # Creating and deleting -------------------------------------------------------------------------------------------
 
 
-def create_event(
-    server: CalendarServer,
-    *,
-    summary: str,
-    start: datetime | date,
-    end: datetime | date,
-    location: str,
-    rrule: str,
-    zone: tzinfo,
-    seconds: float,
-) -> str:
+def create_event(server: CalendarServer, new: NewEvent, seconds: float) -> str:
     """Store a new event in the default calendar; its id."""
+    summary, start, end, location, rrule, zone = new.summary, new.start, new.end, new.location, new.rrule, new.zone
     zone_name = str(getattr(zone, "key", "") or "UTC")
     body: dict[str, Any] = {"subject": summary, "start": {}, "end": {}}
     if isinstance(start, datetime) and isinstance(end, datetime):

@@ -22,7 +22,7 @@ from django.conf import settings
 from connections.addresses import RefusedUrl, check_resolved, check_url
 from connections.client import bounded_http_client
 from connections.threads import in_own_thread
-from ops.bounded import TooLarge
+from ops.bounded import Busy, TooLarge
 
 
 class OAuthHttpError(Exception):
@@ -109,8 +109,12 @@ def exchange(
     except BaseException as error:
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             raise
+        if isinstance(bound.exceeded, Busy):
+            raise OAuthHttpError(str(bound.exceeded)) from None
         too_large = isinstance(bound.exceeded, TooLarge)
         raise OAuthHttpError(_explained(error, label, too_large, bound.max_bytes)) from None
+    finally:
+        bound.release()  # its bytes back to the process's budget (ops/bounded.py)
 
 
 def _explained(error: BaseException, label: str, too_large: bool, limit: int) -> str:

@@ -244,22 +244,10 @@ def _exchange_code(
 def _connect(
     owner: User, found: Provider, issued: tokens.Tokens, claims: dict[str, Any], asked: list[str]
 ) -> Connected:
-    address = address_of(claims)
-    if not address:
-        raise SignInRefused(f"{found.name} did not give the address of the account you signed in to.")
     grant = grant_of(owner, found.kind)
-    if grant is not None:
-        existing = address_of_grant(grant)
-        if existing and existing.lower() != address.lower():
-            raise SignInRefused(
-                f"You signed in as {address}, but the {found.name} account connected here is {existing}: sign in "
-                "as that account, or remove it first."
-            )
+    address = _signed_in_address(found, claims, grant)
     own, issued = _own_tokens(found, issued, asked)
-    granted = [c for c in found.granted(issued.scope or found.scope_for(asked)) if c not in found.own_token]
-    granted = [c for c in found.capabilities if c in granted or c in own]
-    if not granted:
-        raise SignInRefused(f"You did not allow access to {describe(asked)}; nothing was connected.")
+    granted = _granted(found, issued, asked, own)
     _refuse_password_accounts(owner, grant, granted)
     have = capabilities_of(grant) if grant is not None else []
     new = [c for c in granted if c not in have]
@@ -269,32 +257,77 @@ def _connect(
         issued = dataclasses.replace(issued, scope=found.main_scope(granted) if main else issued.scope)
     try:
         with transaction.atomic():
-            if grant is not None and not main and found.own_token:
-                tokens.replace_refresh_token(grant, issued.refresh_token)  # the mailbox's access token stays
-            elif grant is None:
-                grant = tokens.store_grant(
-                    owner.pk,
-                    found.kind,
-                    client=tokens.Client(found.client_id, found.client_secret, TOKEN_AUTH_METHOD),
-                    token_endpoint=found.token_url,
-                    tokens=issued,
-                    issuer=found.issuer,
-                    revocation_endpoint=found.revocation_url,
-                    scope=found.scope_for(granted),
-                )
-            else:
-                tokens.replace_tokens(grant, issued)
-            if MAIL in new:
-                _store_mailbox(owner, found, address, grant, checked[MAIL])
-            if CALENDAR in new:
-                _store_calendar(owner, found, address, grant, checked[CALENDAR])
-            for capability, issued_for in own.items():
-                tokens.store_resource_token(grant, found.token_scope(capability), issued_for)
+            grant = _store_tokens(owner, found, grant, issued, granted, renew_only=bool(not main and found.own_token))
+            _store_accounts(owner, found, address, grant, checked, own)
     except IntegrityError:
         raise SignInRefused("A mailbox or calendar was connected meanwhile; nothing was changed.") from None
     logger.info("%s sign-in for user %s: %s", found.name, owner.pk, ", ".join(new) or "renewed")
     declined = [c for c in asked if c not in granted]
     return Connected(provider=found.name, address=address, added=new, renewed=bool(have), declined=declined)
+
+
+def _granted(found: Provider, issued: tokens.Tokens, asked: list[str], own: dict[str, tokens.Tokens]) -> list[str]:
+    """The capabilities the person allowed, in the provider's order: by the sign-in's scope, or by a token of their
+    own."""
+    by_scope = [c for c in found.granted(issued.scope or found.scope_for(asked)) if c not in found.own_token]
+    granted = [c for c in found.capabilities if c in by_scope or c in own]
+    if not granted:
+        raise SignInRefused(f"You did not allow access to {describe(asked)}; nothing was connected.")
+    return granted
+
+
+def _store_accounts(
+    owner: User,
+    found: Provider,
+    address: str,
+    grant: OAuthGrant,
+    checked: dict[str, Any],
+    own: dict[str, tokens.Tokens],
+) -> None:
+    """The accounts of the new capabilities (``checked``: by _check) and the tokens of their own."""
+    if MAIL in checked:
+        _store_mailbox(owner, found, address, grant, checked[MAIL])
+    if CALENDAR in checked:
+        _store_calendar(owner, found, address, grant, checked[CALENDAR])
+    for capability, issued_for in own.items():
+        tokens.store_resource_token(grant, found.token_scope(capability), issued_for)
+
+
+def _signed_in_address(found: Provider, claims: dict[str, Any], grant: OAuthGrant | None) -> str:
+    """The address of the account signed in to, which must be the one already connected, if any."""
+    address = address_of(claims)
+    if not address:
+        raise SignInRefused(f"{found.name} did not give the address of the account you signed in to.")
+    existing = address_of_grant(grant) if grant is not None else None
+    if existing and existing.lower() != address.lower():
+        raise SignInRefused(
+            f"You signed in as {address}, but the {found.name} account connected here is {existing}: sign in "
+            "as that account, or remove it first."
+        )
+    return address
+
+
+def _store_tokens(
+    owner: User, found: Provider, grant: OAuthGrant | None, issued: tokens.Tokens, granted: list[str], renew_only: bool
+) -> OAuthGrant:
+    """The sign-in's grant, new or with its tokens replaced; ``renew_only`` keeps the mailbox's access token (a
+    sign-in that asked only for capabilities with tokens of their own)."""
+    if grant is None:
+        return tokens.store_grant(
+            owner.pk,
+            found.kind,
+            client=tokens.Client(found.client_id, found.client_secret, TOKEN_AUTH_METHOD),
+            token_endpoint=found.token_url,
+            tokens=issued,
+            issuer=found.issuer,
+            revocation_endpoint=found.revocation_url,
+            scope=found.scope_for(granted),
+        )
+    if renew_only:
+        tokens.replace_refresh_token(grant, issued.refresh_token)
+    else:
+        tokens.replace_tokens(grant, issued)
+    return grant
 
 
 def _own_tokens(
@@ -343,19 +376,17 @@ def _check(
     return checked
 
 
+def _hosts(found: Provider) -> dict[str, Any]:
+    """The provider's IMAP and SMTP servers, as a MailServer and a MailAccount name them."""
+    imap, smtp = found.imap, found.smtp
+    return {
+        "imap_host": imap.host, "imap_port": imap.port, "imap_security": imap.security,
+        "smtp_host": smtp.host, "smtp_port": smtp.port, "smtp_security": smtp.security,
+    }  # fmt: skip
+
+
 def _mail_server(found: Provider, address: str, token: str) -> mailboxes.MailServer:
-    return mailboxes.MailServer(
-        address=address,
-        username=address,
-        password="",
-        imap_host=found.imap.host,
-        imap_port=found.imap.port,
-        imap_security=found.imap.security,
-        smtp_host=found.smtp.host,
-        smtp_port=found.smtp.port,
-        smtp_security=found.smtp.security,
-        oauth_token=token,
-    )
+    return mailboxes.MailServer(address=address, username=address, password="", oauth_token=token, **_hosts(found))
 
 
 def _calendar_server(found: Provider, address: str, token: str) -> calendars.CalendarServer:
@@ -370,14 +401,9 @@ def _store_mailbox(owner: User, found: Provider, address: str, grant: OAuthGrant
         address=address,
         username=address,
         password_encrypted="",
-        imap_host=found.imap.host,
-        imap_port=found.imap.port,
-        imap_security=found.imap.security,
-        smtp_host=found.smtp.host,
-        smtp_port=found.smtp.port,
-        smtp_security=found.smtp.security,
         drafts_folder=str(drafts)[:255],
         oauth_grant=grant,
+        **_hosts(found),
     )
     audit.record(owner, AuditKind.CONNECTION_ADDED, f"{found.name} mailbox {address}", by=audit.CONSOLE)
 

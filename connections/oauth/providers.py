@@ -19,6 +19,7 @@ resource consented to, so a capability on another resource than the mailbox's (`
 token by redeeming the refresh token for that capability's scopes alone (connections/oauth/tokens.py, ``scope=``).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,7 +169,8 @@ def microsoft() -> Provider | None:
 
 def provider(kind: str) -> Provider | None:
     """The provider of that kind when the operator configured its OAuth app; None otherwise."""
-    found = {GrantKind.GOOGLE: google, GrantKind.MICROSOFT: microsoft}.get(kind)  # type: ignore[call-overload]
+    kinds: dict[str, Callable[[], Provider | None]] = {GrantKind.GOOGLE: google, GrantKind.MICROSOFT: microsoft}
+    found = kinds.get(kind)
     return found() if found is not None else None
 
 

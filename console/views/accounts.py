@@ -21,6 +21,7 @@ from channels.adapters import configured, telegram
 from channels.adapters.base import Channel
 from console import erasure, signup_confirmation
 from console.forms.accounts import TELEGRAM, TIME_ZONE_LIST, ContactForm, DeleteAccountForm, SignUpForm
+from console.signed_in import AuthenticatedRequest
 from ops import metrics
 from ops.limits import AttemptLimit
 
@@ -111,13 +112,13 @@ def signup(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def contact_settings(request: HttpRequest) -> HttpResponse:
-    profile = services.profile_of(request.user)  # type: ignore[arg-type]
+def contact_settings(request: AuthenticatedRequest) -> HttpResponse:
+    profile = services.profile_of(request.user)
     initial = {"phone_number": profile.phone_number, "channel": profile.channel, "time_zone": profile.time_zone}
     form = ContactForm(request.POST or None, initial=initial, phone_regions=browser_regions(request))
     if request.method == "POST" and form.is_valid():
         services.update_contact(
-            request.user,  # type: ignore[arg-type]
+            request.user,
             phone_number=form.cleaned_data["phone_number"],
             channel=form.cleaned_data["channel"],
             time_zone=form.cleaned_data["time_zone"] or None,  # blank: keep the one set
@@ -130,10 +131,10 @@ def contact_settings(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def delete_history(request: HttpRequest) -> HttpResponse:
+def delete_history(request: AuthenticatedRequest) -> HttpResponse:
     """Asks first (GET); deletes the person's messages on POST (console/erasure.py)."""
     if request.method == "POST":
-        deleted = erasure.delete_history(request.user)  # type: ignore[arg-type]
+        deleted = erasure.delete_history(request.user)
         messages.success(request, f"Deleted {deleted} message{'s' if deleted != 1 else ''} from your history.")
         return redirect("accounts:settings")
     return render(request, "accounts/delete_history.html")
@@ -142,13 +143,13 @@ def delete_history(request: HttpRequest) -> HttpResponse:
 @sensitive_post_parameters("password")
 @login_required
 @require_http_methods(["GET", "POST"])
-def delete_account(request: HttpRequest) -> HttpResponse:
+def delete_account(request: AuthenticatedRequest) -> HttpResponse:
     """Asks for the password (GET, or a wrong one); deletes the account on POST (console/erasure.py), logged out."""
     form = DeleteAccountForm(request.user, request.POST or None)
     if request.method == "POST" and form.is_valid():
         person = request.user
         logout(request)
-        erasure.delete_account(person)  # type: ignore[arg-type]
+        erasure.delete_account(person)
         messages.success(request, "Your account and everything in it are deleted.")
         return redirect("landing")
     return render(request, "accounts/delete_account.html", {"form": form})

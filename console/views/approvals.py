@@ -3,20 +3,21 @@ trigger; Approve or Deny (POST, with its CSRF token). The thread shows the same 
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from assistant import approvals as requests
 from assistant.approval import text as approval_text
 from channels import approvals as phones
+from console.signed_in import AuthenticatedRequest
 from ingestion import approvals
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def approval(request: HttpRequest, pk: int) -> HttpResponse:
-    action = approvals.pending_of(request.user, pk)  # type: ignore[arg-type]
+def approval(request: AuthenticatedRequest, pk: int) -> HttpResponse:
+    action = approvals.pending_of(request.user, pk)
     if action is None:
         raise Http404
     if request.method == "POST":
@@ -24,7 +25,7 @@ def approval(request: HttpRequest, pk: int) -> HttpResponse:
         if decision not in ("approve", "deny"):
             messages.error(request, "Choose Approve or Deny.")
             return redirect("approvals:detail", pk=pk)
-        answer = approvals.answer(request.user, action, approve=decision == "approve")  # type: ignore[arg-type]
+        answer = approvals.answer(request.user, action, approve=decision == "approve")
         if answer in (approvals.Answer.APPROVED, approvals.Answer.DENIED):  # its message on Telegram says so
             phones.mark_answered.enqueue(action.pk, answer.value, "in the console")
         (messages.success if answer in (approvals.Answer.APPROVED, approvals.Answer.DENIED) else messages.info)(

@@ -2,11 +2,12 @@
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from accounts.models import AuditEvent
+from console.signed_in import AuthenticatedRequest
 from keys.services import note_expiries
 
 PER_PAGE = 50
@@ -14,7 +15,7 @@ PER_PAGE = 50
 
 @login_required
 @require_GET
-def audit_log(request: HttpRequest) -> HttpResponse:
+def audit_log(request: AuthenticatedRequest) -> HttpResponse:
     assert request.user.pk is not None  # login_required
     note_expiries(request.user.pk)  # keys that expired unnoticed (no request since) are listed too
     events = AuditEvent.objects.filter(account_id=request.user.pk)

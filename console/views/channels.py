@@ -3,8 +3,7 @@ Telegram deep link), unlinking. The rules are in channels/linking.py."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
@@ -17,18 +16,19 @@ from channels.models import ChannelKind
 from channels.notify import send_notice
 from channels.outbound.people import quiet_hours_of, set_quiet_hours
 from console.forms.channels import CodeForm, PhoneLinkForm, QuietHoursForm
+from console.signed_in import AuthenticatedRequest
 from console.views.accounts import browser_regions
 from console.views.posted import form_action
 
 
 def _page(
-    request: HttpRequest,
+    request: AuthenticatedRequest,
     form: PhoneLinkForm,
     code_form: CodeForm | None = None,
     status: int = 200,
     quiet_form: QuietHoursForm | None = None,
 ) -> HttpResponse:
-    user: User = request.user  # type: ignore[assignment]
+    user = request.user
     offered = configured()
     pending = linking.pending_phone_code(user)
     hours = quiet_hours_of(user)
@@ -57,7 +57,7 @@ def _page(
 @login_required
 @never_cache
 @require_http_methods(["GET", "POST"])
-def channel_list(request: HttpRequest) -> HttpResponse:
+def channel_list(request: AuthenticatedRequest) -> HttpResponse:
     """The page; its form asks for a code for a number (POST), sends it, and shows where to type it."""
     form = PhoneLinkForm(request.POST or None, phone_regions=browser_regions(request))
     if request.method != "POST":
@@ -66,7 +66,7 @@ def channel_list(request: HttpRequest) -> HttpResponse:
         return _page(request, form, status=400)
     channel, number = form.cleaned_data["channel"], form.cleaned_data["phone_number"]
     try:
-        row, code = linking.new_phone_code(request.user, channel, number)  # type: ignore[arg-type]
+        row, code = linking.new_phone_code(request.user, channel, number)
     except linking.LinkRefused as refusal:
         form.add_error(None, str(refusal))
         return _page(request, form, status=429 if "Wait" in str(refusal) else 400)
@@ -85,12 +85,12 @@ def channel_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @form_action("channels:settings")
-def confirm_code(request: HttpRequest) -> HttpResponse:
+def confirm_code(request: AuthenticatedRequest) -> HttpResponse:
     code_form = CodeForm(request.POST)
     form = PhoneLinkForm(phone_regions=browser_regions(request))
     if not code_form.is_valid():
         return _page(request, form, code_form, status=400)
-    result = linking.confirm_phone_code(request.user, code_form.cleaned_data["code"])  # type: ignore[arg-type]
+    result = linking.confirm_phone_code(request.user, code_form.cleaned_data["code"])
     if result.outcome == "linked":
         messages.success(request, "Linked. What you send from that number now reaches your assistant.")
         return redirect("channels:settings")
@@ -101,13 +101,13 @@ def confirm_code(request: HttpRequest) -> HttpResponse:
 @login_required
 @never_cache
 @form_action("channels:settings")
-def telegram_link(request: HttpRequest) -> HttpResponse:
+def telegram_link(request: AuthenticatedRequest) -> HttpResponse:
     """A one-time t.me link, shown once (only its digest is kept)."""
     if Channel.TELEGRAM not in configured():
         messages.error(request, "Telegram is not offered on this server.")
         return redirect("channels:settings")
     try:
-        token = linking.new_telegram_token(request.user)  # type: ignore[arg-type]
+        token = linking.new_telegram_token(request.user)
     except linking.LinkRefused as refusal:
         messages.error(request, str(refusal))
         return redirect("channels:settings")
@@ -117,20 +117,20 @@ def telegram_link(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @form_action("channels:settings")
-def unlink(request: HttpRequest, linked_id: int) -> HttpResponse:
-    if linking.unlink(request.user, linked_id):  # type: ignore[arg-type]
+def unlink(request: AuthenticatedRequest, linked_id: int) -> HttpResponse:
+    if linking.unlink(request.user, linked_id):
         messages.success(request, "Unlinked. Messages from there no longer reach your assistant.")
     return redirect("channels:settings")
 
 
 @login_required
 @form_action("channels:settings", anchor="quiet-hours")
-def quiet_hours(request: HttpRequest) -> HttpResponse:
+def quiet_hours(request: AuthenticatedRequest) -> HttpResponse:
     """Set or clear the person's quiet hours (in their profile's time zone)."""
     form = QuietHoursForm(request.POST)
     if not form.is_valid():
         return _page(request, PhoneLinkForm(phone_regions=browser_regions(request)), quiet_form=form, status=400)
-    hours = set_quiet_hours(request.user, form.cleaned_data["starts"], form.cleaned_data["ends"])  # type: ignore[arg-type]
+    hours = set_quiet_hours(request.user, form.cleaned_data["starts"], form.cleaned_data["ends"])
     if hours is None:
         messages.success(request, "No quiet hours: texts go to your phone at any time.")
     else:

@@ -21,6 +21,7 @@ from connections import services
 from connections.checks import ChecksBusy
 from connections.models import Connection, is_connection_id
 from console.forms.connections import ConnectionForm
+from console.signed_in import AuthenticatedRequest
 from console.views.mailcal import page_context
 from ops import public_url
 
@@ -54,7 +55,7 @@ def _to_sign_in(request: HttpRequest, started: services.oauth_mcp.Started) -> Ht
     return render(request, "connections/sign_in_redirect.html", context)
 
 
-def _owned(request: HttpRequest, public_id: str) -> Connection:
+def _owned(request: AuthenticatedRequest, public_id: str) -> Connection:
     found = (
         Connection.objects.filter(public_id=public_id, owner_id=request.user.pk).first()
         if is_connection_id(public_id)
@@ -68,13 +69,13 @@ def _owned(request: HttpRequest, public_id: str) -> Connection:
 @sensitive_post_parameters("api_key", "oauth_client_secret")
 @login_required
 @require_http_methods(["GET", "POST"])
-def connection_list(request: HttpRequest) -> HttpResponse:
+def connection_list(request: AuthenticatedRequest) -> HttpResponse:
     form = ConnectionForm(request.POST or None)
     status, retry_after = 400, None
     if request.method == "POST" and form.is_valid():
         try:
             connection = services.add_connection(
-                request.user,  # type: ignore[arg-type]
+                request.user,
                 form.cleaned_data["name"],
                 form.cleaned_data["server_url"],
                 form.cleaned_data["api_key"] or None,
@@ -98,7 +99,7 @@ def connection_list(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def _page(request: HttpRequest, form: ConnectionForm, status: int) -> HttpResponse:
+def _page(request: AuthenticatedRequest, form: ConnectionForm, status: int) -> HttpResponse:
     connections = (
         Connection.objects.filter(owner_id=request.user.pk).select_related("oauth_grant").prefetch_related("tools")
     )
@@ -106,11 +107,11 @@ def _page(request: HttpRequest, form: ConnectionForm, status: int) -> HttpRespon
     return render(request, "connections/list.html", context, status=status)
 
 
-def _start_sign_in(request: HttpRequest, form: ConnectionForm) -> HttpResponse | None:
+def _start_sign_in(request: AuthenticatedRequest, form: ConnectionForm) -> HttpResponse | None:
     """The redirect to the server's sign-in page, or None with the reason added to the form."""
     try:
         started = services.start_sign_in(
-            request.user,  # type: ignore[arg-type]
+            request.user,
             form.cleaned_data["name"],
             form.cleaned_data["server_url"],
             callback_url(),
@@ -126,7 +127,7 @@ def _start_sign_in(request: HttpRequest, form: ConnectionForm) -> HttpResponse |
 
 @login_required
 @require_POST
-def sign_in_again(request: HttpRequest, public_id: str) -> HttpResponse:
+def sign_in_again(request: AuthenticatedRequest, public_id: str) -> HttpResponse:
     connection = _owned(request, public_id)
     try:
         started = services.start_sign_in_again(connection, callback_url())
@@ -138,7 +139,7 @@ def sign_in_again(request: HttpRequest, public_id: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET"])
-def oauth_callback(request: HttpRequest) -> HttpResponse:
+def oauth_callback(request: AuthenticatedRequest) -> HttpResponse:
     """Where the server's sign-in page sends the browser back: ?code=…&state=… or ?error=…&state=…."""
     params = {key: request.GET.get(key, "") for key in ("code", "error", "error_description") if key in request.GET}
     if "iss" in request.GET:
@@ -146,7 +147,7 @@ def oauth_callback(request: HttpRequest) -> HttpResponse:
     digests = [d for d in request.session.get(SESSION_KEY, []) if isinstance(d, str)]
     try:
         connection = services.finish_sign_in(
-            request.user,  # type: ignore[arg-type]
+            request.user,
             request.GET.get("state", ""),
             params,
             digests,
@@ -162,7 +163,7 @@ def oauth_callback(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def sync(request: HttpRequest, public_id: str) -> HttpResponse:
+def sync(request: AuthenticatedRequest, public_id: str) -> HttpResponse:
     connection = _owned(request, public_id)
     try:
         services.sync_tools(connection)
@@ -175,7 +176,7 @@ def sync(request: HttpRequest, public_id: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def remove(request: HttpRequest, public_id: str) -> HttpResponse:
+def remove(request: AuthenticatedRequest, public_id: str) -> HttpResponse:
     connection = _owned(request, public_id)
     if request.method == "POST":
         services.remove_connection(connection, by=audit.CONSOLE)
@@ -186,7 +187,7 @@ def remove(request: HttpRequest, public_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def trust(request: HttpRequest, public_id: str) -> HttpResponse:
+def trust(request: AuthenticatedRequest, public_id: str) -> HttpResponse:
     connection = _owned(request, public_id)
     trusted = request.POST.get("trusted") == "1"
     services.set_trusted(connection, trusted, by=audit.CONSOLE)
@@ -207,7 +208,7 @@ def trust(request: HttpRequest, public_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def mark_tool(request: HttpRequest, public_id: str) -> HttpResponse:
+def mark_tool(request: AuthenticatedRequest, public_id: str) -> HttpResponse:
     connection = _owned(request, public_id)
     name, acting = request.POST.get("tool", ""), request.POST.get("acting") == "1"
     if not services.mark_acting(connection, name, acting, by=audit.CONSOLE):

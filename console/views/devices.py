@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
+from console.signed_in import AuthenticatedRequest
 from devices import services
 from devices.models import DeviceAuthorization
 from keys.scopes import CLI, Scope
@@ -48,7 +49,7 @@ def _find(request: HttpRequest, typed: str) -> tuple[DeviceAuthorization | None,
 @login_required
 @never_cache
 @require_http_methods(["GET", "POST"])
-def device(request: HttpRequest) -> HttpResponse:
+def device(request: AuthenticatedRequest) -> HttpResponse:
     if request.method == "POST":
         return _decide(request)
     typed = request.GET.get("code", "").strip()[:40]
@@ -62,7 +63,7 @@ def device(request: HttpRequest) -> HttpResponse:
     return render(request, "devices/confirm.html", {"authorization": found, "scopes": _cli_scopes()})
 
 
-def _decide(request: HttpRequest) -> HttpResponse:
+def _decide(request: AuthenticatedRequest) -> HttpResponse:
     typed = request.POST.get("code", "").strip()[:40]
     decision = request.POST.get("decision")
     if decision not in ("approve", "deny"):

@@ -14,6 +14,7 @@ from accounts import audit
 from assistant.tools.toolbox import offered_tools
 from console import activity, examples, nonces
 from console.forms.keys import NewKeyForm, NewV2KeyForm, RenameForm, RollForm, ScopesForm, ToolPolicyForm
+from console.signed_in import AuthenticatedRequest
 from conversations.models import Endpoint
 from ingestion.hotpath.recording import record_user_message
 from keys import services
@@ -28,12 +29,12 @@ ALREADY_CREATED = (
 )
 
 
-def _owned_key(request: HttpRequest, pk: int) -> ApiKey:
+def _owned_key(request: AuthenticatedRequest, pk: int) -> ApiKey:
     # Someone else's key is "not found", never "forbidden": its existence is not ours to confirm.
     return get_object_or_404(ApiKey, pk=pk, owner_id=request.user.pk)
 
 
-def _keys_of(request: HttpRequest, generation: Generation | None = None) -> QuerySet[ApiKey]:
+def _keys_of(request: AuthenticatedRequest, generation: Generation | None = None) -> QuerySet[ApiKey]:
     """The user's keys, active ones first (newest first), then revoked ones (most recently revoked first)."""
     keys = ApiKey.objects.filter(owner_id=request.user.pk)
     if generation is not None:
@@ -45,8 +46,8 @@ def _form_class(generation: Generation) -> type[NewKeyForm]:
     return NewV2KeyForm if generation == Generation.V2 else NewKeyForm
 
 
-def _fresh_form(request: HttpRequest, generation: Generation, *, autofocus: bool = False) -> NewKeyForm:
-    nonce = nonces.issue(request.user.pk)  # type: ignore[arg-type]
+def _fresh_form(request: AuthenticatedRequest, generation: Generation, *, autofocus: bool = False) -> NewKeyForm:
+    nonce = nonces.issue(request.user.pk)
     return _form_class(generation)(initial={"nonce": nonce}, autofocus=autofocus)
 
 
@@ -54,10 +55,10 @@ def _list_url_of(generation: str) -> str:
     return reverse("keys:advanced") if generation == Generation.V1 else reverse("keys:list")
 
 
-def _refused_form(request: HttpRequest, form: NewKeyForm, generation: Generation, reason: str) -> HttpResponse:
+def _refused_form(request: AuthenticatedRequest, form: NewKeyForm, generation: Generation, reason: str) -> HttpResponse:
     """The form again, saying why no key was created, with a fresh one-time token (the old one is spent)."""
     refused = _form_class(generation)(
-        {**form.cleaned_data, "nonce": nonces.issue(request.user.pk)},  # type: ignore[arg-type]
+        {**form.cleaned_data, "nonce": nonces.issue(request.user.pk)},
         autofocus=generation == Generation.V2,
     )
     refused.is_valid()
@@ -67,14 +68,14 @@ def _refused_form(request: HttpRequest, form: NewKeyForm, generation: Generation
     return render(request, "keys/new.html", {"form": refused})
 
 
-def _create_and_show_once(request: HttpRequest, form: NewKeyForm, generation: Generation) -> HttpResponse:
+def _create_and_show_once(request: AuthenticatedRequest, form: NewKeyForm, generation: Generation) -> HttpResponse:
     """Create the key and answer this very POST with its secret: no redirect, session or URL ever holds it."""
-    if not nonces.consume(request.user.pk, form.cleaned_data["nonce"]):  # type: ignore[arg-type]
+    if not nonces.consume(request.user.pk, form.cleaned_data["nonce"]):
         messages.warning(request, ALREADY_CREATED)
         return redirect(_list_url_of(generation), permanent=False)
     try:
         key, plaintext = services.create_key(
-            request.user,  # type: ignore[arg-type]
+            request.user,
             form.cleaned_data["name"],
             generation,
             scopes=form.chosen_scopes() if isinstance(form, NewV2KeyForm) else None,
@@ -101,14 +102,14 @@ def _show_secret_once(request: HttpRequest, key: ApiKey, plaintext: str, rolled:
 
 @login_required
 @require_GET
-def key_list(request: HttpRequest) -> HttpResponse:
+def key_list(request: AuthenticatedRequest) -> HttpResponse:
     return render(request, "keys/list.html", {"keys": _keys_of(request)})
 
 
 @login_required
 @never_cache
 @require_http_methods(["GET", "POST"])
-def new_key(request: HttpRequest) -> HttpResponse:
+def new_key(request: AuthenticatedRequest) -> HttpResponse:
     form: NewKeyForm
     if request.method == "POST":
         form = NewV2KeyForm(request.POST, autofocus=True)
@@ -121,7 +122,7 @@ def new_key(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def key_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def key_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     key = _owned_key(request, pk)
     deliveries = activity.requests_of(key).select_related("message").order_by("-created_at", "-id")
     series = activity.requests_per_day(key)
@@ -152,7 +153,7 @@ def _tools_form(key: ApiKey, data: Any = None) -> ToolPolicyForm:
 
 @login_required
 @require_POST
-def tool_policy(request: HttpRequest, pk: int) -> HttpResponse:
+def tool_policy(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     key = _owned_key(request, pk)
     form = _tools_form(key, request.POST)
     if key.is_revoked or key.generation != Generation.V2:
@@ -173,7 +174,7 @@ def tool_policy(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def rename(request: HttpRequest, pk: int) -> HttpResponse:
+def rename(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     key = _owned_key(request, pk)
     form = RenameForm(request.POST)
     if key.is_revoked:
@@ -188,7 +189,7 @@ def rename(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @never_cache
 @require_http_methods(["GET", "POST"])
-def roll(request: HttpRequest, pk: int) -> HttpResponse:
+def roll(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     """GET asks (and for how long the old secret should keep working); POST makes the new secret and shows it once."""
     key = _owned_key(request, pk)
     form = RollForm(request.POST or None)
@@ -207,7 +208,7 @@ TEST_MESSAGE = "Test message from the console, sent with the key “{name}”. N
 
 @login_required
 @require_POST
-def send_test_message(request: HttpRequest, pk: int) -> HttpResponse:
+def send_test_message(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     """Record a message in the thread as if this key had sent it (the API's endpoint, its receipt and the key's
     page show it), so its owner sees the whole way a message goes."""
     key = _owned_key(request, pk)
@@ -226,7 +227,7 @@ def send_test_message(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def key_scopes(request: HttpRequest, pk: int) -> HttpResponse:
+def key_scopes(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     """The key page's form: what a V2 key may do, from its next request on."""
     key = _owned_key(request, pk)
     if key.is_revoked or key.generation != Generation.V2:
@@ -243,7 +244,7 @@ def key_scopes(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def revoke(request: HttpRequest, pk: int) -> HttpResponse:
+def revoke(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     """GET asks for confirmation; POST (with its CSRF token) revokes."""
     key = _owned_key(request, pk)
     if request.method == "POST":
@@ -258,7 +259,7 @@ def revoke(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @never_cache
 @require_GET
-def advanced(request: HttpRequest) -> HttpResponse:
+def advanced(request: AuthenticatedRequest) -> HttpResponse:
     """Settings → Advanced: the deprecated V1 keys of the legacy webhook."""
     context = {"keys": _keys_of(request, Generation.V1), "form": _fresh_form(request, Generation.V1)}
     return render(request, "keys/advanced.html", context)
@@ -267,7 +268,7 @@ def advanced(request: HttpRequest) -> HttpResponse:
 @login_required
 @never_cache
 @require_POST
-def new_legacy_key(request: HttpRequest) -> HttpResponse:
+def new_legacy_key(request: AuthenticatedRequest) -> HttpResponse:
     form = NewKeyForm(request.POST)
     if form.is_valid():
         return _create_and_show_once(request, form, Generation.V1)

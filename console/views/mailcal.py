@@ -5,7 +5,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
@@ -16,12 +16,13 @@ from connections.models import CalendarAccount, Connection, MailAccount
 from connections.oauth import mail as connections_oauth_mail
 from console.forms.connections import ConnectionForm
 from console.forms.mailcal import CalendarForm, MailboxForm
+from console.signed_in import AuthenticatedRequest
 from console.views import oauth_mail
 from console.views.posted import form_action
 
 
 def page_context(
-    request: HttpRequest, calendar_form: CalendarForm | None = None, mailbox_form: MailboxForm | None = None
+    request: AuthenticatedRequest, calendar_form: CalendarForm | None = None, mailbox_form: MailboxForm | None = None
 ) -> dict[str, Any]:
     """What the Connections page shows of the calendar and the mailbox (connections/list.html)."""
     return {
@@ -33,7 +34,7 @@ def page_context(
     }
 
 
-def _page_with_errors(request: HttpRequest, status: int, **forms: Any) -> HttpResponse:
+def _page_with_errors(request: AuthenticatedRequest, status: int, **forms: Any) -> HttpResponse:
     connections = Connection.objects.filter(owner_id=request.user.pk).prefetch_related("tools")
     context = {"connections": connections, "form": ConnectionForm(), **page_context(request, **forms)}
     return render(request, "connections/list.html", context, status=status)
@@ -48,12 +49,12 @@ def _refusal_status(error: Exception) -> int:
 @sensitive_post_parameters("password")
 @login_required
 @form_action("connections:list", anchor="calendar-title")
-def add_calendar(request: HttpRequest) -> HttpResponse:
+def add_calendar(request: AuthenticatedRequest) -> HttpResponse:
     form = CalendarForm(request.POST)
     if form.is_valid():
         try:
             account = mailcal.add_calendar(
-                request.user,  # type: ignore[arg-type]
+                request.user,
                 form.cleaned_data["server_url"],
                 form.cleaned_data["username"],
                 form.cleaned_data["password"],
@@ -69,11 +70,11 @@ def add_calendar(request: HttpRequest) -> HttpResponse:
 @sensitive_post_parameters("password")
 @login_required
 @form_action("connections:list", anchor="mailbox-title")
-def add_mailbox(request: HttpRequest) -> HttpResponse:
+def add_mailbox(request: AuthenticatedRequest) -> HttpResponse:
     form = MailboxForm(request.POST)
     if form.is_valid():
         try:
-            account = mailcal.add_mailbox(request.user, form.api_fields())  # type: ignore[arg-type]
+            account = mailcal.add_mailbox(request.user, form.api_fields())
         except (mailcal.AccountRefused, ChecksBusy) as refused:
             form.add_error(None, str(refused))
             return _page_with_errors(request, _refusal_status(refused), mailbox_form=form)
@@ -84,7 +85,7 @@ def add_mailbox(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def remove(request: HttpRequest, kind: str) -> HttpResponse:
+def remove(request: AuthenticatedRequest, kind: str) -> HttpResponse:
     account: CalendarAccount | MailAccount | None = None
     if kind == "calendar":
         account = CalendarAccount.objects.filter(owner_id=request.user.pk).first()

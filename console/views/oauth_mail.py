@@ -7,13 +7,14 @@ from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from connections.models import GrantKind, OAuthGrant
 from connections.oauth import mail as oauth_mail
 from connections.oauth.providers import CALENDAR, MAIL, configured, describe, provider
+from console.signed_in import AuthenticatedRequest
 from console.views.posted import form_action
 
 _KINDS = (GrantKind.GOOGLE, GrantKind.MICROSOFT)
@@ -29,11 +30,11 @@ def _kind(kind: str) -> str:
     return kind
 
 
-def page_context(request: HttpRequest) -> dict[str, Any]:
+def page_context(request: AuthenticatedRequest) -> dict[str, Any]:
     """The Google and Microsoft cards of the Connections page (connections/_oauth_mail.html)."""
     cards = []
     for found in configured():
-        grant = oauth_mail.grant_of(request.user.pk, found.kind)  # type: ignore[arg-type]
+        grant = oauth_mail.grant_of(request.user.pk, found.kind)
         have = oauth_mail.capabilities_of(grant) if grant is not None else []
         cards.append(
             {
@@ -54,10 +55,10 @@ def page_context(request: HttpRequest) -> dict[str, Any]:
 
 @login_required
 @form_action("connections:list")
-def start(request: HttpRequest, kind: str) -> HttpResponse:
+def start(request: AuthenticatedRequest, kind: str) -> HttpResponse:
     kind = _kind(kind)
     try:
-        url = oauth_mail.start(request.session, request.user, kind, request.POST.getlist("capability"))  # type: ignore[arg-type]
+        url = oauth_mail.start(request.session, request.user, kind, request.POST.getlist("capability"))
     except oauth_mail.SignInRefused as refused:
         messages.error(request, str(refused))
         return redirect("connections:list")
@@ -69,11 +70,11 @@ def start(request: HttpRequest, kind: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def callback(request: HttpRequest, kind: str) -> HttpResponse:
+def callback(request: AuthenticatedRequest, kind: str) -> HttpResponse:
     kind = _kind(kind)
     query = {key: request.GET.get(key, "") for key in ("state", "code", "error") if key in request.GET}
     try:
-        connected = oauth_mail.finish(request.session, request.user, kind, query)  # type: ignore[arg-type]
+        connected = oauth_mail.finish(request.session, request.user, kind, query)
     except oauth_mail.SignInRefused as refused:
         messages.error(request, str(refused))
         return redirect("connections:list")
@@ -94,9 +95,9 @@ def callback(request: HttpRequest, kind: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def disconnect(request: HttpRequest, kind: str) -> HttpResponse:
+def disconnect(request: AuthenticatedRequest, kind: str) -> HttpResponse:
     kind = _kind(kind)
-    grant: OAuthGrant | None = oauth_mail.grant_of(request.user.pk, kind)  # type: ignore[arg-type]
+    grant: OAuthGrant | None = oauth_mail.grant_of(request.user.pk, kind)
     if grant is None:
         raise Http404("Nothing to disconnect.")
     name = grant.get_kind_display()

@@ -2,11 +2,12 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from accounts.services import profile_of
+from console.signed_in import AuthenticatedRequest
 from console.views.posted import form_action
 from reminders import services
 from reminders.models import Reminder, ReminderStatus
@@ -14,7 +15,7 @@ from reminders.models import Reminder, ReminderStatus
 
 @login_required
 @require_GET
-def reminder_list(request: HttpRequest) -> HttpResponse:
+def reminder_list(request: AuthenticatedRequest) -> HttpResponse:
     mine = Reminder.objects.filter(owner_id=request.user.pk)
     return render(
         request,
@@ -22,16 +23,16 @@ def reminder_list(request: HttpRequest) -> HttpResponse:
         {
             "scheduled": mine.filter(status=ReminderStatus.SCHEDULED).order_by("next_due_at"),
             "past": mine.exclude(status=ReminderStatus.SCHEDULED).order_by("-created_at")[:50],
-            "time_zone": profile_of(request.user).time_zone,  # type: ignore[arg-type]
+            "time_zone": profile_of(request.user).time_zone,
         },
     )
 
 
 @login_required
 @form_action("reminders:list")
-def cancel(request: HttpRequest, public_id: str) -> HttpResponse:
+def cancel(request: AuthenticatedRequest, public_id: str) -> HttpResponse:
     try:
-        reminder = services.cancel_reminder(request.user, public_id)  # type: ignore[arg-type]
+        reminder = services.cancel_reminder(request.user, public_id)
     except services.ReminderRefused as refused:
         messages.error(request, str(refused))
     else:

@@ -12,10 +12,12 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from console.forms.thread import ConsoleMessageForm
+from console.signed_in import AuthenticatedRequest
 from conversations.models import Conversation, Endpoint, Message, is_message_id
 from conversations.services import conversation_of
 from ingestion.hotpath.recording import record_user_message
 from ops.errors import json_error
+from ops.request_id import request_id_of
 
 PAGE_SIZE = 100
 # A message is visible to readers only once its transaction commits, which can be after a message created later
@@ -39,9 +41,9 @@ def _wants_json(request: HttpRequest) -> bool:
     return "application/json" in request.headers.get("Accept", "")
 
 
-def _thread_context(request: HttpRequest, before: str = "") -> dict[str, object]:
+def _thread_context(request: AuthenticatedRequest, before: str = "") -> dict[str, object]:
     """The latest PAGE_SIZE messages, or with ``before`` (a message of this thread) the PAGE_SIZE before it."""
-    conversation = conversation_of(request.user)  # type: ignore[arg-type]
+    conversation = conversation_of(request.user)
     since = timezone.now().isoformat()  # before reading: the first poll asks for what was created from here on
     messages = _messages_of(conversation)
     # Only a message of the user's own thread can anchor a page; anything else shows the latest messages.
@@ -70,14 +72,14 @@ def _thread_context(request: HttpRequest, before: str = "") -> dict[str, object]
 
 @login_required
 @require_GET
-def thread(request: HttpRequest) -> HttpResponse:
+def thread(request: AuthenticatedRequest) -> HttpResponse:
     context = _thread_context(request, before=request.GET.get("before", ""))
     return render(request, "conversations/thread.html", {**context, "form": ConsoleMessageForm()})
 
 
 @login_required
 @require_POST
-def send(request: HttpRequest) -> HttpResponse:
+def send(request: AuthenticatedRequest) -> HttpResponse:
     """Type a message as the user: it goes through the same write path (and hand-off) as the API's messages."""
     form = ConsoleMessageForm(request.POST)
     if not form.is_valid():
@@ -86,10 +88,10 @@ def send(request: HttpRequest) -> HttpResponse:
             return json_error("invalid_body", str(error))
         return render(request, "conversations/thread.html", {**_thread_context(request), "form": form}, status=400)
     message = record_user_message(
-        user=request.user,  # type: ignore[arg-type]
+        user=request.user,
         endpoint=Endpoint.CONSOLE,
         text=form.cleaned_data["text"],
-        request_id=getattr(request, "request_id", ""),
+        request_id=request_id_of(request),
     )
     if _wants_json(request):
         return JsonResponse({"success": True, "id": message.public_id}, status=201)
@@ -114,7 +116,7 @@ def _parse_since(value: str) -> datetime | None:
 @login_required
 @never_cache
 @require_GET
-def updates(request: HttpRequest) -> JsonResponse:
+def updates(request: AuthenticatedRequest) -> JsonResponse:
     """What is new since the page's previous poll, and nothing it already has.
 
     ``since``: the ``since`` of the previous answer (or of the page). The answer holds, rendered, the messages created
@@ -122,7 +124,7 @@ def updates(request: HttpRequest) -> JsonResponse:
     page can ask for one it lacks (``ids=``: one that committed after an earlier poll had passed its time). With
     ``ids=a,b``: those messages of the user's own thread, rendered, whenever they were created. ``unsettled=a,b``:
     also the statuses of those messages anew (``statuses``)."""
-    conversation = conversation_of(request.user)  # type: ignore[arg-type]
+    conversation = conversation_of(request.user)
     messages = _messages_of(conversation)
     if "ids" in request.GET:
         wanted = [value for value in request.GET["ids"].split(",")[:MAX_IDS_ASKED] if is_message_id(value)]
@@ -157,10 +159,10 @@ def _statuses(request: HttpRequest, messages: QuerySet[Message]) -> list[dict[st
 
 @login_required
 @require_GET
-def message_detail(request: HttpRequest, message_id: str) -> HttpResponse:
+def message_detail(request: AuthenticatedRequest, message_id: str) -> HttpResponse:
     """One message of the user's thread, whole (the thread shortens long ones), with what became of it: its delivery
     to the assistant and the reply; for a reply, the message it answers. Another user's message is a 404."""
-    conversation = conversation_of(request.user)  # type: ignore[arg-type]
+    conversation = conversation_of(request.user)
     message = (
         _messages_of(conversation).filter(public_id=message_id).select_related("delivery__reply").first()
         if is_message_id(message_id)

@@ -4,7 +4,7 @@ signing secret) shown once, on the page that answers the creating POST, exactly 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import F
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from accounts import audit
 from console import examples, nonces, trigger_log
 from console.forms.triggers import NewTriggerForm
+from console.signed_in import AuthenticatedRequest
 from triggers import services
 from triggers.models import WebhookTrigger
 
@@ -25,7 +26,7 @@ ALREADY_CREATED = (
 
 @login_required
 @require_GET
-def trigger_list(request: HttpRequest) -> HttpResponse:
+def trigger_list(request: AuthenticatedRequest) -> HttpResponse:
     triggers = WebhookTrigger.objects.filter(owner_id=request.user.pk).order_by(
         F("revoked_at").desc(nulls_first=True), "-created_at"
     )
@@ -35,23 +36,23 @@ def trigger_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @never_cache
 @require_http_methods(["GET", "POST"])
-def new_trigger(request: HttpRequest) -> HttpResponse:
+def new_trigger(request: AuthenticatedRequest) -> HttpResponse:
     if request.method == "POST":
         form = NewTriggerForm(request.POST)
         if form.is_valid():
             return _create_and_show_once(request, form)
     else:
-        form = NewTriggerForm(initial={"nonce": nonces.issue(request.user.pk)})  # type: ignore[arg-type]
+        form = NewTriggerForm(initial={"nonce": nonces.issue(request.user.pk)})
     return render(request, "triggers/new.html", {"form": form})
 
 
-def _create_and_show_once(request: HttpRequest, form: NewTriggerForm) -> HttpResponse:
-    if not nonces.consume(request.user.pk, form.cleaned_data["nonce"]):  # type: ignore[arg-type]
+def _create_and_show_once(request: AuthenticatedRequest, form: NewTriggerForm) -> HttpResponse:
+    if not nonces.consume(request.user.pk, form.cleaned_data["nonce"]):
         messages.warning(request, ALREADY_CREATED)
         return redirect("triggers:list")
     try:
         trigger, token, secret = services.create_trigger(
-            request.user,  # type: ignore[arg-type]
+            request.user,
             form.cleaned_data["condition"],
             form.cleaned_data["action"],
             signed=form.cleaned_data["signed"],
@@ -75,7 +76,7 @@ def _create_and_show_once(request: HttpRequest, form: NewTriggerForm) -> HttpRes
 
 @login_required
 @require_GET
-def firing_log(request: HttpRequest, pk: int) -> HttpResponse:
+def firing_log(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     """A webhook's delivery log: only its owner's (anyone else gets the 404 an unknown webhook gets)."""
     trigger = get_object_or_404(WebhookTrigger, pk=pk, owner_id=request.user.pk)
     context = {
@@ -89,7 +90,7 @@ def firing_log(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def revoke(request: HttpRequest, pk: int) -> HttpResponse:
+def revoke(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     trigger = get_object_or_404(WebhookTrigger, pk=pk, owner_id=request.user.pk)
     if request.method == "POST":
         if services.revoke_trigger(trigger, by=audit.CONSOLE):

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Field, Model
+from django.db.models import Field, Model, OneToOneField
 
 from accounts.models import Profile
 from conversations.models import Conversation
@@ -128,6 +128,8 @@ def key_with_owner(digest: str, *, with_profile: bool = False) -> ApiKey | None:
 def _link_one_to_one(model: type[Model], owner: Model, related: Model | None) -> None:
     """Cache both directions of a user's one-to-one row, as select_related does (None: accessing it raises)."""
     field = model._meta.get_field("user")
-    field.remote_field.set_cached_value(owner, related)  # type: ignore[union-attr]
+    if not isinstance(field, OneToOneField):
+        raise TypeError(f"{model.__name__}.user is not a one-to-one field")
+    field.remote_field.set_cached_value(owner, related)
     if related is not None:
-        field.set_cached_value(related, owner)  # type: ignore[union-attr]
+        field.set_cached_value(related, owner)

@@ -108,7 +108,7 @@ def record_user_message(
     if not insert_together(rows, only_if, log_trim, updates):
         raise recent.NoLongerHolds()
     # The database queue: nothing (the delivery row is the queue's entry); another task backend: its task.
-    enqueue_delivery(message.public_id, delivery_id=delivery.pk)
+    enqueue_delivery(message.public_id)
     if api_key is not None and notes_key_use:
         note_key_used(api_key)
     return message

@@ -532,8 +532,8 @@ def test_phone_approval_screenshot(browser, live_server, settings):
     action = Action.objects.get(delivery=delivery)
     # A fixed code for the picture (a real one is random).
     question = Message.objects.get(pk=action.approval_message_id)
-    Message.objects.filter(pk=question.pk).update(text=question.text.replace(action.approval_code, "4821"))
-    Action.objects.filter(pk=action.pk).update(approval_code="4821")
+    Message.objects.filter(pk=question.pk).update(text=question.text.replace(action.approval_code, "K7QZ4MX2"))
+    Action.objects.filter(pk=action.pk).update(approval_code="K7QZ4MX2")
     phone = new_context(browser, live_server, PHONE, is_mobile=True, has_touch=True)
     page = phone.new_page()
     log_in(page, EMAIL, PASSWORD)

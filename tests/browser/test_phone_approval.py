@@ -10,6 +10,7 @@ import pytest
 from accounts.services import sign_up
 from assistant.models import Action, ActionState
 from assistant.tools.toolbox import toolbox_for
+from channels.adapters.base import button_data
 from channels.models import LinkedAddress
 from channels.outbound.sender import Sender
 from conversations.models import Delivery, Endpoint
@@ -59,7 +60,7 @@ def test_the_thread_shows_a_phone_approval_without_a_reload(browser, live_server
     assert bubble.get_by_role("button", name="Approve").is_visible()
     page.evaluate("window.notReloaded = true")
 
-    status, _ = providers.telegram.press(request, f"approve:{action.approval_code}").post(live_server.url)
+    status, _ = providers.telegram.press(request, button_data(True, action.approval_code)).post(live_server.url)
 
     assert status == 200
     bubble.locator(".approval .badge").get_by_text("Approved").wait_for()

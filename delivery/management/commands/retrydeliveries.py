@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Q
 
 from conversations.models import Delivery, DeliveryStatus
-from delivery.handoff import due_deliveries
+from delivery.lifecycle import due as due_deliveries
 from delivery.tasks import retry_delivery
 
 
