@@ -18,6 +18,7 @@ class Scenario:
     authorization: str | None
     expected_status: int
     accepted: bool  # whether a request records a message
+    idempotency_keys: bool = False  # each request with an Idempotency-Key of its own (post.lua)
 
 
 @dataclass
@@ -49,7 +50,12 @@ def wrk_binary() -> str:
 
 
 def run_wrk(url: str, scenario: Scenario, body_file: Path, connections: int, seconds: int) -> Run:
-    env = {**os.environ, "BENCH_BODY_FILE": str(body_file), "BENCH_AUTHORIZATION": scenario.authorization or ""}
+    env = {
+        **os.environ,
+        "BENCH_BODY_FILE": str(body_file),
+        "BENCH_AUTHORIZATION": scenario.authorization or "",
+        "BENCH_IDEMPOTENCY_KEYS": "1" if scenario.idempotency_keys else "",
+    }
     command = [
         wrk_binary(), "--threads", "1", "--connections", str(connections), "--duration", f"{seconds}s",
         "--timeout", "5s", "--script", str(LUA), url + scenario.path,

@@ -1,5 +1,6 @@
 -- wrk script: POST the body in BENCH_BODY_FILE with the Authorization header in BENCH_AUTHORIZATION (if any),
--- and print one machine-readable summary line when the run ends.
+-- with BENCH_IDEMPOTENCY_KEYS set an Idempotency-Key of its own on every request (never a replay), and print one
+-- machine-readable summary line when the run ends.
 local file = assert(io.open(os.getenv("BENCH_BODY_FILE"), "rb"))
 wrk.method = "POST"
 wrk.body = file:read("*a")
@@ -8,6 +9,18 @@ wrk.headers["Content-Type"] = "application/json"
 local authorization = os.getenv("BENCH_AUTHORIZATION")
 if authorization ~= nil and authorization ~= "" then
   wrk.headers["Authorization"] = authorization
+end
+
+if os.getenv("BENCH_IDEMPOTENCY_KEYS") == "1" then
+  -- A prefix of this run's own (wrk runs one after another against one database) and a counter.
+  math.randomseed(os.time())
+  local prefix = string.format("bench-%d-%08x-", os.time(), math.random(0, 0x7fffffff))
+  local sent = 0
+  function request()
+    sent = sent + 1
+    wrk.headers["Idempotency-Key"] = prefix .. sent
+    return wrk.format()
+  end
 end
 
 function done(summary, latency, requests)

@@ -1,17 +1,19 @@
 """The current endpoint's ordinary request, served without DRF's request, content negotiation and response objects.
 
-Nearly every request to ``POST /api/v1/inbound/api-message`` is alike: a JSON body with a Content-Length, no
-Idempotency-Key, and a V2 key this process remembers (ingestion/hotpath/recent.py) that may send. DRF's machinery
+Nearly every request to ``POST /api/v1/inbound/api-message`` is alike: a JSON body with a Content-Length, perhaps
+an Idempotency-Key, and a V2 key this process remembers (ingestion/hotpath/recent.py) that may send. DRF's machinery
 around such a request (wrapping it, negotiating a parser and a renderer, its response class) cost about a tenth of
 an accepted message's Python calls (docs/benchmarks.md, "The accept path against the bare view").
 
 ``remembered_key`` says whether a request is such a one, without side effects; the view (ingestion/views.py,
 ``CurrentMessageView.dispatch``) then runs the same checks, in the same order, with the same functions as its full
-path: the key as the authentication takes a remembered one (unconfirmed), its scope, the per-key limit, the body's
-parsing and rules, the insert that confirms the key. The first check that refuses hands the request to the full
+path: the key as the authentication takes a remembered one (unconfirmed), its scope, the per-key limit, the
+Idempotency-Key's form, the body's parsing and rules, the insert that confirms the key (and writes the
+Idempotency-Key's record with the message: ingestion/idempotency.py; a retry is replayed only once that statement
+has confirmed the key). The first check that refuses hands the request to the full
 view's own exception handling, so every refusal is answered as before (same body, status and headers). Any other
-request (another method or media type, a compressed or chunked body, a query string, an Idempotency-Key, a key not
-remembered, expired or without the scope) goes to the full view from the start.
+request (another method or media type, a compressed or chunked body, a query string, a key not remembered,
+expired or without the scope) goes to the full view from the start.
 """
 
 from typing import Any
@@ -39,7 +41,6 @@ def remembered_key(request: HttpRequest) -> ApiKey | None:
     if (
         request.method != "POST"
         or meta.get("CONTENT_TYPE") != MEDIA_TYPE  # exactly: no charset or other parameter to read
-        or "HTTP_IDEMPOTENCY_KEY" in meta  # may be answered by a replay, which a remembered key may not give
         or "HTTP_CONTENT_ENCODING" in meta
         or "HTTP_TRANSFER_ENCODING" in meta
         or meta.get("QUERY_STRING")

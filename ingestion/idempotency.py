@@ -1,30 +1,35 @@
 """Idempotency-Key (docs/design.md#idempotency): a retried request gets the first response, never a second message.
 
-How it holds, in one transaction per request:
-1. On PostgreSQL, ``pg_try_advisory_xact_lock`` on (API key, Idempotency-Key). It never waits: if another transaction
-   holds the lock, the first request with this key is still in flight, and the retry gets 409 at once instead of
-   holding a connection while it waits.
-2. INSERT the key's record. The unique constraint on (API key, Idempotency-Key) is what enforces "once": a retry
-   after the first committed fails here at once, and gets the stored response replayed (422 if its body differs).
-3. Record the message (the view, through ingestion.hotpath.recording.record_user_message), then store the response in
-   the record. A failure anywhere rolls back the claim with the message, so a failed request leaves no record and
-   can be retried with the same key.
-SQLite runs one writing transaction at a time, so there a concurrent retry waits for the first and gets the replay.
+The unique constraint on (credential, Idempotency-Key) of the key's record is what enforces "once". The record is
+written with the message it answers for, holding the response it will be replayed with, so either both exist or
+neither does:
+- The current endpoint's ordinary request (ingestion/accept.py) writes it in the message's own statement
+  (``once_in_statement``): the message's id is drawn before the write, so the response is known then.
+- Every other request (``idempotent``): INSERT the record, record the message, then store the response, in one
+  transaction.
+A retry after the first committed fails on the constraint at once and gets the stored response replayed (422 if its
+body differs). A retry sent while the first is in flight waits for the first's row (PostgreSQL) or its transaction
+(SQLite runs one writer at a time) and then gets the replay; if the first fails instead, the retry is the one
+recorded. A failure anywhere rolls back the record with the message, so a failed request leaves nothing to replay.
 """
 
+import contextlib
 import functools
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Model
+from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from conversations.models import Message
 from ingestion.exceptions import IdempotencyInProgress, IdempotencyKeyReused, InvalidIdempotencyKey
 from ingestion.models import IdempotencyRecord
 from keys.models import ApiKey
@@ -38,7 +43,7 @@ MAX_LENGTH = 255
 Handler = Callable[..., Response]
 
 
-def idempotency_key_of(request: Request) -> str | None:
+def idempotency_key_of(request: Request | HttpRequest) -> str | None:
     """The request's Idempotency-Key: None when absent; 1-255 printable ASCII characters, or a 400."""
     value = request.META.get("HTTP_IDEMPOTENCY_KEY")
     if value is None:
@@ -66,16 +71,22 @@ def idempotent(post: Handler) -> Handler:
 
     @functools.wraps(post)
     def handle(view: Any, request: Request, *args: Any, **kwargs: Any) -> Response:
-        key = idempotency_key_of(request)
-        if key is None:
-            return post(view, request, *args, **kwargs)
-        credential = request.auth
-        # The endpoints that use this authenticate with an API key or a webhook trigger's token.
-        assert isinstance(credential, (ApiKey, WebhookTrigger))
-        digest = request_digest(str(view.endpoint), request.data)
-        return _once(lambda: post(view, request, *args, **kwargs), credential, key, digest)
+        return answer_once(request, str(view.endpoint), None, lambda: post(view, request, *args, **kwargs))
 
     return handle
+
+
+def answer_once(request: Request, endpoint: str, body: Any, run: Callable[[], Response]) -> Response:
+    """``run()``'s response, at most once per Idempotency-Key when the request has one; ``body``: the request's as
+    parsed, or None to parse it here."""
+    key = idempotency_key_of(request)
+    if key is None:
+        return run()
+    credential = request.auth
+    # The endpoints that use this authenticate with an API key or a webhook trigger's token.
+    assert isinstance(credential, (ApiKey, WebhookTrigger))
+    digest = request_digest(endpoint, request.data if body is None else body)
+    return _once(run, credential, key, digest)
 
 
 Credential = ApiKey | WebhookTrigger
@@ -89,11 +100,9 @@ def _once(
     run: Callable[[], Response], credential: Credential, key: str, digest: str, *, second_try: bool = False
 ) -> Response:
     claimed = False
-    scope = _scope(credential)
     try:
         with transaction.atomic():
-            _refuse_if_in_flight(credential, key)
-            record = IdempotencyRecord.objects.create(**scope, key=key, request_digest=digest)
+            record = IdempotencyRecord.objects.create(**_scope(credential), key=key, request_digest=digest)
             claimed = True
             response = run()
             record.response_status = response.status_code
@@ -103,31 +112,62 @@ def _once(
     except IntegrityError:
         if claimed:
             raise  # not our constraint: a real error inside the request
+    stored = stored_answer(credential, key, digest)
+    if stored is not None:
+        return stored
+    if second_try:
+        raise IdempotencyInProgress()
+    return _once(run, credential, key, digest, second_try=True)
+
+
+def once_in_statement(
+    credential: ApiKey,
+    key: str,
+    digest: str,
+    write: Callable[[Callable[[Message], Sequence[Model]]], Message],
+    answer_of: Callable[[Message], dict[str, Any]],
+) -> Message | Response:
+    """The message written at most once for this key, its record in the same statement: ``write(along)`` records the
+    message with the rows ``along(message)`` gives, all or none (ingestion.hotpath.recording); ``answer_of`` is the
+    accepted response's body for a message, known before the write. Returns the message written, or the stored
+    response replayed to a retry."""
+
+    def record_along(message: Message) -> list[Model]:
+        answer = answer_of(message)
+        return [
+            IdempotencyRecord(api_key_id=credential.pk, key=key, request_digest=digest, response_status=200,
+                              response_body=answer)
+        ]  # fmt: skip
+
+    for second_try in (False, True):
+        try:
+            # Alone, the statement is atomic by itself. Inside a caller's transaction (a test's), a savepoint keeps
+            # that transaction usable after the constraint refuses the statement.
+            with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
+                return write(record_along)
+        except IntegrityError:
+            stored = stored_answer(credential, key, digest)
+            if stored is not None:
+                return stored
+            if second_try:
+                raise  # not the key's record (it is free): a real error
+    raise AssertionError("unreachable")
+
+
+def stored_answer(credential: Credential, key: str, digest: str) -> Response | None:
+    """After the key's record was found taken: the response replayed, or its error (another body: 422; a record
+    without a response: 409). None when it is gone or expired since (an expired one is deleted): the key is free."""
+    scope = _scope(credential)
     earlier = IdempotencyRecord.objects.filter(**scope, key=key).first()
     if earlier is None or _expired(earlier):
-        # Pruned or expired since the INSERT failed: the key is free again, claim it once more.
-        if second_try:
-            raise IdempotencyInProgress()
         if earlier is not None:
             IdempotencyRecord.objects.filter(pk=earlier.pk, created_at=earlier.created_at).delete()
-        return _once(run, credential, key, digest, second_try=True)
+        return None
     if earlier.request_digest != digest:
         raise IdempotencyKeyReused()
     if earlier.response_status is None:
         raise IdempotencyInProgress()
     return Response(earlier.response_body, status=earlier.response_status, headers={REPLAYED_HEADER: "true"})
-
-
-def _refuse_if_in_flight(credential: Credential, key: str) -> None:
-    if connection.vendor != "postgresql":
-        return
-    scope = f"trigger {credential.pk}" if isinstance(credential, WebhookTrigger) else str(credential.pk)
-    lock_id = int.from_bytes(hashlib.sha256(f"{scope}:{key}".encode("ascii")).digest()[:8], "big", signed=True)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [lock_id])
-        (acquired,) = cursor.fetchone()
-    if not acquired:
-        raise IdempotencyInProgress()
 
 
 def _expired(record: IdempotencyRecord) -> bool:

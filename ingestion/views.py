@@ -1,8 +1,8 @@
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Model, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.utils.http import http_date
@@ -39,7 +39,7 @@ from ingestion.exceptions import (
 )
 from ingestion.hotpath import recent
 from ingestion.hotpath.recording import record_user_message
-from ingestion.idempotency import idempotent
+from ingestion.idempotency import answer_once, idempotency_key_of, idempotent, once_in_statement, request_digest
 from ingestion.negotiation import JsonOnly
 from ingestion.parsers import PlainTextParser, StrictJSONParser
 from ingestion.receipts import receipt
@@ -48,6 +48,7 @@ from ingestion.triggers import KeyOrWebhookTokenAuthentication
 from keys.models import ApiKey
 from keys.scopes import Scope
 from ops.errors import json_error
+from ops.http import REPLAYED_HEADER
 from ops.request_id import request_id_of
 from triggers.models import WebhookTrigger
 
@@ -110,6 +111,7 @@ class _MessageView(APIView):
         *,
         confirm_key: bool,
         before_writing: Callable[[], None] | None = None,
+        along: Callable[[Message], Sequence[Model]] | None = None,
     ) -> Message:
         """The message and its delivery, for the full path and the fast one (CurrentMessageView.serve_remembered)."""
         return record_user_message(
@@ -121,6 +123,7 @@ class _MessageView(APIView):
             request_id=request_id_of(request),
             confirm_key=confirm_key,
             before_writing=before_writing,
+            along=along,
         )
 
     def confirm_key(self, request: Request) -> None:
@@ -187,19 +190,46 @@ class CurrentMessageView(_MessageView):
             # place in the full path).
             limits_answer = self.start_throttles(request)
             try:
+                idempotency_key = idempotency_key_of(request)  # checked where the full path's post checks it
                 body = fast_path.parsed_body(request)
                 text = type(self).text_of(body)
-                message = self.write(key, text, body, request, confirm_key=True, before_writing=limits_answer)
+                answer = self.answer_remembered(request, key, text, body, idempotency_key, limits_answer)
             finally:
                 limits_answer()  # read already, unless a step before the writing failed
         except Exception as refused:
             return self.continue_in_full(request, key, refused, text, body)
-        payload = accepted_body(message)
-        response = _Accepted(_RENDERER.render(payload), content_type=_RENDERER.media_type)
+        payload, status, replayed = answer
+        response = _Accepted(_RENDERER.render(payload), status=status, content_type=_RENDERER.media_type)
         response.data = payload
         for name, value in self.default_response_headers.items():
             response[name] = value
+        if replayed:
+            response[REPLAYED_HEADER] = "true"
         return response
+
+    def answer_remembered(
+        self,
+        request: HttpRequest,
+        key: ApiKey,
+        text: str,
+        body: Any,
+        idempotency_key: str | None,
+        before_writing: Callable[[], None],
+    ) -> tuple[Any, int, bool]:
+        """The response's body, its status and whether it is a replay: the message accepted (with an Idempotency-Key,
+        its record written in the message's own statement), or the first response replayed
+        (ingestion/idempotency.py)."""
+
+        def write(along: Callable[[Message], Sequence[Model]] | None = None) -> Message:
+            return self.write(key, text, body, request, confirm_key=True, before_writing=before_writing, along=along)
+
+        if idempotency_key is None:
+            return accepted_body(write()), 200, False
+        digest = request_digest(str(self.endpoint), body)
+        written = once_in_statement(key, idempotency_key, digest, write, accepted_body)
+        if isinstance(written, Message):
+            return accepted_body(written), 200, False
+        return written.data, written.status_code, True
 
     def start_throttles(self, request: HttpRequest) -> Callable[[], None]:
         """``check_throttles`` in two halves (``WindowThrottle.start``): every limit counts the request now; the
@@ -239,8 +269,15 @@ class CurrentMessageView(_MessageView):
         try:
             if not isinstance(refused, recent.NoLongerHolds):
                 raise refused
-            _key, message = self.record_confirmed(drf_request, text, body)
-            response = Response(accepted_body(message))
+            # The key did not hold: written nothing. Looked up afresh, the request is the full path's from here on.
+            self.confirm_key(drf_request)
+            self.check_permissions(drf_request)
+            response = answer_once(
+                drf_request,
+                str(self.endpoint),
+                body,
+                lambda: Response(accepted_body(self.record(drf_request, text, body)[1])),
+            )
         except Exception as error:
             response = self.handle_exception(error)
         self.response = self.finalize_response(drf_request, response)

@@ -1,13 +1,17 @@
 """Idempotency-Key (docs/design.md#idempotency): retries get the first response and record nothing new."""
 
-import hashlib
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from io import StringIO
 
 import psycopg
+import psycopg.types.json
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, connections
+from django.test import Client
 from django.utils import timezone
 
 from conversations.models import Delivery, Message
@@ -115,18 +119,68 @@ def test_a_record_still_in_flight_is_409(client, v2):
     assert not Message.objects.exists()
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="advisory locks are PostgreSQL's")
-def test_a_retry_while_the_first_holds_the_lock_is_409_without_waiting(v2, client):
+def other_connection():
     database = connection.settings_dict
-    lock_id = int.from_bytes(hashlib.sha256(f"{v2[0].pk}:run-77".encode()).digest()[:8], "big", signed=True)
-    with psycopg.connect(
+    return psycopg.connect(
         host=database["HOST"], port=database["PORT"] or 5432, user=database["USER"],
         password=database["PASSWORD"], dbname=database["NAME"], autocommit=False,
-    ) as other:  # fmt: skip
-        other.execute("SELECT pg_advisory_xact_lock(%s)", [lock_id])
-        busy = send(client, v2[1])
-    assert busy.status_code == 409
-    assert busy.json()["code"] == "idempotency_in_progress"
+    )  # fmt: skip
+
+
+FIRST_ANSWER = {"success": True, "message": "Message sent successfully", "id": "msg_" + "f" * 28}
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="another connection's open transaction: PostgreSQL's")
+@pytest.mark.django_db(transaction=True)  # the first request's row must be another transaction's, uncommitted
+@pytest.mark.parametrize("remembered", [True, False], ids=["fast path", "full path"])
+@pytest.mark.parametrize("first_commits", [True, False], ids=["first commits", "first fails"])
+def test_a_retry_while_the_first_is_in_flight_waits_for_it(client, v2, remembered, first_commits):
+    """It waits for the first's row: then gets the first's response, or is recorded itself if the first failed."""
+    if remembered:
+        assert post(client, CURRENT, v2[1], {"message": "remember the key"}).status_code == 200
+    with other_connection() as other:
+        other.execute(
+            "INSERT INTO ingestion_idempotencyrecord (api_key_id, key, request_digest, response_status, response_body,"
+            " created_at) VALUES (%s, 'run-77', %s, 200, %s, now())",
+            [v2[0].pk, request_digest("api_message", BODY), psycopg.types.json.Jsonb(FIRST_ANSWER)],
+        )
+        finish = other.commit if first_commits else other.rollback
+        threading.Timer(0.5, finish).start()
+        started = time.monotonic()
+        retry = send(client, v2[1])
+        waited = time.monotonic() - started
+    assert waited >= 0.4
+    assert retry.status_code == 200
+    recorded = Message.objects.filter(text="Deploy finished")
+    if first_commits:
+        assert (retry.json(), retry["Idempotent-Replayed"]) == (FIRST_ANSWER, "true")
+        assert not recorded.exists()
+    else:
+        assert "Idempotent-Replayed" not in retry
+        assert retry.json()["id"] == recorded.get().public_id
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's test database is one connection")
+@pytest.mark.django_db(transaction=True)  # each thread's request commits on its own connection
+@pytest.mark.parametrize("remembered", [True, False], ids=["fast path", "full path"])
+def test_simultaneous_requests_with_one_key_record_one_message(v2, remembered):
+    if remembered:
+        assert post(Client(), CURRENT, v2[1], {"message": "remember the key"}).status_code == 200
+    start = threading.Barrier(8)
+
+    def one_request(_: int) -> tuple[int, dict, bool]:
+        start.wait()
+        try:
+            response = send(Client(), v2[1])
+            return response.status_code, response.json(), "Idempotent-Replayed" in response
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(one_request, range(8)))
+    message = Message.objects.get(text="Deploy finished")
+    assert [(status, body["id"]) for status, body, _ in answers] == [(200, message.public_id)] * 8
+    assert sum(not replayed for _, _, replayed in answers) == 1
 
 
 @pytest.mark.parametrize(

@@ -130,8 +130,8 @@ def test_a_valid_key_s_other_errors_are_unchanged(client, v2):
     assert recent.recall(digest_of(plaintext)) is not None
 
 
-def test_an_idempotency_key_request_always_looks_the_key_up(client, v2):
-    """A retry could be answered by replaying the stored response, with no insert to confirm the key."""
+def test_a_revoked_keys_idempotent_retry_is_refused_not_replayed(client, v2):
+    """A retry is replayed only once its statement has confirmed the remembered key (ingestion/idempotency.py)."""
     key, plaintext = v2
     first = post(client, CURRENT, plaintext, {"message": "once"}, **{"Idempotency-Key": "job-7"})
     assert first.status_code == 200

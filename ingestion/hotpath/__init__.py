@@ -37,10 +37,11 @@ The modules:
   ``save()``, the ORM's own saves in one transaction. Other rows may go with them, and changes to existing rows
   (``Update``), in the same statement.
 - Outside this package, for the layers' sake (it reads the request the way the authentication does):
-  ``ingestion/accept.py``, the current endpoint's ordinary request (a remembered key, a plain JSON body, no
-  Idempotency-Key) served without DRF's request, negotiation and response objects, with the full view's checks in
-  the full view's order and its exception handling for every refusal (tests/test_accept_fast_path.py sends each
-  refusal both ways): 2,263 Python calls per accepted message without it, 2,038 with it (docs/benchmarks.md).
+  ``ingestion/accept.py``, the current endpoint's ordinary request (a remembered key, a plain JSON body, with or
+  without an Idempotency-Key, whose record goes in the message's statement) served without DRF's request,
+  negotiation and response objects, with the full view's checks in the full view's order and its exception handling
+  for every refusal (tests/test_accept_fast_path.py sends each refusal both ways): 2,263 Python calls per accepted
+  message without it, 2,038 with it (docs/benchmarks.md).
 - Also outside: ``channels/senders.py``, a channel's webhook's counterpart of
   ``lookup.py`` and ``recent.py``: the linked address with its person and thread in one SELECT written once per
   process, remembered for CHANNEL_SENDER_CACHE_SECONDS and confirmed by the message's own statement (which also
