@@ -44,7 +44,7 @@ def check_task_backend_for_production(app_configs: Any = None, **kwargs: Any) ->
         checks.Warning(
             "TASK_BACKEND is immediate: every accepted request waits for the assistant, and failed attempts are "
             "only retried by `manage.py retrydeliveries --due`.",
-            hint="Set TASK_BACKEND=database and run `manage.py db_worker` (the Procfile's worker process).",
+            hint="Set TASK_BACKEND=database and run `manage.py worker` (the Procfile's worker process).",
             id="assistant.W001",
         )
     ]

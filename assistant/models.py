@@ -18,7 +18,7 @@ class ActionState(models.TextChoices):
     RUNNING = "running", "Running"  # begun; an attempt that finds it so after a takeover cannot know if it acted
     DONE = "done", "Done"  # finished, its result recorded: never run again for this delivery
     INTERRUPTED = "interrupted", "Interrupted"  # begun by an attempt that was lost before it recorded a result
-    # A side-effecting call for a key's or a trigger's message (assistant/approvals.py): not run; the person was
+    # A side-effecting call for a key's or a trigger's message (assistant/approval/requests.py): not run; the person was
     # asked. Approved, it runs in the delivery of the approval's message (as that delivery's call, in its ledger).
     AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
     APPROVED = "approved", "Approved"

@@ -1,6 +1,6 @@
-"""A request for approval dies with its asker (assistant/approvals.py, ``withdraw_pending``): a key revoked or rolled,
-a trigger or a connection removed (ops/signals.py ``asker_gone``, sent by their services), an account deactivated
-(saved with is_active off, as the admin does)."""
+"""A request for approval dies with its asker (assistant/approval/requests.py, ``withdraw_pending``): a key revoked or
+rolled, a trigger or a connection removed (ops/signals.py ``asker_gone``, sent by their services), an account
+deactivated (saved with is_active off, as the admin does)."""
 
 from typing import Any
 
@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 
-from assistant import approvals
+from assistant.approval import requests as approvals
 from ops.signals import asker_gone
 
 

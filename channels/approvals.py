@@ -26,8 +26,8 @@ from django.tasks import task
 from django.urls import reverse
 
 from accounts import audit
-from assistant import approvals as requests
 from assistant.approval import codes as approval_codes
+from assistant.approval import requests
 from assistant.models import Action, ActionState
 from channels.adapters import adapter_for, telegram
 from channels.adapters.base import Channel, Press, SendError, approval_buttons
@@ -49,7 +49,7 @@ CHANNEL_NAMES = {
 }
 # How the request's message on Telegram ends once answered: the mark, then where ("on Telegram", "in the console").
 MARKS = {"approved": "✅ Approved", "denied": "✖️ Denied"}
-# A request that ended with no answer (assistant/approvals.py request_ended): its last line on the phone.
+# A request that ended with no answer (assistant/approval/requests.py request_ended): its last line on the phone.
 ENDED = {
     "expired": "⌛ Nobody answered in time: nothing was done.",
     "withdrawn": "⊘ Withdrawn (what asked for it is gone): nothing was done.",

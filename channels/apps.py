@@ -21,7 +21,7 @@ class ChannelsConfig(AppConfig):
         # transaction (conversations/outbound.py), when a channel is configured at all.
         outbound.listen(enqueue, active=lambda: bool(configured()))
         # A request that ends unanswered (expired, withdrawn) loses its buttons on Telegram, as an answered one does.
-        from assistant.approvals import request_ended
+        from assistant.approval.requests import request_ended
         from channels.approvals import mark_ended
 
         request_ended.connect(mark_ended, dispatch_uid="channels.approvals.mark_ended")

@@ -550,8 +550,8 @@ MICROSOFT_GRAPH_URL = env_str("MICROSOFT_GRAPH_URL", "https://graph.microsoft.co
 # The tool-calling loop of the openai backend: at most this many rounds of tool calls, and this long in all.
 ASSISTANT_TOOL_ROUNDS = env_int("ASSISTANT_TOOL_ROUNDS", 6)
 ASSISTANT_TOOL_SECONDS = env_float("ASSISTANT_TOOL_SECONDS", 120)
-# How long the person may answer a request to approve a side-effecting tool (assistant/approvals.py); after it the
-# action is not done and the assistant says so.
+# How long the person may answer a request to approve a side-effecting tool (assistant/approval/requests.py); after it
+# the action is not done and the assistant says so.
 APPROVAL_TIMEOUT_SECONDS = env_int("APPROVAL_TIMEOUT_SECONDS", 86400)
 # How many requests may wait for one person's answer at once: asked for by one API key (its follow-ups included) or
 # one webhook trigger, and in all. Past either, a call is not asked (the assistant is told the requests wait), and an

@@ -142,9 +142,9 @@ class Connection(models.Model):
     oauth_grant = models.OneToOneField(
         OAuthGrant, null=True, blank=True, on_delete=models.SET_NULL, related_name="mcp_connection"
     )
-    # Read-only is the person's call, not the server's (assistant/approvals.py): a tool's readOnlyHint is believed
-    # for an API key's or a trigger's message only when the person marked the server trusted; and a tool they marked
-    # as acting (by name: the marks outlive a sync) is treated as acting whatever the server says.
+    # Read-only is the person's call, not the server's (assistant/approval/rule.py): a tool's readOnlyHint is
+    # believed for an API key's or a trigger's message only when the person marked the server trusted; and a tool they
+    # marked as acting (by name: the marks outlive a sync) is treated as acting whatever the server says.
     trusted = models.BooleanField(
         default=False, help_text="The person believes the server's read-only claims for automations' messages."
     )

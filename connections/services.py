@@ -188,7 +188,8 @@ def remove_connection(connection: Connection, *, by: str = audit.COMMAND) -> Non
     if grant is not None:
         tokens.revoke(grant)
     with transaction.atomic():
-        # Before the delete, which unlinks its calls: the requests it led to die with it (assistant/approvals.py).
+        # Before the delete, which unlinks its calls: the requests it led to die with it
+        # (assistant/approval/requests.py).
         asker_gone.send(Connection, connection=connection, why=f"the connection “{connection.name}” was removed")
         connection.delete()
         if grant is not None:
@@ -200,7 +201,7 @@ def remove_connection(connection: Connection, *, by: str = audit.COMMAND) -> Non
 
 def set_trusted(connection: Connection, trusted: bool, *, by: str = audit.COMMAND) -> None:
     """The person's word on the server: trusted, its tools' read-only claims hold for automations' messages too
-    (assistant/approvals.py); untrusted (the default), a tool that says it only reads waits for approval there."""
+    (assistant/approval/rule.py); untrusted (the default), a tool that says it only reads waits for approval there."""
     with transaction.atomic():
         if Connection.objects.filter(pk=connection.pk).exclude(trusted=trusted).update(trusted=trusted):
             said = "trusted: its tools' read-only claims are believed" if trusted else "no longer trusted"

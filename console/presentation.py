@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 
-from assistant.approvals import APPROVAL_CONTEXT
+from assistant.approval.requests import APPROVAL_CONTEXT
 from assistant.models import Action
 from conversations.models import DeliveryStatus, Message, Role, Source
 
@@ -65,7 +65,7 @@ def actions_of(message: Message) -> list[Any]:
 
 
 def approval_of(message: Message) -> Action | None:
-    """For the assistant's message that asks the person's approval (assistant/approvals.py): the action."""
+    """For the assistant's message that asks the person's approval (assistant/approval/requests.py): the action."""
     if message.role != Role.ASSISTANT or not isinstance(message.context, dict):
         return None
     action_id = message.context.get(APPROVAL_CONTEXT)

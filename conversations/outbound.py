@@ -12,7 +12,7 @@ from typing import Any
 Listener = Callable[[Sequence[int]], Any]
 
 # A message whose context holds this key (true) lives in the thread only: no way out sends it (an approval request
-# past the few a person's phone gets in a window, assistant/approvals.py).
+# past the few a person's phone gets in a window, assistant/approval/requests.py).
 NOT_TEXTED = "notTexted"
 
 _listeners: list[tuple[Listener, Callable[[], bool]]] = []

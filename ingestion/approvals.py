@@ -1,6 +1,6 @@
-"""The person's answer to an action the assistant asked approval for (assistant/approvals.py). Approved: a message
-of theirs in the thread with its delivery, which carries the action out before the assistant goes on. Denied: the
-assistant says it did not do it. Either way once, under the action's row lock, and in the audit log."""
+"""The person's answer to an action the assistant asked approval for (assistant/approval/requests.py). Approved: a
+message of theirs in the thread with its delivery, which carries the action out before the assistant goes on. Denied:
+the assistant says it did not do it. Either way once, under the action's row lock, and in the audit log."""
 
 import enum
 
@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from accounts import audit
 from accounts.models import AuditKind
-from assistant import approvals, askers
+from assistant.approval import askers
+from assistant.approval import requests as approvals
 from assistant.models import Action, ActionState
 from conversations.models import Endpoint, Source
 from conversations.services import assistant_message
@@ -23,7 +24,7 @@ class Answer(enum.Enum):
     TOO_LATE = "too late"  # it expired before the answer
     ALREADY = "already answered"
     WITHDRAWN = "withdrawn"  # what asked for it is gone: a key revoked, expired or rolled, a trigger or a connection
-    # removed, the account deactivated (assistant/askers.py)
+    # removed, the account deactivated (assistant/approval/askers.py)
 
 
 # What the person is told of their answer, one sentence each (the console; a phone's reply may use the same words).
@@ -52,7 +53,8 @@ def answer(user: User, action: Action, approve: bool, *, by: str = audit.CONSOLE
     """The person's answer, from wherever it came (``by``: audit.CONSOLE, or audit.from_phone("Telegram")). The first
     answer wins: the state changes by a conditional UPDATE, so of two answers racing (a tap on the phone and a click
     in the console) exactly one finds the request still waiting; the other is told ALREADY. Past its time it is
-    TOO_LATE, and once what asked for it is gone, WITHDRAWN (a request dies with its asker, assistant/approvals.py)."""
+    TOO_LATE, and once what asked for it is gone, WITHDRAWN (a request dies with its asker,
+    assistant/approval/requests.py)."""
     now = timezone.now()
     with transaction.atomic():
         locked = Action.objects.select_for_update().get(pk=action.pk)

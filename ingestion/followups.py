@@ -5,7 +5,7 @@ When the assistant calls a connection's tool it sends X-Poke-Callback-Url (this 
 ``Authorization: Bearer <token>``. The content goes into the thread as the tool's follow-up and is handed to the
 assistant like a message, so it can go on; the answer carries ``nextToken`` for the next follow-up while more are
 allowed (``null`` after the last one or at MCP_FOLLOW_UP_LIMIT). The follow-up keeps the key or trigger of the
-message whose call it follows, and its words count as outside words (assistant/approvals.py): what it leads the
+message whose call it follows, and its words count as outside words (assistant/approval/rule.py): what it leads the
 assistant to do waits for the person. Sooner than MCP_FOLLOW_UP_INTERVAL_SECONDS after
 the previous follow-up: 429 with ``retryAfterMs`` (the token stays valid). A wrong, used or expired token: 401.
 """
@@ -99,7 +99,7 @@ class FollowUpView(APIView):
                 context={"tool": action.label, "action": action.pk, "followUp": count, "hasMore": has_more},
                 request_id=request_id_of(request),
                 # The origin of the call that asked for it, all the way down: what it leads to stays under the same
-                # key's or trigger's rules and dies with it (assistant/approvals.py).
+                # key's or trigger's rules and dies with it (assistant/approval/requests.py).
                 api_key=origin.api_key,
                 trigger=origin.trigger,
                 notes_key_use=False,

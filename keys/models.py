@@ -53,7 +53,7 @@ class ApiKey(models.Model):
     tool_access = models.CharField(max_length=16, choices=ToolAccess.choices, default=ToolAccess.ALL)
     allowed_tools = models.JSONField(default=list, blank=True)  # tool names, for ToolAccess.LISTED
     # Whether a tool that changes something waits for the owner's approval when the assistant wants it for one of
-    # this key's messages (assistant/approvals.py). What the person types themselves never waits.
+    # this key's messages (assistant/approval/requests.py). What the person types themselves never waits.
     tools_need_approval = models.BooleanField(default=True)
     # A test key (docs/howto/keys-and-scopes.md#test-keys): same format as any key; its messages are answered apart
     # from the person's thread, with no tool, no text to their phone and no approval asked.

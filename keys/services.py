@@ -154,7 +154,8 @@ def roll_key(key: ApiKey, overlap: timedelta, *, by: str = audit.COMMAND) -> tup
         if current.expires_at is not None:
             old_until = min(old_until, current.expires_at)
         ApiKey.objects.filter(pk=current.pk).update(expires_at=old_until, replaced_by=new)
-        # What the old key asked the person to approve dies with it, whatever the overlap (assistant/approvals.py).
+        # What the old key asked the person to approve dies with it, whatever the overlap
+        # (assistant/approval/requests.py).
         asker_gone.send(ApiKey, key=current, why=f"the API key “{current.name}” that asked for it was rolled")
         audit.record(
             current.owner_id,
@@ -244,7 +245,7 @@ def revoke_key(key: ApiKey, *, by: str = audit.COMMAND) -> bool:
         updated = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
         if updated:
             audit.record(key.owner_id, AuditKind.KEY_REVOKED, f"“{key.name}” ({key.hint})", by=by)
-            # Its requests for approval die with it (assistant/approvals.py), in this transaction.
+            # Its requests for approval die with it (assistant/approval/requests.py), in this transaction.
             asker_gone.send(ApiKey, key=key, why=f"the API key “{key.name}” that asked for it was revoked")
     if updated:
         key.revoked_at = now

@@ -9,7 +9,7 @@ each, opened when first needed) and waits for its result. Outside an attempt thr
 command, a test) ``database`` just calls ``fn``: there the calling thread already has its connection.
 
 So a worker process holds at most 1 (claimer) + DELIVERY_RECORDERS + DELIVERY_DATABASE_THREADS connections
-(+1 for django.tasks' loop in ``manage.py db_worker``), however many attempts are in flight
+(+1 for django.tasks' loop in ``manage.py worker``), however many attempts are in flight
 (tests/test_attempt_threads.py counts them).
 """
 

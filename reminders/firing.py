@@ -1,5 +1,5 @@
 """Firing a reminder at its time: a task enqueued with ``run_after`` (django.tasks), so the worker the Procfile
-runs (`manage.py db_worker`) delivers it when it is due, and not before. Firing records the reminder in the thread
+runs (`manage.py worker`) delivers it when it is due, and not before. Firing records the reminder in the thread
 (and, like every assistant message, announces it to the ways out: the outbox sends it to the person's phone), and
 enqueues the next occurrence of a recurring one. A task that
 finds its reminder cancelled, or due at another time (it was rescheduled), does nothing."""

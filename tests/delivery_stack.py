@@ -1,5 +1,5 @@
 """What the delivery engine's tests run against: a private PostgreSQL database, gunicorn accepting messages, real
-worker processes (the Procfile's `manage.py db_worker`), and an assistant runtime on 127.0.0.1 that records what it
+worker processes (the Procfile's `manage.py worker`), and an assistant runtime on 127.0.0.1 that records what it
 receives, when, and whether two messages of one thread were ever with it at the same time."""
 
 import json
@@ -132,7 +132,7 @@ DB_WORKER = ["manage.py", "db_worker", "--no-reload", "--no-startup-delay", "--i
 
 
 class Worker:
-    """One `manage.py db_worker --no-reload` process, as the Procfile runs it (or another command)."""
+    """One `manage.py worker --no-reload` process, as the Procfile runs it (or another command)."""
 
     def __init__(self, env: dict[str, str], name: str, command: list[str] = DB_WORKER) -> None:
         self.log_path = f"/tmp/{NAME}-{name}-{os.getpid()}-{time.monotonic_ns()}.log"

@@ -1,7 +1,7 @@
 """The review's four attacks on approval (issue 30), end to end through the real views, against a model that obeys
 every ``CALL:<tool>:<json>`` it reads (tests/obedient_model.py, the worst case of prompt injection), a lying MCP
 server (tests/mcp_server.py ``build_attacker``), Radicale, Dovecot and Twilio's stand-in on 127.0.0.1. Each ends
-with nothing run that the person did not approve (assistant/approvals.py, docs/explanation/approval.md)."""
+with nothing run that the person did not approve (assistant/approval/requests.py, docs/explanation/approval.md)."""
 
 import json
 

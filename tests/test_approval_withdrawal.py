@@ -1,7 +1,7 @@
-"""A request dies with its asker (assistant/approvals.py ``withdraw_pending``, assistant/askers.py): revoking, rolling
-or the expiry of the key that asked, removing the webhook trigger or the MCP connection whose call led to it, or
-deactivating the account expire its pending requests at once, in the thread and the audit log; a late answer in the
-console is refused and nothing runs. Through the console's own views where the person does it."""
+"""A request dies with its asker (assistant/approval/requests.py ``withdraw_pending``, assistant/approval/askers.py):
+revoking, rolling or the expiry of the key that asked, removing the webhook trigger or the MCP connection whose call led
+to it, or deactivating the account expire its pending requests at once, in the thread and the audit log; a late answer
+in the console is refused and nothing runs. Through the console's own views where the person does it."""
 
 from datetime import timedelta
 
@@ -169,7 +169,7 @@ def test_deactivating_the_account_withdraws_its_requests(owner):
 
 
 def test_the_keys_expiry_withdraws_its_request_at_the_next_sweep_and_an_answer_before_it_is_refused(client, owner):
-    from assistant.approvals import expire_overdue
+    from assistant.approval.requests import expire_overdue
 
     start = timezone.now()
     action = asked_by_key(owner, expires_at=start + timedelta(minutes=5))
@@ -192,7 +192,7 @@ def test_a_key_revoked_by_another_process_is_caught_by_the_answer(owner):
 
 
 def test_the_sweep_withdraws_a_deactivated_accounts_request(owner):
-    from assistant.approvals import expire_overdue
+    from assistant.approval.requests import expire_overdue
 
     action = asked_by_key(owner)
     User.objects.filter(pk=owner.pk).update(is_active=False)  # staff in another process: no signal here

@@ -1,7 +1,7 @@
-"""Approval (assistant/approvals.py, ingestion/approvals.py): a side-effecting tool the assistant wants for a key's
-or a trigger's message waits for the person; approved, it runs once in the approval's own delivery and the assistant
-goes on with the result; denied or expired, it says so. And a key's tool policy (what its messages may use). The
-real toolbox, built-in tools and the immediate task backend with the local assistant; the worker-kill case is in
+"""Approval (assistant/approval/requests.py, ingestion/approvals.py): a side-effecting tool the assistant wants for a
+key's or a trigger's message waits for the person; approved, it runs once in the approval's own delivery and the
+assistant goes on with the result; denied or expired, it says so. And a key's tool policy (what its messages may use).
+The real toolbox, built-in tools and the immediate task backend with the local assistant; the worker-kill case is in
 tests/test_approval_crash.py."""
 
 from datetime import timedelta
@@ -12,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from accounts.models import AuditEvent, AuditKind
-from assistant import approvals
+from assistant.approval import requests as approvals
 from assistant.models import Action, ActionState
 from assistant.tools.toolbox import toolbox_for
 from conversations.models import Delivery, DeliveryStatus, Message, Role, Source

@@ -245,7 +245,7 @@ def test_a_webhook_triggers_action_is_understood_like_a_message(user, django_cap
     with django_capture_on_commit_callbacks(execute=True):
         post(Client(), "/api/v1/inbound/webhook", token, {"commit": "4f2c"})
 
-    # Understood, but a trigger's message acts only with the person's approval (assistant/approvals.py).
+    # Understood, but a trigger's message acts only with the person's approval (assistant/approval/requests.py).
     asked = Action.objects.get()
     assert (asked.tool, asked.state) == ("schedule_reminder", ActionState.AWAITING_APPROVAL)
     assert not Reminder.objects.exists()

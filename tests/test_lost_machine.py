@@ -1,4 +1,4 @@
-"""A lost machine, simulated: two delivery workers (`manage.py db_worker`, as the Procfile runs it), each in a network
+"""A lost machine, simulated: two delivery workers (`manage.py worker`, as the Procfile runs it), each in a network
 namespace of its own that this test creates (`ip netns`, a veth pair, addresses the test assigns), reach PostgreSQL
 and the assistant runtime only over their link. The first claims every message and is cut off mid-attempt (its link
 set down): its leases stop being renewed, expire, and the second worker takes the deliveries over as attempt 2.
@@ -151,7 +151,7 @@ def runtime_on(runtime: Runtime, address: str) -> Iterator[str]:
 
 
 class NamespacedWorker:
-    """`manage.py db_worker` inside a namespace, reaching PostgreSQL and the runtime over its link only."""
+    """`manage.py worker` inside a namespace, reaching PostgreSQL and the runtime over its link only."""
 
     def __init__(self, link: Link, database_url: str, runtime_url: str) -> None:
         self.log_path = f"/tmp/h22-lost-{link.namespace}-{time.monotonic_ns()}.log"

@@ -1,6 +1,6 @@
 """The model-backed assistant acting on a person's calendar and mailbox: a scripted OpenAI-compatible server on
 127.0.0.1 asks for the tool calls; Radicale, Dovecot and aiosmtpd on 127.0.0.1 answer them. And mail whose text
-tries to instruct the assistant: what it asks for waits for the person (assistant/approvals.py)."""
+tries to instruct the assistant: what it asks for waits for the person (assistant/approval/requests.py)."""
 
 import json
 
@@ -35,7 +35,7 @@ def person(v2):
 
 def test_the_assistant_adds_an_event_and_reads_the_calendar(send, llm, v2, person, radicale_server):
     """The event is added first: after a listing, whose events were written by others (invitations), adding one
-    would wait for the person's approval (assistant/approvals.py; tests/test_approval_attacks.py)."""
+    would wait for the person's approval (assistant/approval/requests.py; tests/test_approval_attacks.py)."""
     mailcal.add_calendar(person, radicale_server.url, "ann", PASSWORD)
     llm.answer(
         200,

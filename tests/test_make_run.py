@@ -104,7 +104,7 @@ from reminders.models import Reminder
 
 deadline = time.monotonic() + {seconds}
 print("thread:", list(Message.objects.order_by("created_at", "pk").values_list("text", flat=True)))
-# A key's message may change nothing without the person's approval (assistant/approvals.py): they approve it, as
+# A key's message may change nothing without the person's approval (assistant/approval/requests.py): they approve it, as
 # the console's button does.
 from assistant.models import Action, ActionState
 from ingestion.approvals import answer

@@ -280,7 +280,7 @@ def test_a_tool_that_needs_more_access_asks_to_sign_in_again_and_then_runs(conso
     ) as server:
         connection = sign_in(console, server, oauth_client_id=CLIENT_ID, oauth_client_secret=CLIENT_SECRET)
         # Trusted, so that its read-only claim holds for the key's second message, whose thread has the first
-        # call's result in it (assistant/approvals.py: content from a tool counts as outside words).
+        # call's result in it (assistant/approval/rule.py: content from a tool counts as outside words).
         Connection.objects.filter(pk=connection.pk).update(trusted=True)
         assert OAuthGrant.objects.get().scope == "notes:read"
         llm.answer(200, completion(tool_calls=[tool_call("notes__private_notes")]))

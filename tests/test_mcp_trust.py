@@ -1,5 +1,5 @@
-"""Read-only is the person's call, not the server's (assistant/approvals.py, Effect): an MCP tool's readOnlyHint is
-shown in the console as the server's claim; for an API key's or a trigger's message it is believed only when the
+"""Read-only is the person's call, not the server's (assistant/approval/rule.py, Effect): an MCP tool's readOnlyHint
+is shown in the console as the server's claim; for an API key's or a trigger's message it is believed only when the
 person marked the server trusted; a tool they mark as acting waits wherever a tool that acts would, and the mark
 outlives a sync. A real FastMCP server on 127.0.0.1 (its ``add`` tool says readOnlyHint)."""
 

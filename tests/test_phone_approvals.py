@@ -444,7 +444,7 @@ def test_the_phone_after_the_console_is_told_it_was_decided(providers, send, del
 def test_a_request_nobody_answered_loses_its_buttons_on_telegram(
     providers, send, settings, django_capture_on_commit_callbacks
 ):
-    from assistant import approvals as requests
+    from assistant.approval import requests
 
     person = linked("telegram", CHAT)
     action = ask(send, person)

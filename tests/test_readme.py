@@ -75,7 +75,7 @@ def test_make_run_serves_on_the_port_the_readme_says_how_to_change():
 
 
 def test_the_quick_start_shows_the_approval_a_keys_first_message_asks_for_and_where_to_give_it():
-    """A key's message waits for the person's approval (assistant/approvals.py): the Quick start says so, in the
+    """A key's message waits for the person's approval (assistant/approval/requests.py): the Quick start says so, in the
     words the console shows, and does not promise the reminder before it."""
     quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     approval = quick_start.index("Approve this?")

@@ -7,10 +7,13 @@
 - ``text.py``: the request in words, for the thread, the console and the phone.
 - ``codes.py``: the code that names one request, typed from a phone or carried by a button's token, and why guessing
   it is hopeless.
+- ``requests.py``: the requests themselves, ``Action`` rows (assistant/models.py): asking (within the caps on what may
+  wait and on texts), expiring and withdrawing them.
+- ``askers.py``: who asked for a request (its key, trigger, connection or person), so that it dies with them.
 
-The requests themselves are ``Action`` rows (assistant/models.py); asking (within the caps on what may wait and on
-texts), expiring and withdrawing them is assistant/approvals.py, who asked is assistant/askers.py, the person's
-answer ingestion/approvals.py (the console) and channels/approvals.py (a phone). A request's life::
+The person's answer stays above this layer (docs/explanation/architecture.md#the-layers): ingestion/approvals.py
+records an approval as the person's message through ingestion's own path, and channels/approvals.py reads it from a
+phone. A request's life::
 
     model asks for a call ──► decide ──► RUN ──────────────────────────────────────────────► ran (done)
                                │  └────► REFUSE: not run, the model is told why ─────────► done (error)

@@ -1,12 +1,12 @@
-"""The hand-off of a person's approval (assistant/approvals.py): before the backend sees the message that records it,
-the approved call runs as that delivery's first call, through the toolbox and its ledger, and the backend gets the
-result as the message's text. Every backend is wrapped (assistant/backends/__init__.py), so none can skip it."""
+"""The hand-off of a person's approval (assistant/approval/requests.py): before the backend sees the message that
+records it, the approved call runs as that delivery's first call, through the toolbox and its ledger, and the backend
+gets the result as the message's text. Every backend is wrapped (assistant/backends/__init__.py): none skips it."""
 
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from assistant import approvals
+from assistant.approval import requests as approvals
 from assistant.approval.text import asked_by
 from assistant.conversation import AssistantRequest
 from assistant.tools.toolbox import toolbox_for_request

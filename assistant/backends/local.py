@@ -123,7 +123,8 @@ class _Turn:
 
     def waits(self, tool: str) -> bool:
         """Whether the call only asks the person's approval (a key's or a trigger's message, a tool that changes
-        something, a mail): assistant/approvals.py asks them in the thread and carries it out once they approve."""
+        something, a mail): assistant/approval/requests.py asks them in the thread and carries it out once
+        they approve."""
         found = self.toolbox.tools.get(tool)
         return found is not None and self.toolbox.verdict(found) is Verdict.ASK
 

@@ -21,7 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 
-from assistant import approvals
+from assistant.approval import requests as approvals
 from assistant.approval.rule import Circumstances, Effect, Origin, Verdict, decide, surely_reads
 from assistant.approval.text import requester, tool_read
 from assistant.models import Action, ToolKind

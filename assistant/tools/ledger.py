@@ -19,12 +19,12 @@ its result was written) leaves the call ``interrupted``; it is not repeated, and
 have happened.
 
 A call that needs the person's approval (``Planned.needs_approval``: a side-effecting tool for a key's or a
-trigger's message, assistant/approvals.py) is not begun: its row is written ``awaiting_approval`` and ``begin``
+trigger's message, assistant/approval/requests.py) is not begun: its row is written ``awaiting_approval`` and ``begin``
 answers AWAIT; a replay of the same call finds that row (or its answer: approved, denied, expired) and waits too.
 The approved call then runs in the delivery of the person's approval, as that delivery's own call. The same call
 already waiting for the same person is not asked twice (AWAIT names that request), and past the caps on what may
-wait (assistant/approvals.py ``no_room``) the call is not asked: it is recorded done, as an error whose result says
-why, and REUSE hands that result to the model."""
+wait (assistant/approval/requests.py ``no_room``) the call is not asked: it is recorded done, as an error whose result
+says why, and REUSE hands that result to the model."""
 
 import enum
 from dataclasses import dataclass, replace
@@ -34,7 +34,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from assistant import approvals
+from assistant.approval import requests as approvals
 from assistant.models import Action, ActionState
 from connections.models import Connection
 from conversations.models import Delivery, DeliveryStatus
@@ -133,7 +133,7 @@ def _new(planned: Planned, index: int) -> Entry:
 def _new_request(planned: Planned, index: int) -> Entry:
     """A call that must wait for the person: the same call already waiting stands for it (nothing new is asked); past
     the caps on what may wait it is not asked at all: the thread says so, and its recorded result tells the model (a
-    replay reuses it); otherwise it waits (assistant/approvals.py)."""
+    replay reuses it); otherwise it waits (assistant/approval/requests.py)."""
     same = approvals.waiting_like(planned.delivery_id, planned.tool, planned.connection_name, planned.arguments)
     if same is not None:
         return Entry(Verdict.AWAIT, index, same)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from django.utils import timezone
 
 from accounts.models import Profile
-from assistant.approvals import APPROVAL_CONTEXT
+from assistant.approval.requests import APPROVAL_CONTEXT
 from channels.adapters import configured
 from channels.models import LinkedAddress, OutboundMessage, QuietHours
 from channels.outbound.quiet import quiet_until

@@ -32,7 +32,7 @@ def actions_of(message: Message) -> list[Any]:
 
 @register.filter
 def approval_of(message: Message) -> Any:
-    """The action an assistant's message asks approval for, if it is one (assistant/approvals.py)."""
+    """The action an assistant's message asks approval for, if it is one (assistant/approval/requests.py)."""
     return presentation.approval_of(message)
 
 

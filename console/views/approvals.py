@@ -1,4 +1,4 @@
-"""An action the assistant asked approval for (assistant/approvals.py): what, for whom, asked by which key or
+"""An action the assistant asked approval for (assistant/approval/requests.py): what, for whom, asked by which key or
 trigger; Approve or Deny (POST, with its CSRF token). The thread shows the same buttons on the asking message."""
 
 from django.contrib import messages
@@ -7,7 +7,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from assistant import approvals as requests
+from assistant.approval import requests
 from assistant.approval import text as approval_text
 from channels import approvals as phones
 from console.signed_in import AuthenticatedRequest

@@ -1,6 +1,6 @@
 """Connections: the person's MCP servers, their tools and last sync; add (connects first), sync, remove; whether the
-person trusts a server's read-only claims, and which tools they mark as acting (assistant/approvals.py: read-only is
-their call, not the server's). The same page shows the calendar and the mailbox (console/views/mailcal.py).
+person trusts a server's read-only claims, and which tools they mark as acting (assistant/approval/rule.py:
+read-only is their call, not the server's). The same page shows the calendar and the mailbox (console/views/mailcal.py).
 
 A server that signs in with OAuth (docs/howto/mcp-connections.md): adding it sends the browser to the server's
 sign-in page; ``oauth_callback`` is where it comes back. Each sign-in's state digest is kept in the session, so a

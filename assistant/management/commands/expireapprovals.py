@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from assistant.approvals import expire_overdue
+from assistant.approval.requests import expire_overdue
 
 
 class Command(BaseCommand):

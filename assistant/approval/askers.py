@@ -1,7 +1,7 @@
 """Who asked for an action that waits for the person's approval, and whether they still may: a request dies with its
-asker (assistant/approvals.py, ``withdraw_pending``). The asker of a call is the message of its delivery (its key or
-trigger, or the person), and for a call made while answering a tool's follow-up or a person's approval, the call that
-led to it too, all the way back: the connection of a tool whose follow-up led to a call is one of its askers."""
+asker (assistant/approval/requests.py, ``withdraw_pending``). The asker of a call is the message of its delivery (its
+key or trigger, or the person), and for a call made while answering a tool's follow-up or a person's approval, the call
+that led to it too, all the way back: the connection of a tool whose follow-up led to a call is one of its askers."""
 
 from collections.abc import Iterator
 from datetime import datetime

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from accounts import audit
 from accounts.models import AuditKind, Profile
-from assistant import askers
+from assistant.approval import askers
 from assistant.approval import codes as approval_codes
 from assistant.approval import text as approval_text
 from assistant.models import Action, ActionState
