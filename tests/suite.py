@@ -159,6 +159,8 @@ def _stores_used(workers: int) -> str:
         used = "SQLite in memory"
     else:
         name = (database.get("TEST") or {}).get("NAME") or f"test_{database['NAME']}"
+        if workers > 1:  # pytest-django's suffix per pytest-xdist worker
+            name = f"{name}_gw0 to {name}_gw{workers - 1}"
         used = f"PostgreSQL database {name} on {database['HOST']}:{database['PORT']} (made and dropped)"
     if settings.REDIS_URL:
         from redis.connection import parse_url
