@@ -48,6 +48,8 @@ LEDGER_OF = """
 import json
 from assistant.models import Action
 from conversations.models import Message
+
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 approval = Message.objects.get(public_id=%(id)r)
 print(json.dumps([[a.tool, a.state, a.attempt] for a in Action.objects.filter(delivery=approval.delivery)]
                  + [[approval.delivery.status, approval.delivery.attempts]]))

@@ -24,6 +24,8 @@ from channels.models import LinkedAddress
 from conversations import outbound
 from conversations.models import Message, Role, Source
 from conversations.services import conversation_of
+
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 for n in range(%(people)d):
     user = get_user_model().objects.create_user(f"p{n}", f"p{n}@example.com")
     LinkedAddress.objects.create(user=user, channel="sms", address=f"+1415555{n:04d}")

@@ -32,6 +32,8 @@ MAKE_KEY = """
 import json
 from django.contrib.auth import get_user_model
 from keys.services import create_key
+
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 _, plaintext = create_key(get_user_model().objects.create_user("owner", "owner@example.com", "pw"), "monitoring")
 print(json.dumps(plaintext))
 """

@@ -20,7 +20,7 @@ from tests.delivery_stack import Stack, Worker, delivery_stack, runtime_server, 
 from tests.live_stack import send
 
 CURRENT = "/api/v1/inbound/api-message"
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
 
 
 @pytest.fixture(scope="module")

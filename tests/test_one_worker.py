@@ -50,6 +50,8 @@ print(json.dumps(2))
 OUTBOX = """
 import json
 from channels.models import OutboundMessage
+
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 print(json.dumps(sorted(OutboundMessage.objects.values_list("channel", "status"))))
 """
 

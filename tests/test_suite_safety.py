@@ -31,6 +31,7 @@ def run_pytest(tmp_path: Path, source: str, *options: str, **env: str) -> subpro
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_redis_database_0_is_refused_before_any_test_runs(tmp_path):
     done = run_pytest(tmp_path, "def test_nothing():\n    pass\n", REDIS_URL="redis://127.0.0.1:6379/0")
 
@@ -76,6 +77,7 @@ def test_b_runs_after_it():
 """
 
 
+@pytest.mark.slow
 def test_a_test_that_leaves_the_environment_changed_errors_and_the_next_one_does_not_see_it(tmp_path):
     done = run_pytest(tmp_path, LEAKS, "-p", "no:randomly", "-q", REDIS_URL="", DATABASE_URL="")
 
@@ -83,6 +85,7 @@ def test_a_test_that_leaves_the_environment_changed_errors_and_the_next_one_does
     assert "2 passed, 1 error" in done.stdout  # a's teardown errors; b passes: the variable was put back
 
 
+@pytest.mark.slow
 def test_the_run_says_its_order_seed_and_the_stores_it_used(tmp_path):
     done = run_pytest(tmp_path, "def test_nothing():\n    pass\n", "-q", REDIS_URL="", DATABASE_URL="")
 

@@ -33,6 +33,8 @@ import json
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.sessions.backends.db import SessionStore
 from keys.services import create_key
+
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 owner = get_user_model().objects.create_user("owner", "owner@example.com", "pw")
 keys = [create_key(owner, f"automation {n}") for n in range(%d)]
 staff = get_user_model().objects.create_superuser("staff", "staff@example.com", "pw")

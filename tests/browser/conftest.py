@@ -34,11 +34,15 @@ PHONE = {"width": 390, "height": 844}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if CHROMIUM:
-        return
     for item in items:
-        if item.get_closest_marker("browser"):
+        if not item.get_closest_marker("browser"):
+            continue
+        if not CHROMIUM:
             item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
+        # In a parallel run (make test) one worker runs every journey: one Chromium and one live server, not one
+        # per worker, and no two journeys' polling pages compete for the CPU.
+        item.add_marker(pytest.mark.xdist_group("browser"))
+        item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
