@@ -11,10 +11,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
+import pytest
 
 from tests.delivery_stack import Worker, delivery_stack, runtime_server, wait_until
 from tests.live_stack import run_python
 from tests.mcp_server import running_mcp_server
+
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 
 APPROVED_AND_QUEUED = """
 import json, time
@@ -48,8 +51,6 @@ LEDGER_OF = """
 import json
 from assistant.models import Action
 from conversations.models import Message
-
-pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 approval = Message.objects.get(public_id=%(id)r)
 print(json.dumps([[a.tool, a.state, a.attempt] for a in Action.objects.filter(delivery=approval.delivery)]
                  + [[approval.delivery.status, approval.delivery.attempts]]))

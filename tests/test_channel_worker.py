@@ -8,11 +8,14 @@ from collections import Counter
 from urllib.parse import parse_qs
 
 import psycopg
+import pytest
 
 from tests.delivery_stack import Worker, wait_until
 from tests.live_stack import private_database, require_postgres_and_redis, run_python
 from tests.providers import TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_SMS_FROM, FakeTwilio
 from tests.servers import serving
+
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 
 SEND = ["manage.py", "worker", "--only", "channels", "--no-reload"]
 
@@ -24,8 +27,6 @@ from channels.models import LinkedAddress
 from conversations import outbound
 from conversations.models import Message, Role, Source
 from conversations.services import conversation_of
-
-pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 for n in range(%(people)d):
     user = get_user_model().objects.create_user(f"p{n}", f"p{n}@example.com")
     LinkedAddress.objects.create(user=user, channel="sms", address=f"+1415555{n:04d}")

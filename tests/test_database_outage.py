@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+import pytest
 
 from tests.live_stack import (
     CuttableProxy,
@@ -25,6 +26,8 @@ from tests.live_stack import (
     send,
 )
 
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
+
 CURRENT = "/api/v1/inbound/api-message"
 MAX_REQUESTS = 600  # bounds the traffic whatever the timings
 
@@ -32,8 +35,6 @@ MAKE_KEY = """
 import json
 from django.contrib.auth import get_user_model
 from keys.services import create_key
-
-pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 _, plaintext = create_key(get_user_model().objects.create_user("owner", "owner@example.com", "pw"), "monitoring")
 print(json.dumps(plaintext))
 """

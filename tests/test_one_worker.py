@@ -28,6 +28,8 @@ from tests.providers import (
 from tests.servers import serving
 from tests.test_make_run import manage, newcomer_environment, wait_for_port
 
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
+
 ROOT = Path(__file__).resolve().parent.parent
 SETTLE_SECONDS = 45  # every wait below is bounded by this
 CHAT_ID = "424242"
@@ -50,8 +52,6 @@ print(json.dumps(2))
 OUTBOX = """
 import json
 from channels.models import OutboundMessage
-
-pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 print(json.dumps(sorted(OutboundMessage.objects.values_list("channel", "status"))))
 """
 

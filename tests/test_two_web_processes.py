@@ -21,6 +21,8 @@ import pytest
 
 from tests.live_stack import Answer, Gunicorn, private_database, redis_url, require_postgres_and_redis, run_python, send
 
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
+
 CURRENT = "/api/v1/inbound/api-message"
 N = 520  # concurrent requests, spread over both processes
 KEYS = 26  # N / KEYS = 20 requests per key, under the limit below
@@ -33,8 +35,6 @@ import json
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.sessions.backends.db import SessionStore
 from keys.services import create_key
-
-pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
 owner = get_user_model().objects.create_user("owner", "owner@example.com", "pw")
 keys = [create_key(owner, f"automation {n}") for n in range(%d)]
 staff = get_user_model().objects.create_superuser("staff", "staff@example.com", "pw")
