@@ -17,7 +17,7 @@ from tests.delivery_stack import Worker, delivery_stack, runtime_server, wait_un
 from tests.live_stack import run_python
 from tests.mcp_server import running_mcp_server
 
-pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("live_stack")]  # see tests/live_stack.py
 
 APPROVED_AND_QUEUED = """
 import json, time

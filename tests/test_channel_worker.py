@@ -15,7 +15,7 @@ from tests.live_stack import private_database, require_postgres_and_redis, run_p
 from tests.providers import TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_SMS_FROM, FakeTwilio
 from tests.servers import serving
 
-pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("live_stack")]  # see tests/live_stack.py
 
 SEND = ["manage.py", "worker", "--only", "channels", "--no-reload"]
 

@@ -26,7 +26,7 @@ from tests.live_stack import (
     send,
 )
 
-pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("live_stack")]  # see tests/live_stack.py
 
 CURRENT = "/api/v1/inbound/api-message"
 MAX_REQUESTS = 600  # bounds the traffic whatever the timings

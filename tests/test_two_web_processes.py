@@ -21,7 +21,7 @@ import pytest
 
 from tests.live_stack import Answer, Gunicorn, private_database, redis_url, require_postgres_and_redis, run_python, send
 
-pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("live_stack")]  # see tests/live_stack.py
 
 CURRENT = "/api/v1/inbound/api-message"
 N = 520  # concurrent requests, spread over both processes
