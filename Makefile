@@ -10,7 +10,7 @@ PORT ?= 8000
 BASE_URL := http://$(HOST):$(PORT)
 BASE_URL_ENV := $(if $(filter http://127.0.0.1:8000,$(BASE_URL)),,PUBLIC_BASE_URL=$(BASE_URL) )
 
-.PHONY: install clients run test lint typecheck pytest docs docs-check bench clean screenshots
+.PHONY: install clients run test checks lint typecheck pytest docs docs-check bench clean screenshots
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,10 +48,20 @@ lint: install
 typecheck: install
 	DEBUG=1 $(BIN)/mypy .
 
+# The suite runs in one pytest-xdist worker per CPU, at most 4: each worker empties a Redis database of its own
+# (REDIS_URL's number plus the worker's index; Redis has 16), and a test PostgreSQL database of its own (test_<name>_gw0,
+# ...). Tests marked with an xdist_group run one after another on one worker. PYTEST_WORKERS=0 runs them in this
+# process, one at a time (docs/howto/run-the-tests.md).
+PYTEST_WORKERS ?= auto
 pytest: install clients
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup $(PYTEST_ARGS)
 
-test: lint typecheck docs-check pytest
+# The three checks are independent and each uses one CPU: run side by side, each one's output kept together (-O).
+checks: lint typecheck docs-check
+
+test: install clients
+	$(MAKE) --no-print-directory -j3 -Otarget checks
+	$(MAKE) --no-print-directory pytest
 
 # The documentation site (Sphinx, MyST Markdown, Furo). `make docs` builds it and serves it on DOCS_PORT;
 # `make docs-check` is the strict build CI runs: any warning fails it (a broken link or anchor, a page left out

@@ -14,6 +14,7 @@ from django.test.testcases import LiveServerThread
 from channels import senders
 from ingestion.hotpath import recent
 from keys.models import Generation
+from tests.browser import SKIP_REASON as NO_BROWSER
 from tests.factories import UserFactory, make_key
 
 # The suite's own rules (random order's seed, the stores it may touch, no environment leaks): a plain plugin module,
@@ -28,6 +29,14 @@ LEGACY = "/api/v1/inbound-sms/webhook"
 
 def fixture_body(name: str) -> Any:
     return json.loads((FIXTURES / name).read_text())
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Skipped browser tests in a banner (tests/browser/conftest.py skips them without Chromium). Counted from the
+    reports, which pytest-xdist's workers send back: the main process of a parallel run collects nothing."""
+    skipped = [report for report in terminalreporter.stats.get("skipped", []) if NO_BROWSER in str(report.longrepr)]
+    if skipped:
+        terminalreporter.write_sep("!", f"{len(skipped)} BROWSER TESTS SKIPPED: {NO_BROWSER}", yellow=True, bold=True)
 
 
 # Held while the live server runs a request, and by the test's own thread around each statement it runs on the shared

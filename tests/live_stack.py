@@ -1,6 +1,10 @@
 """Real servers for the tests that need more than the test client: a private PostgreSQL database, Redis, gunicorn
 processes, and a TCP proxy that can cut the database off. Tests that use them skip, saying why, when PostgreSQL or
-Redis cannot be reached."""
+Redis cannot be reached.
+
+The tests that start these (gunicorn under load, workers killed, databases cut off, each a migrated database of its
+own) share the `live_stack` xdist_group: in a parallel run one worker runs them one after another. Two at a time,
+on a 2-core machine others were loading too, ran migrations past their 120 s bound."""
 
 import json
 import os

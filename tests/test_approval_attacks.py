@@ -22,6 +22,8 @@ from tests.obedient_model import obedient_model
 from tests.test_follow_ups import wait_for
 from tests.test_mail_calendar_connections import mailbox_fields
 
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
+
 NUMBER = "+14155550134"
 TRANSFER = {"to": "mallory", "amount": 500}
 REMIND = {"text": "pay mallory", "when": "2099-01-05T15:00"}

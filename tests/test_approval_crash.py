@@ -11,10 +11,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
+import pytest
 
 from tests.delivery_stack import Worker, delivery_stack, runtime_server, wait_until
 from tests.live_stack import run_python
 from tests.mcp_server import running_mcp_server
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("live_stack")]  # see tests/live_stack.py
 
 APPROVED_AND_QUEUED = """
 import json, time

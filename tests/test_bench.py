@@ -139,3 +139,18 @@ def test_the_tests_fake_servers_answer_with_nagle_off():
         connection.close()
         assert answered.wait(10)
     assert seen[0] != 0
+
+
+def test_the_suite_timer_sums_a_junit_report_per_test_file(tmp_path):
+    from bench.suite_time import file_durations
+
+    report = tmp_path / "junit.xml"
+    report.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.test_a" name="test_one" time="1.5"/>'
+        '<testcase classname="tests.test_a.TestGroup" name="test_two@serial" time="2.0"/>'
+        '<testcase classname="tests.browser.test_b" name="test_three" time="0.25"/>'
+        "</testsuite></testsuites>"
+    )
+
+    assert file_durations(report) == {"tests/test_a.py": 3.5, "tests/browser/test_b.py": 0.25}

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from conversations.models import Delivery, Message
 from tests.conftest import CURRENT, LEGACY, post
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 # Every code point, lone surrogates and NUL included: the hostile part of "any JSON".
 ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=20)

@@ -8,11 +8,14 @@ from collections import Counter
 from urllib.parse import parse_qs
 
 import psycopg
+import pytest
 
 from tests.delivery_stack import Worker, wait_until
 from tests.live_stack import private_database, require_postgres_and_redis, run_python
 from tests.providers import TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_SMS_FROM, FakeTwilio
 from tests.servers import serving
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("live_stack")]  # see tests/live_stack.py
 
 SEND = ["manage.py", "worker", "--only", "channels", "--no-reload"]
 

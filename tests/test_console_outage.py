@@ -128,6 +128,7 @@ def fetch(url: str, *, cookie: str = "", accept: str = "text/html", data: bytes 
 SESSION = "sessionid=" + "x" * 32  # a session cookie: the page must read the session from the database
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["/keys/", "/conversation/", "/settings/"])
 def test_console_pages_answer_503_while_the_database_is_away(without_database, path):
     status, headers, body = fetch(without_database.url + path, cookie=SESSION)

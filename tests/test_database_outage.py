@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+import pytest
 
 from tests.live_stack import (
     CuttableProxy,
@@ -24,6 +25,8 @@ from tests.live_stack import (
     run_python,
     send,
 )
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("live_stack")]  # see tests/live_stack.py
 
 CURRENT = "/api/v1/inbound/api-message"
 MAX_REQUESTS = 600  # bounds the traffic whatever the timings

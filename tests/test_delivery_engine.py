@@ -20,7 +20,11 @@ from tests.delivery_stack import Stack, Worker, delivery_stack, runtime_server, 
 from tests.live_stack import send
 
 CURRENT = "/api/v1/inbound/api-message"
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("live_stack"),  # see tests/live_stack.py
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -83,6 +83,7 @@ def _expected_default(read: str) -> str | None:
     return f"`{value}`" if "\n" not in value and len(value) < 80 else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(name for name, read in _every_read().items() if read is not ...))
 def test_the_settings_reference_gives_the_default_the_code_uses(name):
     read = _every_read()[name]

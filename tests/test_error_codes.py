@@ -114,6 +114,7 @@ def test_the_openapi_document_names_every_code_where_it_can_be_answered(client, 
     assert not unlisted, f"set in_openapi=True in ops/errors.py for {unlisted}"
 
 
+@pytest.mark.slow
 def test_no_error_body_is_written_by_hand_and_every_built_one_has_a_listed_code():
     for path in _project_sources():
         tree = ast.parse(path.read_text(), filename=str(path))

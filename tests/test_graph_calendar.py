@@ -31,7 +31,7 @@ oauth, oauth_dovecot, xoauth2_smtp, caldav_server = (
 )
 __all__ = ["address", "microsoft", "person"]  # fixtures, used by name
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 MAILBOX_SCOPES = {"https://outlook.office.com/IMAP.AccessAsUser.All", "https://outlook.office.com/SMTP.Send"}
 

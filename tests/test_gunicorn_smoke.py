@@ -30,6 +30,8 @@ from keys import tokens
 from keys.models import Generation
 from tests.ports import free_port
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("live_stack")]  # see tests/live_stack.py
+
 ROOT = Path(__file__).resolve().parent.parent
 GUNICORN = Path(sys.executable).with_name("gunicorn")
 CURRENT = "/api/v1/inbound/api-message"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

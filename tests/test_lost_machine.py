@@ -35,7 +35,7 @@ from tests.factories import UserFactory
 from tests.live_stack import CuttableProxy, service_env
 from tests.servers import send_json
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("live_stack"), pytest.mark.django_db(transaction=True)]
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_SECONDS = 2.0  # each hand-over to the second worker takes this long

@@ -281,6 +281,7 @@ def test_html_only_mail_is_read_as_text(person, mailbox, dovecot_server, mail_us
     assert "steal" not in result and "color" not in result and "<p>" not in result
 
 
+@pytest.mark.slow
 def test_a_search_of_a_huge_mailbox_stays_bounded(person, dovecot_server, smtp_server, mail_user):
     box = dovecot_server.maildir(mail_user)
     for sub in ("cur", "new", "tmp"):

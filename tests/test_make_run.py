@@ -125,6 +125,7 @@ print("fired:", list(Message.objects.filter(source=Source.REMINDER).values_list(
 """
 
 
+@pytest.mark.slow
 def test_the_readme_quick_start_under_make_run_creates_a_reminder_that_fires(tmp_path):
     make_key, send, ask, sdk = quick_start_commands()
     assert make_key.startswith("KEY=$(") and "createapikey" in make_key

@@ -28,6 +28,8 @@ from tests.providers import (
 from tests.servers import serving
 from tests.test_make_run import manage, newcomer_environment, wait_for_port
 
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
+
 ROOT = Path(__file__).resolve().parent.parent
 SETTLE_SECONDS = 45  # every wait below is bounded by this
 CHAT_ID = "424242"

@@ -195,6 +195,7 @@ def test_the_schema_and_docs_answer_errors_in_json_like_the_rest_of_the_api(
     assert (response.json()["success"], response.json()["code"]) == (False, code)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_schemathesis_finds_no_5xx_and_no_nonconforming_response(live_server, settings):
     settings.INGEST_RATE_LIMIT = "1000000/m"  # thousands of generated requests come from one key and one address

@@ -34,7 +34,7 @@ oauth, oauth_dovecot, xoauth2_smtp, caldav_server = (
 )
 __all__ = ["address", "graph", "microsoft"]  # fixtures, used by name
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 NUMBER = "+14155551234"
 CHAT = "532817164"

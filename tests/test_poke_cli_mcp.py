@@ -16,7 +16,7 @@ from tests.factories import make_key
 from tests.mcp_server import SERVER_KEY, running_mcp_server
 from tests.oauth_mcp_server import running_oauth_mcp_server
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ import pytest
 
 from tests.live_stack import Gunicorn
 
+pytestmark = pytest.mark.slow  # an end-to-end test that takes seconds (pyproject.toml)
+
 SLOW = 20
 READ_TIMEOUT = 2  # seconds (REQUEST_READ_TIMEOUT)
 

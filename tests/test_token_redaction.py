@@ -26,9 +26,11 @@ PATHS = [
     f"/anything/{KEY}",
     f"/api/v1/inbound/webhook/pwh_{'b' * 38}",
 ]
+# Test ids without the random code: pytest-xdist's workers each import this module and must name the tests alike.
+PATH_IDS = [path.replace(DEVICE_CODE[4:], "<random>") for path in PATHS]
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", PATHS, ids=PATH_IDS)
 def test_a_token_shaped_segment_never_reaches_the_access_log(client, caplog, path):
     caplog.set_level(logging.INFO)
     client.get(path)
@@ -43,7 +45,7 @@ def _holds_a_secret(text: str) -> bool:
     return any(secret in text for secret in (DEVICE_CODE[4:], RESET_TOKEN, KEY[4:], "b" * 38))
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", PATHS, ids=PATH_IDS)
 def test_log_lines_and_paths_lose_the_token(path):
     assert _holds_a_secret(path)
     assert not _holds_a_secret(loggable_path(path))

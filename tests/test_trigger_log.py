@@ -280,6 +280,7 @@ def test_a_refusal_of_another_kind_or_after_the_window_is_a_line_of_its_own(trig
     assert [line.code for line in lines(made)] == newest_first
 
 
+@pytest.mark.slow
 def test_the_log_keeps_the_last_100_firings(client, trigger, settings):
     settings.RATELIMIT_ENABLE = False
     made, token, _ = trigger
@@ -291,6 +292,7 @@ def test_the_log_keeps_the_last_100_firings(client, trigger, settings):
     assert [line.message.context["order"] for line in kept] == list(range(104, 4, -1))
 
 
+@pytest.mark.slow
 def test_refusals_cannot_push_the_real_firings_out_of_the_log(client, trigger, settings):
     settings.RATELIMIT_ENABLE = False
     made, token, _ = trigger

@@ -21,6 +21,8 @@ import pytest
 
 from tests.live_stack import Answer, Gunicorn, private_database, redis_url, require_postgres_and_redis, run_python, send
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("live_stack")]  # see tests/live_stack.py
+
 CURRENT = "/api/v1/inbound/api-message"
 N = 520  # concurrent requests, spread over both processes
 KEYS = 26  # N / KEYS = 20 requests per key, under the limit below

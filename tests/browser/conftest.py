@@ -4,18 +4,17 @@ The tests skip, with the reason in the summary, when no Chromium is installed; `
 """
 
 import re
-import shutil
 from collections.abc import Iterator
 
 import pytest
+
+from tests.browser import CHROMIUM, SKIP_REASON
 
 try:
     from playwright.sync_api import Error as PlaywrightError
 except ImportError:  # the browser tests skip; the name is only needed when they run
     PlaywrightError = Exception  # type: ignore[misc,assignment]
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-SKIP_REASON = "browser tests need Chromium: apt-get install -y chromium (.ci/run installs it)"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-background-networking",
@@ -33,21 +32,17 @@ STRICT_CSP = (
 )
 PHONE = {"width": 390, "height": 844}
 
-_skipped: list[str] = []
-
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if CHROMIUM:
-        return
     for item in items:
-        if item.get_closest_marker("browser"):
+        if not item.get_closest_marker("browser"):
+            continue
+        if not CHROMIUM:
             item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
-            _skipped.append(item.nodeid)
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # type: ignore[no-untyped-def]
-    if _skipped:
-        terminalreporter.write_sep("!", f"{len(_skipped)} BROWSER TESTS SKIPPED: {SKIP_REASON}", yellow=True, bold=True)
+        # In a parallel run (make test) one worker runs every journey: one Chromium and one live server, not one
+        # per worker, and no two journeys' polling pages compete for the CPU.
+        item.add_marker(pytest.mark.xdist_group("browser"))
+        item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
