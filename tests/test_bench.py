@@ -147,10 +147,10 @@ def test_the_suite_timer_sums_a_junit_report_per_test_file(tmp_path):
     report = tmp_path / "junit.xml"
     report.write_text(
         '<testsuites><testsuite name="pytest">'
-        '<testcase classname="tests.test_a" name="test_one" time="1.5"/>'
-        '<testcase classname="tests.test_a.TestGroup" name="test_two@serial" time="2.0"/>'
-        '<testcase classname="tests.browser.test_b" name="test_three" time="0.25"/>'
+        '<testcase classname="tests.test_readme" name="test_one" time="1.5"/>'
+        '<testcase classname="tests.test_readme.TestGroup" name="test_two@serial" time="2.0"/>'
+        '<testcase classname="tests.browser.test_poke_cli" name="test_three" time="0.25"/>'
         "</testsuite></testsuites>"
     )
 
-    assert file_durations(report) == {"tests/test_a.py": 3.5, "tests/browser/test_b.py": 0.25}
+    assert file_durations(report) == {"tests/test_readme.py": 3.5, "tests/browser/test_poke_cli.py": 0.25}
