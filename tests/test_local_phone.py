@@ -86,7 +86,7 @@ def test_under_debug_the_navigation_links_it_and_a_post_needs_csrf(debug, client
     assert client.post(PAGE, {"text": "hello"}).status_code == 403
 
 
-def test_a_tap_on_a_message_that_is_not_ours_runs_nothing(debug, providers, send, client):
+def test_a_tap_with_a_forged_token_runs_nothing_and_a_bad_message_is_no_error(debug, providers, send, client):
     person = linked("telegram", CHAT)
     action = ask(send, person)
     client.force_login(person)
