@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.http import HttpRequest
 
 # Which top-level section of the console a page belongs to, for the navigation's aria-current.
@@ -10,13 +11,14 @@ _SECTIONS = {
     "channels:confirm": "settings",
     "channels:telegram": "settings",
     "channels:unlink": "settings",
+    "channels:local_phone": "local_phone",
     "audit:log": "settings",
     "approvals:detail": "conversations",
 }
 
 
-def console_section(request: HttpRequest) -> dict[str, str]:
+def console_section(request: HttpRequest) -> dict[str, str | bool]:
     match = request.resolver_match
     if match is None:
         return {"section": ""}
-    return {"section": _SECTIONS.get(match.view_name, match.namespace)}
+    return {"section": _SECTIONS.get(match.view_name, match.namespace), "local_phone": settings.DEBUG}

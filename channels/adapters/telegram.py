@@ -113,40 +113,45 @@ class TelegramAdapter:
             raise VerificationFailed(f"{SECRET_HEADER} does not match")
 
     def parse_inbound(self, request: HttpRequest) -> list[Inbound]:
-        update = _update(request)
-        if "callback_query" in update:
-            press = _press(update)
-            return [press] if press is not None else []
-        message = update.get("message")
-        if not isinstance(message, dict):
-            return []  # edits, channel posts, member changes: not a new message from the person
-        chat = mapping(message.get("chat"))
-        if chat.get("type") != "private" or not isinstance(chat.get("id"), int):
-            return []
-        body = text(message.get("text")) or text(message.get("caption"))
-        media = []
-        photos = [photo for photo in map(mapping, items(message.get("photo"))) if photo.get("file_id")]
-        if photos:  # the same picture in several sizes: the largest
-            media.append({"id": str(photos[-1]["file_id"]), "contentType": "image/jpeg", "kind": "photo"})
-        for kind in _FILES:
-            item = mapping(message.get(kind))
-            if item.get("file_id"):
-                media.append({"id": str(item["file_id"]), "contentType": str(item.get("mime_type", "")), "kind": kind})
-        sender = mapping(message.get("from"))
-        extra = {"profileName": str(sender["first_name"])} if sender.get("first_name") else {}
-        return [
-            Inbound(
-                str(update["update_id"]),
-                str(chat["id"]),
-                body,
-                media,
-                _moment(message.get("date")),
-                extra,
-            )
-        ]
+        return parse_update(_update(request))
 
     def parse_statuses(self, request: HttpRequest) -> list[StatusUpdate]:
         return []
+
+
+def parse_update(update: dict[str, Any]) -> list[Inbound]:
+    """What one update (an object with an int ``update_id``) brings: a message, a button's tap, or nothing. The
+    console's local phone (console/views/local_phone.py) hands its updates here too, so they are read as Telegram's."""
+    if "callback_query" in update:
+        press = _press(update)
+        return [press] if press is not None else []
+    message = update.get("message")
+    if not isinstance(message, dict):
+        return []  # edits, channel posts, member changes: not a new message from the person
+    chat = mapping(message.get("chat"))
+    if chat.get("type") != "private" or not isinstance(chat.get("id"), int):
+        return []
+    body = text(message.get("text")) or text(message.get("caption"))
+    media = []
+    photos = [photo for photo in map(mapping, items(message.get("photo"))) if photo.get("file_id")]
+    if photos:  # the same picture in several sizes: the largest
+        media.append({"id": str(photos[-1]["file_id"]), "contentType": "image/jpeg", "kind": "photo"})
+    for kind in _FILES:
+        item = mapping(message.get(kind))
+        if item.get("file_id"):
+            media.append({"id": str(item["file_id"]), "contentType": str(item.get("mime_type", "")), "kind": kind})
+    sender = mapping(message.get("from"))
+    extra = {"profileName": str(sender["first_name"])} if sender.get("first_name") else {}
+    return [
+        Inbound(
+            str(update["update_id"]),
+            str(chat["id"]),
+            body,
+            media,
+            _moment(message.get("date")),
+            extra,
+        )
+    ]
 
 
 def _chat_id(address: str) -> int | str:
