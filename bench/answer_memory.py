@@ -32,6 +32,7 @@ def main() -> None:
     django.setup()
     logging.getLogger("ops.bounded").setLevel(logging.ERROR)  # one warning per refusal otherwise
 
+    from ops.bounded import process_budget
     from tests.hostile_servers import calendar_answers_in_threads
 
     flood = calendar_answers_in_threads(args.answers, args.threads)
@@ -47,6 +48,7 @@ def main() -> None:
         "idle_mb": flood.idle // MB,
         "seconds": round(flood.seconds, 1),
         "refusals": dict(refusals),
+        "held_after": process_budget.held,  # every bound gave its bytes back
     }
     print(json.dumps(figures))
 
