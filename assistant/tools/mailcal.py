@@ -54,12 +54,9 @@ def _local(value: object, field: str, zone: ZoneInfo) -> datetime | date:
         raise ToolError(f"{field} is required: a local ISO 8601 time such as 2026-11-27T13:00, or a date.")
     text = value.strip()
     try:
-        if len(text) == 10:
-            return date.fromisoformat(text)
-        parsed = datetime.fromisoformat(text)
+        return words.parse_local(text, zone)
     except ValueError:
         raise ToolError(f"{field} is not an ISO 8601 time: {text[:60]!r} (write e.g. 2026-11-27T13:00).") from None
-    return parsed.replace(tzinfo=zone) if parsed.tzinfo is None else parsed.astimezone(zone)
 
 
 def _as_datetime(value: datetime | date, zone: ZoneInfo) -> datetime:
