@@ -484,13 +484,8 @@ def mail_server(account: MailAccount, token: str) -> mailboxes.MailServer:
         address=account.address,
         username=account.username,
         password="",
-        imap_host=account.imap_host,
-        imap_port=account.imap_port,
-        imap_security=account.imap_security,
-        smtp_host=account.smtp_host,
-        smtp_port=account.smtp_port,
-        smtp_security=account.smtp_security,
         oauth_token=token,
+        **mailboxes.hosts_of(account),
     )
 
 
