@@ -427,17 +427,15 @@ def _discard(found: Provider, issued: tokens.Tokens) -> None:
     behind, here or usable there."""
     if not found.revocation_url:
         return
-    unsaved = OAuthGrant(
+    tokens.revoke_unstored(
+        issued,
         kind=found.kind,
         token_endpoint=found.token_url,
         revocation_endpoint=found.revocation_url,
         client_id=found.client_id,
         client_secret_encrypted=crypto.encrypt(found.client_secret),
         token_auth_method=TOKEN_AUTH_METHOD,
-        access_token_encrypted=crypto.encrypt(issued.access_token),
-        refresh_token_encrypted=crypto.encrypt(issued.refresh_token),
     )
-    tokens.revoke(unsaved)
 
 
 def _clean(text: str, limit: int) -> str:
