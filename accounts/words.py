@@ -56,6 +56,15 @@ def local(moment: datetime, zone: ZoneInfo | str | None = None) -> datetime:
     return moment.astimezone(ZoneInfo(zone) if isinstance(zone, str) else zone).replace(tzinfo=None)
 
 
+def parse_local(text: str, zone: ZoneInfo) -> datetime | date:
+    """A local ISO 8601 time in ``zone`` (one without an offset is the person's), or a date (10 characters) for an
+    all-day value; ValueError if it is neither."""
+    if len(text) == 10:
+        return date.fromisoformat(text)
+    parsed = datetime.fromisoformat(text)
+    return parsed.replace(tzinfo=zone) if parsed.tzinfo is None else parsed.astimezone(zone)
+
+
 # --- one moment ---------------------------------------------------------------------------------------------------
 
 

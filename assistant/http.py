@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from email.message import Message as HeaderMap
 from urllib.parse import urlsplit
 
+from django.conf import settings
+
 from assistant.outcomes import PermanentFailure, TransientFailure
 from ops.bounded import Bound, Busy, TooLarge, TooSlow
 
@@ -48,6 +50,18 @@ class _Connections(threading.local):
 _connections = _Connections()
 _TLS = ssl.create_default_context()
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+
+
+def post_to_runtime(url: str, body: bytes, headers: dict[str, str]) -> Response:
+    """A request to the assistant runtime (a webhook, or an OpenAI-compatible API), within its time and size bounds."""
+    return post_json(
+        url,
+        body,
+        headers,
+        settings.ASSISTANT_TIMEOUT_SECONDS,
+        max_bytes=settings.ASSISTANT_MAX_ANSWER_BYTES,
+        server="The assistant runtime",
+    )
 
 
 def post_json(

@@ -119,17 +119,28 @@ def _record_one_statement(channel: str, inbound: Inbound, request_id: str, sende
     # A retry fails on the unique index as a whole; inside a caller's transaction only its savepoint is lost.
     connection = connections[DEFAULT_DB_ALIAS]
     with transaction.atomic() if connection.in_atomic_block else nullcontext():
-        return record_user_message(
-            user=sender.user,
-            endpoint=Endpoint.CHANNEL,
-            source=Source(channel),
-            text=storable(inbound.text),
-            context=storable(_context(channel, inbound)),
-            request_id=request_id,
+        return _recorded(
+            sender,
+            channel,
+            inbound,
+            request_id,
             only_if=senders.still_linked(sender, channel, inbound.address),
             along=lambda message: [event(message=message)],
             updates=updates,
         )
+
+
+def _recorded(sender: senders.Sender, channel: str, inbound: Inbound, request_id: str, **more: Any) -> Message:
+    """The person's message in their thread, as it came on the channel (``more``: record_user_message's options)."""
+    return record_user_message(
+        user=sender.user,
+        endpoint=Endpoint.CHANNEL,
+        source=Source(channel),
+        text=storable(inbound.text),
+        context=storable(_context(channel, inbound)),
+        request_id=request_id,
+        **more,
+    )
 
 
 def _note_event(channel: str, inbound: Inbound, message: Message | None = None) -> None:
@@ -153,14 +164,7 @@ def _route(channel: str, inbound: Inbound, request_id: str) -> Received:
         # Staff deactivated the account (its channels fall silent, like its keys), or nothing to say.
         _note_event(channel, inbound)
         return Received("ignored")
-    message = record_user_message(
-        user=sender.user,
-        endpoint=Endpoint.CHANNEL,
-        source=Source(channel),
-        text=storable(inbound.text),
-        context=storable(_context(channel, inbound)),
-        request_id=request_id,
-    )
+    message = _recorded(sender, channel, inbound, request_id)
     _note_event(channel, inbound, message)
     LinkedAddress.objects.filter(pk=sender.address_id).update(last_inbound_at=timezone.now())
     if channel == Channel.WHATSAPP:  # its window is open again: what was held for it goes out now

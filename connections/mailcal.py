@@ -9,6 +9,7 @@ then need no account argument.
 """
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -89,8 +90,13 @@ def _host(value: object, field: str) -> str:
         raise AccountRefused(str(refused)) from None
 
 
-def _seconds() -> float:
-    return float(settings.MCP_CHECK_TIMEOUT_SECONDS)
+def _checked[Server, Found](owner: User, check: Callable[[Server, float], Found], server: Server) -> Found:
+    """Log in to the person's server once, in one of the bounded check slots, before anything is stored."""
+    try:
+        with check_slot(owner.pk):
+            return check(server, float(settings.MCP_CHECK_TIMEOUT_SECONDS))
+    except ServiceError as failed:
+        raise AccountRefused(str(failed), checked=True, authentication=failed.authentication) from None
 
 
 def add_calendar(
@@ -107,11 +113,7 @@ def add_calendar(
         username=_text(username, "username", MAX_USERNAME, '"you@example.com"'),
         password=_password(password),
     )
-    try:
-        with check_slot(owner.pk):
-            calendar_url, calendar_name = calendars.check(server, _seconds())
-    except ServiceError as failed:
-        raise AccountRefused(str(failed), checked=True, authentication=failed.authentication) from None
+    calendar_url, calendar_name = _checked(owner, calendars.check, server)
     try:
         with transaction.atomic():
             account = CalendarAccount.objects.create(
@@ -152,11 +154,7 @@ def add_mailbox(owner: User, fields: dict[str, Any], *, by: str = audit.COMMAND)
         smtp_port=_port(fields.get("smtpPort"), "smtpPort"),
         smtp_security=_security(fields.get("smtpSecurity"), "smtpSecurity"),
     )
-    try:
-        with check_slot(owner.pk):
-            drafts = mailboxes.check(server, _seconds())
-    except ServiceError as failed:
-        raise AccountRefused(str(failed), checked=True, authentication=failed.authentication) from None
+    drafts = _checked(owner, mailboxes.check, server)
     try:
         with transaction.atomic():
             account = MailAccount.objects.create(

@@ -345,15 +345,13 @@ def finish_sign_in(
 
 
 def _revoke_unstored(sign_in: OAuthSignIn, issued: tokens.Tokens) -> None:
-    unsaved = OAuthGrant(
+    tokens.revoke_unstored(
+        issued,
         revocation_endpoint=sign_in.revocation_endpoint,
         client_id=sign_in.client_id,
         client_secret_encrypted=sign_in.client_secret_encrypted,
         token_auth_method=sign_in.token_auth_method,
-        access_token_encrypted=crypto.encrypt(issued.access_token),
-        refresh_token_encrypted=crypto.encrypt(issued.refresh_token),
     )
-    tokens.revoke(unsaved)
 
 
 def _store_signed_in(

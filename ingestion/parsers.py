@@ -7,7 +7,7 @@ from typing import IO, Any
 from django.conf import settings
 from rest_framework.parsers import BaseParser
 
-from ingestion.exceptions import InvalidBody, InvalidJson, PayloadTooLarge, UnsupportedMediaType
+from ingestion.exceptions import ApiError, InvalidBody, InvalidJson, PayloadTooLarge, UnsupportedMediaType
 from ops.http import declared_length
 
 
@@ -71,12 +71,7 @@ class StrictJSONParser(BaseParser):
         declared = _declared_charset(media_type or "")
         if declared not in ("", "utf-8", "utf8"):
             raise UnsupportedMediaType(f"JSON bodies must be UTF-8, but the Content-Type declares charset={declared}.")
-
-        raw = _read_within_limit(stream, parser_context)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InvalidJson(f"The body is not valid UTF-8 (byte {error.start}).") from None
+        text = _utf8_text(stream, parser_context, InvalidJson)
         try:
             return json.loads(
                 text,
@@ -97,6 +92,15 @@ class StrictJSONParser(BaseParser):
                 f"The body has a number longer than {sys.get_int_max_str_digits()} digits. Send long numbers as "
                 "strings."
             ) from None
+
+
+def _utf8_text(stream: IO[bytes], parser_context: Mapping[str, Any] | None, refusal: type[ApiError]) -> str:
+    """The body, read within the size limit and decoded; ``refusal`` when it is not UTF-8."""
+    raw = _read_within_limit(stream, parser_context)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise refusal(f"The body is not valid UTF-8 (byte {error.start}).") from None
 
 
 def _declared_charset(media_type: str) -> str:
@@ -121,12 +125,7 @@ class PlainTextParser(BaseParser):
         declared = _declared_charset(media_type or "")
         if declared not in ("", "utf-8", "utf8", "us-ascii"):
             raise UnsupportedMediaType(f"Text bodies must be UTF-8, but the Content-Type declares charset={declared}.")
-        raw = _read_within_limit(stream, parser_context)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InvalidBody(f"The body is not valid UTF-8 (byte {error.start}).") from None
-        text = text.removesuffix("\n").removesuffix("\r")
+        text = _utf8_text(stream, parser_context, InvalidBody).removesuffix("\n").removesuffix("\r")
         if not text.strip():
             raise InvalidBody("The body is blank; write the instruction for the assistant, for example: Backup done.")
         return {"message": text}

@@ -204,14 +204,10 @@ def _parsed(value: Any, zone: ZoneInfo) -> datetime | date | None:
     """A tool's local ISO time (or date), as the tools read it: without an offset it is the person's."""
     if not isinstance(value, str) or not value.strip():
         return None
-    text = value.strip()
     try:
-        if len(text) == 10:
-            return date.fromisoformat(text)
-        parsed = datetime.fromisoformat(text)
+        return words.parse_local(value.strip(), zone)
     except ValueError:
         return None
-    return parsed.replace(tzinfo=zone) if parsed.tzinfo is None else parsed.astimezone(zone)
 
 
 def _reminder(public_id: Any) -> str:

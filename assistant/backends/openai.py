@@ -156,14 +156,7 @@ def _complete(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     body = json.dumps(payload, ensure_ascii=False).encode()
     headers = {"Authorization": f"Bearer {settings.OPENAI_API_KEY}"} if settings.OPENAI_API_KEY else {}
     url = settings.OPENAI_BASE_URL.rstrip("/") + "/chat/completions"
-    response = http.post_json(
-        url,
-        body,
-        headers,
-        settings.ASSISTANT_TIMEOUT_SECONDS,
-        max_bytes=settings.ASSISTANT_MAX_ANSWER_BYTES,
-        server="The assistant runtime",
-    )
+    response = http.post_to_runtime(url, body, headers)
     http.raise_for_status(response, SERVICE, _error_detail(response.body))
     return _message(response.body)
 

@@ -47,14 +47,7 @@ def deliver(request: AssistantRequest) -> Outcome:
     body = json.dumps(payload(request), ensure_ascii=False, separators=(",", ":")).encode()
     # The webhook-id is the message id, the same on every retry, so that the runtime can drop duplicates.
     headers = signing.sign(settings.ASSISTANT_WEBHOOK_KEY, request.message_id, int(time.time()), body)
-    response = http.post_json(
-        settings.ASSISTANT_WEBHOOK_URL,
-        body,
-        headers,
-        settings.ASSISTANT_TIMEOUT_SECONDS,
-        max_bytes=settings.ASSISTANT_MAX_ANSWER_BYTES,
-        server="The assistant runtime",
-    )
+    response = http.post_to_runtime(settings.ASSISTANT_WEBHOOK_URL, body, headers)
     http.raise_for_status(response, SERVICE, _snippet(response.body))
     return _outcome(response)
 

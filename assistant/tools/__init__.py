@@ -273,6 +273,11 @@ def tool_name(text: str) -> str:
     return _NAME.sub("_", text).strip("_")[:64] or "tool"
 
 
+def one_id(description: str) -> dict[str, Any]:
+    """The parameters of a tool that takes only the id of one thing (a reminder, an event, a message)."""
+    return {"type": "object", "properties": {"id": {"type": "string", "description": description}}, "required": ["id"]}
+
+
 def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if raw is None or raw == "":
         return {}, None

@@ -6,7 +6,7 @@ from typing import Any
 from django.utils import timezone
 
 from assistant.models import ToolKind
-from assistant.tools import Call, Tool, ToolError
+from assistant.tools import Call, Tool, ToolError, one_id
 from reminders import services as reminders
 from reminders.models import Reminder
 from triggers import services as triggers
@@ -99,11 +99,7 @@ def tools() -> list[Tool]:
         Tool(
             name="cancel_reminder",
             description="Cancel one of the person's scheduled reminders by its id (from list_reminders).",
-            parameters={
-                "type": "object",
-                "properties": {"id": {"type": "string", "description": "The reminder's id, rem_…"}},
-                "required": ["id"],
-            },
+            parameters=one_id("The reminder's id, rem_…"),
             kind=ToolKind.BUILT_IN,
             run=cancel_reminder,
         ),

@@ -427,17 +427,15 @@ def _discard(found: Provider, issued: tokens.Tokens) -> None:
     behind, here or usable there."""
     if not found.revocation_url:
         return
-    unsaved = OAuthGrant(
+    tokens.revoke_unstored(
+        issued,
         kind=found.kind,
         token_endpoint=found.token_url,
         revocation_endpoint=found.revocation_url,
         client_id=found.client_id,
         client_secret_encrypted=crypto.encrypt(found.client_secret),
         token_auth_method=TOKEN_AUTH_METHOD,
-        access_token_encrypted=crypto.encrypt(issued.access_token),
-        refresh_token_encrypted=crypto.encrypt(issued.refresh_token),
     )
-    tokens.revoke(unsaved)
 
 
 def _clean(text: str, limit: int) -> str:
@@ -484,13 +482,8 @@ def mail_server(account: MailAccount, token: str) -> mailboxes.MailServer:
         address=account.address,
         username=account.username,
         password="",
-        imap_host=account.imap_host,
-        imap_port=account.imap_port,
-        imap_security=account.imap_security,
-        smtp_host=account.smtp_host,
-        smtp_port=account.smtp_port,
-        smtp_security=account.smtp_security,
         oauth_token=token,
+        **mailboxes.hosts_of(account),
     )
 
 

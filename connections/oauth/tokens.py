@@ -378,6 +378,13 @@ def _mark_sign_in_again(grant_id: int, version: int, detail: str) -> None:
 # --- revoking -----------------------------------------------------------------------------------------------------
 
 
+def revoke_unstored(issued: Tokens, **client: Any) -> None:
+    """Revoke tokens issued to a sign-in we will not keep (best effort), through a grant never saved: ``client``
+    names its revocation endpoint and client (OAuthGrant's fields)."""
+    access, refresh = crypto.encrypt(issued.access_token), crypto.encrypt(issued.refresh_token)
+    revoke(OAuthGrant(access_token_encrypted=access, refresh_token_encrypted=refresh, **client))
+
+
 def revoke(grant: OAuthGrant) -> bool:
     """Revoke the grant's tokens at its RFC 7009 endpoint, the refresh token first (revoking it ends the access
     tokens issued from it at most servers); False when the server offers none or refused. Call it before deleting
