@@ -3,40 +3,26 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.options import ActionLocation
 from django.db.models import Field, Model, QuerySet
-from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
 from accounts import audit
+from accounts.admin import SecretDigestAdmin
 from keys.models import ApiKey
 from keys.services import rename_key, revoke_key, validate_key_name
 
 
-class CredentialAdmin[Credential: Model](admin.ModelAdmin[Credential]):
-    """A credential with its secret (an API key, a webhook trigger), as staff see it. Never added here: its secret
-    must be shown once and never stored, which the admin cannot promise (its messages live in cookies or sessions).
-    Revoked, not deleted, so that what came through it keeps naming it; unchangeable once revoked. Its secret's
-    fields (``secret_fields``) are neither shown nor filterable: the list takes any lookup on the model's own fields
-    from the query string, and counting the rows that match ?digest__startswith=<guess> would read a digest out one
-    character at a time (a digest is all an attacker with admin access would need to test guessed secrets
-    offline)."""
+class CredentialAdmin[Credential: Model](SecretDigestAdmin[Credential]):
+    """A credential (an API key, a webhook trigger), as staff see it: revoked, not deleted, so that what came through
+    it keeps naming it; unchangeable once revoked."""
 
-    secret_fields: frozenset[str]
     noun: str  # in "Revoked 2 key(s)."
     list_select_related = ["owner"]
     actions = ["revoke_selected"]
 
     def revoke(self, credential: Credential) -> bool:
         raise NotImplementedError
-
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
-        if self.secret_fields & set(lookup.split(LOOKUP_SEP)):
-            return False
-        return super().lookup_allowed(lookup, value, request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
 
     def has_change_permission(self, request: HttpRequest, obj: Credential | None = None) -> bool:
         if getattr(obj, "revoked_at", None) is not None:
