@@ -98,6 +98,27 @@ def split_when(text: str) -> tuple[str, str]:
     return text, ""
 
 
+# Words that start a clause, never a thing's name: "cancel the reminder" names it, "clear my head before the
+# reminder fires" does not.
+NOT_A_NAME = r"(?!(?:before|after|when|if|until|because|so|and|but|since|while|for|from)\b)"
+_QUESTION_TAIL = {
+    "set", "currently", "right", "now", "scheduled", "planned", "booked", "listed", "coming", "up", "going", "on",
+    "my", "for", "the", "this", "next", "in", "at", "between", "to", "until", "any", "there", "me", "already", "yet",
+    "left", "remaining", "i", "you", "do", "did", "have", "got", "are", "is", "was", "set?", "active", "upcoming",
+    "today's", "tomorrow's", "go", "off", "ring", "morning", "hours", "all", "and", "there?", "what", "they", "it",
+    "calendar", "schedule", "agenda", "diary", "free", "busy", "anything", "after", "before", "from", "i've", "been",
+    "times", "time", "event", "events", "meeting", "meetings", "appointments", "scheduled?", "please", "available",
+    "later", "so", "far", "here", "again", "total", "will", "many", "any?", "they?",
+}  # fmt: skip
+
+
+def is_question_tail(tail: str) -> bool:
+    """Whether the words after a question only say when or which ("set for tomorrow morning", "this week")."""
+    without_names = re.sub(r"\bwith (?:(?:dr|mr|mrs|ms)\.? |my |the )?[\w'-]+(?: (?:and )?[\w'-]+)?", "", tail.lower())
+    words = without_names.replace("?", "").replace(",", "").split()
+    return all(word in _QUESTION_TAIL or is_time_word(word) for word in words)
+
+
 def is_answer(text: str) -> bool:
     words = text.split()
     return bool(re.fullmatch(r"(?:in the )?(?:am|pm|a\.m\.?|p\.m\.?|morning|afternoon|evening)", text, re.I)) or (
