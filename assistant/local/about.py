@@ -5,7 +5,7 @@ from collections.abc import Collection
 from datetime import datetime
 
 from assistant.local.meaning import Answer, Intent, Refuse
-from assistant.local.phrases import NOT_A_NAME
+from assistant.local.phrases import NOT_A_NAME, caseless
 
 CAPABILITIES = (
     "I'm the built-in assistant and work without a language model, so I understand only a few requests:\n"
@@ -24,7 +24,7 @@ NOT_UNDERSTOOD = (
     "stretch at 3pm”), your calendar and mail when they are connected, and your webhooks: say “help” for examples. "
     "For anything else this server needs a model (ASSISTANT_BACKEND=openai)."
 )
-_HELP = re.compile(
+_HELP = caseless(
     r"^(?:help|\?|what (?:else )?can you do(?: for me)?|what do you do|what can i (?:ask|say)(?: you)?(?: to do)?|"
     r"commands|menu|how do(?:es)? (?:this|you|it) work|what do you understand|"
     r"what are you (?:able to|capable of)(?: do)?|"
@@ -41,75 +41,75 @@ _HELP = re.compile(
     r"(?:tell me |what are |what's |what is )?(?:the )?(?:\w+ )?(?:kinds?|sorts?|types?|areas?) of (?:things|questions|"
     r"subjects|stuff|topics|tasks)\b.{0,50}\b(?:ask|know|familiar|knowledg\w*|versed|good at|respon\w+)\b.{0,30}|"
     r"what (?:questions|things|tasks) (?:can|may|am|are) (?:i|you) (?:ask|allowed|complete|able)\b.{0,30}|"
-    r"can i ask you (?:about )?anything|what do you have answers for)$",
-    re.I,
+    r"can i ask you (?:about )?anything|what do you have answers for)$"
 )
 
 
-def capabilities(text: str, now: datetime, tools: Collection[str]) -> Intent:
-    return Answer(CAPABILITIES, "help") if _HELP.match(text) else None
-
-
-SUMMARIZE = re.compile(
+SUMMARIZE = caseless(
     r"^(?:(?:give me (?:a|the) (?:summary|gist|tl;?dr) of|what(?:'s| is) the gist of)\s"
     r"|(?:summari[sz]e|sum up|translate|rewrite|rephrase|proofread|paraphrase)(?:\s+(?:this|that|these|it|"
     r"the following|the text|this text|the (?:e-?mail|message|article|document|page|paragraph|thread|log)|for me)\b"
     r"|\s*:|\s+(?:in)?to \w+\s*:)"
-    r"|tl;?dr\b)",
-    re.I,
+    r"|tl;?dr\b)"
 )
-SUMMARIZE_REFUSAL = (
+NOT_SUMMARIZED = Refuse(
     "I can't summarize, translate or rewrite a text: I'm the built-in assistant and work without a language model. "
-    "This server needs one for that (ASSISTANT_BACKEND=openai, or an assistant runtime)."
+    "This server needs one for that (ASSISTANT_BACKEND=openai, or an assistant runtime).",
+    "summarize",
 )
-
-
-def summarize(text: str, now: datetime, tools: Collection[str]) -> Intent:
-    return Refuse(SUMMARIZE_REFUSAL, "summarize") if SUMMARIZE.match(text) else None
-
-
-# What it knows it cannot do without a model: other mail than a listing or a dictated one, changing events.
-_OTHER_MAIL = re.compile(
+# What it knows it cannot do without a model: other mail than a listing or a dictated one (a mail without a recipient
+# included), changing events.
+_OTHER_MAIL = caseless(
     r"^(?:forward|reply(?: back)?(?: to)?|answer|respond(?: back)? to|draft a reply to|archive|delete|mark)\s+"
     r"(?:(?:my|the|this|that|all|a|last|latest|new|unread|[\w-]+'s?)\s+)*(?:\S+\s+)?(?:e-?mails?|mails?|messages?)\b"
     r"|^send (?:a |my )?(?:reply|response)\b"
-    r"|^(?:send|write|compose|draft|start)\s+(?:an?\s+|a quick\s+)?(?:e-?mail|mail)\b",  # without a recipient
-    re.I,
+    r"|^(?:send|write|compose|draft|start)\s+(?:an?\s+|a quick\s+)?(?:e-?mail|mail)\b"
 )
 _EVENT_NOUNS_CHANGED = (
     r"(?:events?|evenets?|meetings?|appointments?|appoitments?|calls?|parties|party|lunch|dinner|breakfast|birthday|"
     r"standups?|hair ?cut|programs?|date|plans?)"
 )
-_CHANGE_EVENT = re.compile(
+_CHANGE_EVENT = caseless(
     r"^(?:delete|remove|cancel|move|reschedule|push back|postpone|rename|erase|dismiss|disregard|clear(?: off)?|"
     r"take|get rid of|drop)\s+(?:(?:my|the|this|that|all|all of|all my|every|next|today's|tomorrow's)\s+)*"
     rf"(?:(?:{NOT_A_NAME}[\w'-]+\s+){{0,3}}{_EVENT_NOUNS_CHANGED}\b|.+\b(?:from|off|on) (?:my |the )?(?:\w+ )?"
     r"(?:calendar|calender|schedule|agenda)\b)"
     r"|^(?:clear|empty|wipe|reset|clean)\s+(?:out\s+)?(?:my|the)\s+(?:whole\s+|entire\s+)?(?:calendar|calender|schedule|"
-    r"agenda|day)\b",
-    re.I,
+    r"agenda|day)\b"
 )
-
-
-_CHANGE_CALENDAR = re.compile(
+_CHANGE_CALENDAR = caseless(
     r"^(?:i (?:no longer want|need to|want to)\s+|make sure\s+)?(?:remove|delete|cancel|clear|scratch|erase|undo|"
-    r"edit|change|move|reschedule|take)\b.*\b(?:calendar|calender|schedule)\b",
-    re.I,
+    r"edit|change|move|reschedule|take)\b.*\b(?:calendar|calender|schedule)\b"
 )
+
+
+_OTHER_MAIL_REFUSED = Refuse(
+    "I can't forward, answer or file mail: without a language model I list your unread mail and send a mail you "
+    "dictate (“email sam@example.com that …”).",
+    "other_mail",
+)
+_EVENTS_UNCHANGED = Refuse(
+    "I can't change or remove calendar events: without a language model I only list and add them.", "change_events"
+)
+# Its answers that are always the same, each after the requests it answers.
+_ANSWERS = ((_HELP, Answer(CAPABILITIES, "help")), (SUMMARIZE, NOT_SUMMARIZED))
+_REFUSALS = (
+    (_OTHER_MAIL, _OTHER_MAIL_REFUSED),
+    (_CHANGE_EVENT, _EVENTS_UNCHANGED),
+    (_CHANGE_CALENDAR, _EVENTS_UNCHANGED),
+)
+
+
+def answer(text: str, now: datetime, tools: Collection[str]) -> Intent:
+    """The help, or the refusal to summarize."""
+    return _first(_ANSWERS, text)
 
 
 def known_refusal(text: str, now: datetime, tools: Collection[str]) -> Intent:
     if re.search(r"\b(?:list|reminders?|alarms?|reservations?|reserved)\b", text, re.I):
         return None  # "remove event from my list" is another tool's; reminders are cancelled, not refused
-    if _OTHER_MAIL.search(text):
-        return Refuse(
-            "I can't forward, answer or file mail: without a language model I list your unread mail and send a mail "
-            "you dictate (“email sam@example.com that …”).",
-            "other_mail",
-        )
-    if _CHANGE_EVENT.search(text) or _CHANGE_CALENDAR.search(text):
-        return Refuse(
-            "I can't change or remove calendar events: without a language model I only list and add them.",
-            "change_events",
-        )
-    return None
+    return _first(_REFUSALS, text)
+
+
+def _first(answers: tuple[tuple[re.Pattern[str], Answer | Refuse], ...], text: str) -> Intent:
+    return next((said for request, said in answers if request.match(text)), None)

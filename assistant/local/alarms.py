@@ -3,22 +3,20 @@
 import re
 
 from assistant.local import times
-from assistant.local.phrases import split_when
+from assistant.local.phrases import caseless, split_when
 from assistant.local.scheduling import Draft
 
-_WAKE = re.compile(
+_WAKE = caseless(
     r"^(?:wake me(?: up)?|get me up|(?:i (?:need|want|have) to|make sure i) (?:get|wake) up|"
-    r"send me a wake[- ]?up (?:call|alert))\b\s*(.*)$",
-    re.I,
+    r"send me a wake[- ]?up (?:call|alert))\b\s*(.*)$"
 )
 _ALARM_NOUN = r"(?:alarm(?: clock)?|wake[- ]?up(?: call| alarm| alert)?|alert)"
-_SET_ALARM = re.compile(
+_SET_ALARM = caseless(
     r"^(?:(?:set|create|make|add|put|schedule|set up|start|program|give me|i (?:want|need)|turn on)(?: me)?(?: up)?\s+"
     rf"(?:an?\s+|my\s+|the\s+|one\s+)?(?:new\s+)?{_ALARM_NOUN}s?|(?:alarm|wake[- ]?up(?: call)?)(?=\s+(?:for|at)\b))"
-    r"\b\s*(.*)$",
-    re.I,
+    r"\b\s*(.*)$"
 )
-_ALARM_LEAD = re.compile(r"^(?:on\s+)?(?:(?:that\s+|to\s+)?(?:go(?:es)? off|ring|wake me(?: up)?|get me up)\s+)?", re.I)
+_ALARM_LEAD = caseless(r"^(?:on\s+)?(?:(?:that\s+|to\s+)?(?:go(?:es)? off|ring|wake me(?: up)?|get me up)\s+)?")
 _HOUR_WORDS = r"(?:\d|noon|midnight|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|half|quarter)"
 
 

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from assistant.local import times
 from assistant.local.meaning import Act, Intent, Refuse
-from assistant.local.phrases import is_question_tail, split_when
+from assistant.local.phrases import caseless, is_question_tail, split_when
 from assistant.local.scheduling import NO_CALENDAR, Draft
 
 # A question about the person's own days: "what's on my calendar today", "what do I have on Friday", "am I free
@@ -26,7 +26,7 @@ _A_DAY = rf"(?:\s+(?:for |on |in |during )?{_DAY_WORDS})"
 _CALENDAR_NOUN = r"(?:my|the)\s+(?:calendar|agenda|schedule|diary)"
 _MY_CALENDAR = rf"(?:(?:on|in|for)\s+)?{_CALENDAR_NOUN}"
 _MY_MEETINGS = r"(?:(?:any|my|all my|all of my)\s+)?(?:meetings|events|appointments|plans|calls)"
-_AGENDA = re.compile(
+_AGENDA = caseless(
     rf"^(?:(?:what'?s|what is|what's on|what is on|show(?: me)?|list|check|see|view|open|read|get|tell me|give me|"
     rf"anything|is there anything|is anything)\s+{_MY_CALENDAR}{_A_DAY}?(?:\s+look like)?"
     rf"|(?:what|which)\s+(?:meetings|events|appointments|plans|calls)\s+(?:do i have|have i got|are there|are on "
@@ -38,8 +38,7 @@ _AGENDA = re.compile(
     rf"what'?s up|what is up|what'?s scheduled|what is scheduled){_A_DAY}(?:\s+on my calendar)?"
     rf"|(?:am i (?:free|busy|available))(?:{_A_DAY}|\s+at \S+(?: (?:am|pm))?)*"
     rf"|what does my (?:day|week|calendar|schedule|agenda)(?:{_A_DAY})? look like"
-    rf"|{_CALENDAR_NOUN}{_A_DAY}?)$",
-    re.I,
+    rf"|{_CALENDAR_NOUN}{_A_DAY}?)$"
 )
 
 
@@ -49,7 +48,7 @@ _EVENT_NOUNS = (
 )
 # More questions about the person's days, then a few words of when: "do I have a sales meeting today", "is there
 # anything on my calendar for Thursday", "when is my next meeting with Roger", "what's coming up this week".
-_ASK_AGENDA = re.compile(
+_ASK_AGENDA = caseless(
     rf"^(?:(?:do|did) i have (?:a |an |any |anything |something |any other )?(?:\w+\s+)?(?:{_EVENT_NOUNS}|anything|"
     r"something|things?)(?:\s+(?:going on|planned|scheduled|booked|coming up|on))?"
     r"|(?:is|are) there (?:a |an |any )?(?:\w+\s+)?(?:meetings?|appointments?|calls?)"
@@ -68,8 +67,7 @@ _ASK_AGENDA = re.compile(
     r"|am i scheduled (?:for|to)\b(?:\s+\S+){0,2}?|do i (?:meet|have a meeting) with \S+"
     rf"|any (?:upcoming |new )?{_EVENT_NOUNS}"
     rf"|what does my (?:day|week|weekend|schedule|calendar|agenda|morning|afternoon|evening)(?:\s+\S+){{0,2}} look like"
-    rf"|what am i (?:doing|supposed to be doing))(?P<tail>(?:\s+\S+){{0,8}})$",
-    re.I,
+    rf"|what am i (?:doing|supposed to be doing))(?P<tail>(?:\s+\S+){{0,8}})$"
 )
 
 
@@ -114,38 +112,34 @@ def _days(text: str, now: datetime) -> tuple[datetime, datetime, str]:
     return midnight, midnight + timedelta(days=1), "today"
 
 
-_ADD_EVENT = re.compile(
+_ADD_EVENT = caseless(
     r"^(?:add|schedule|put|book|create|plan|set up|block|arrange|organi[sz]e|make|set|write down|note down)\s+"
     r"(?:an? event\s+|an? (?:event|meeting|appointment) (?:called|named|for)\s+)?(?:an?\s+|the\s+)?"
-    r"(.+)$",
-    re.I,
+    r"(.+)$"
 )
-_ON_CALENDAR = re.compile(r"\s+(?:to|on|in|into) (?:my |the )?calendar\b", re.I)
-_LENGTH = re.compile(r"\s+for (?:(\d{1,3}|an?|one|two|three|half an?) )?(hours?|minutes?|mins?)\b", re.I)
+_ON_CALENDAR = caseless(r"\s+(?:to|on|in|into) (?:my |the )?calendar\b")
+_LENGTH = caseless(r"\s+for (?:(\d{1,3}|an?|one|two|three|half an?) )?(hours?|minutes?|mins?)\b")
 
 
 # What makes "book …" or "schedule …" an event in the calendar: the calendar named, or an event's noun among the
 # first words ("schedule a call with Ana", "book the retro"), or a person to meet ("set up lunch with Sam"). A cab, a
 # train, a table or a flight is booked elsewhere: "book a cab to the station in 20 minutes" is no calendar event.
-_AN_EVENT = re.compile(
+_AN_EVENT = caseless(
     r"^\w+(?: up)?\s+(?:\S+\s+){0,3}?(?:meeting|call|appointment|event|lunch|dinner|breakfast|brunch|"
     r"party|retro|retrospective|review|standup|stand-up|sync|demo|1:1|one-on-one|catch-?up|interview|workshop|"
     r"webinar|conference|class|lesson|session|training|practice|dentist|doctor|check-?up|haircut|date|presentation|"
-    r"planning|offsite|visit)s?\b",
-    re.I,
+    r"planning|offsite|visit)s?\b"
 )
-_WITH_SOMEONE = re.compile(r"\bwith (?:(?-i:[A-Z])\w+|my \w+|the \w+ team)\b", re.I)
-_BOOKED_ELSEWHERE = re.compile(
+_WITH_SOMEONE = caseless(r"\bwith (?:(?-i:[A-Z])\w+|my \w+|the \w+ team)\b")
+_BOOKED_ELSEWHERE = caseless(
     r"\b(?:cab|taxi|uber|lyft|ola|flights?|train|tickets?|hotel|room|table|restaurant|reservation|rental|car|pto|"
-    r"vacation|leave|alarm|timer|list|playlist|song|coffee|party of|phone call|call to|oil|tires?|me on a call)\b",
-    re.I,
+    r"vacation|leave|alarm|timer|list|playlist|song|coffee|party of|phone call|call to|oil|tires?|me on a call)\b"
 )
 
 
-_ADDED_TO_CALENDAR = re.compile(
+_ADDED_TO_CALENDAR = caseless(
     r"^(?:i (?:would like|want|need) (?:to have )?)?(?:the )?(.+?) (?:needs to be |to be )?(?:added|put) "
-    r"(?:to|on|in) (?:my|the) (?:calendar|calender|schedule)(.*)$",
-    re.I,
+    r"(?:to|on|in) (?:my|the) (?:calendar|calender|schedule)(.*)$"
 )
 
 
@@ -181,30 +175,25 @@ def _lasting(body: str) -> tuple[str, int]:
 
 # A question or a request to look, about the person's reminder list or calendar, whatever its other words ("is the
 # company party on my list of reminders", "what is showing on my calendar for the 17th of march"): both only list.
-_LOOK = re.compile(
+_LOOK = caseless(
     r"^(?:what|which|when|where|is|are|was|were|do|does|did|have|has|am|check|search|scan|show|tell|read|list|give|"
     r"go through|walk me through|repeat|pull up|bring up|open|look|let me (?:know|see)|how many|any|can you (?:read|"
     r"check|show|tell|give|see|look|list|pull up)|i (?:want|need|would like|'d like) (?:to )?(?:know|see)|see|hear|"
-    r"review|go over|let me hear|do you know|about how many)\b",
-    re.I,
+    r"review|go over|let me hear|do you know|about how many)\b"
 )
 # Meetings on a day ("are any meetings booked for today", "check to see if I have any meetings with Peter today").
-_MEETINGS = re.compile(r"\b(?:meetings?|mettings?|appointments?|conferences|gatherings)\b", re.I)
+_MEETINGS = caseless(r"\b(?:meetings?|mettings?|appointments?|conferences|gatherings)\b")
 # "Do I have a reminder for the AA meeting", "what did I ask to be reminded about": the reminders, listed.
-_REMINDERS_ASKED = re.compile(
+_REMINDERS_ASKED = caseless(
     r"^(?:(?:do i have|is there|are there|did i set|have i set) (?:a|any) reminders? (?:for|about|to|set)\b"
-    r"|what (?:\w+ ){0,6}(?:remember|reminded)\b)",
-    re.I,
+    r"|what (?:\w+ ){0,6}(?:remember|reminded)\b)"
 )
-_MY_REMINDER_LIST = re.compile(
-    r"\b(?:my |the )?(?:reminders? list|list of reminders|reminder list)\b|\bmy reminders\b", re.I
-)
-_MY_ALARMS = re.compile(r"\b(?:my|any|set) (?:\w+ )?alarms?\b|\balarms? (?:is |are )?set\b|\balarms? situation\b", re.I)
-_MY_CALENDAR_SAID = re.compile(
+_MY_REMINDER_LIST = caseless(r"\b(?:my |the )?(?:reminders? list|list of reminders|reminder list)\b|\bmy reminders\b")
+_MY_ALARMS = caseless(r"\b(?:my|any|set) (?:\w+ )?alarms?\b|\balarms? (?:is |are )?set\b|\balarms? situation\b")
+_MY_CALENDAR_SAID = caseless(
     r"\b(?:on|in|from|to|of) (?:my|the) (?:\w+ )?(?:calendar|calender|calander|schedule|agenda|diary)\b|"
     r"\bmy (?:calendar|calender|calander|schedule|agenda)\b|\bmy (?:next |upcoming |scheduled )?(?:meetings?|"
-    r"appointments?)\b",
-    re.I,
+    r"appointments?)\b"
 )
 
 

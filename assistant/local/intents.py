@@ -18,7 +18,7 @@ from datetime import datetime
 from assistant.local import about, events, mail, reminders, webhooks
 from assistant.local.about import NOT_UNDERSTOOD
 from assistant.local.meaning import INTENTS, Act, Answer, Ask, CancelNamed, Intent, Refuse, Several, intent_name
-from assistant.local.phrases import is_answer, is_time_phrase, plain, sentences
+from assistant.local.phrases import caseless, is_answer, is_time_phrase, plain, sentences
 from assistant.local.scheduling import ANSWER_HINT, Draft, answered, scheduled
 
 __all__ = [
@@ -32,7 +32,7 @@ MAX_REQUESTS = 3
 # Each sentence is offered to these in turn, the first that reads a request in it wins; a sentence none of them
 # reads may still draft a reminder or an event (_draft).
 _READERS = (
-    about.capabilities, about.summarize, reminders.cancel, reminders.list_reminders, webhooks.webhooks, events.agenda,
+    about.answer, reminders.cancel, reminders.list_reminders, webhooks.webhooks, events.agenda,
     mail.search, mail.send, about.known_refusal, events.looked_up,
 )  # fmt: skip
 
@@ -47,14 +47,14 @@ def understand(text: str, now: datetime, tools: Collection[str], earlier: str | 
     request = plain(text)
     if not request:
         return None
-    if len(request) > MAX_REQUEST:  # a document or a payload, unless it asks for a summary
-        return about.summarize(request[:MAX_REQUEST], now, tools)
+    if about.SUMMARIZE.match(request[:MAX_REQUEST]):
+        return about.NOT_SUMMARIZED  # the rest is the text to summarize, never requests to act on
+    if len(request) > MAX_REQUEST:
+        return None  # a document or a payload
     if earlier is not None and is_answer(request):
         draft = _draft(plain(earlier))
         if draft is not None:
             return scheduled(answered(draft, request, now), now, tools)
-    if about.SUMMARIZE.match(request):
-        return about.summarize(request, now, tools)  # the rest is the text to summarize, never requests to act on
     found = _requests(sentences(text), now, tools)
     if len(found) > 1:
         return Several(tuple(found[:MAX_REQUESTS]))
@@ -79,10 +79,9 @@ def _requests(
 # Where a request may start inside a sentence, after a report: "The backup failed on db-1: find out why and remind me
 # at 9", "Build #512 failed - remind me in an hour to rerun it".
 _CLAUSE = re.compile(r"\s*[:;]\s+|\s+[-–—]+\s+|,?\s+(?:and|so|then|also|please)\s+|,\s+")
-_REQUEST_START = re.compile(
+_REQUEST_START = caseless(
     r"^(?:please\s+|can you\s+|could you\s+)?(?:remind me|wake me|get me up|set (?:an? |my )?(?:alarm|reminder)|"
-    r"what(?:'s| is| are)? (?:on )?my|what reminders|show my|do i have|am i (?:free|busy)|any new|check my|email)\b",
-    re.I,
+    r"what(?:'s| is| are)? (?:on )?my|what reminders|show my|do i have|am i (?:free|busy)|any new|check my|email)\b"
 )
 
 
@@ -102,7 +101,7 @@ def _sentence(sentence: str, now: datetime, tools: Collection[str], report: str)
 # A question asked inside a request ("tell me what's on my schedule", "let me know if I have any meetings") is read
 # as the question itself.
 _EMBEDDED = tuple(
-    (re.compile(pattern, re.I), replacement)
+    (caseless(pattern), replacement)
     for pattern, replacement in (
         (
             r"^(?:(?:can you |could you |please )?(?:tell me|let me know|inform me|show me|find out|check)|"

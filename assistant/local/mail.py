@@ -7,12 +7,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from assistant.local.meaning import Act, Ask, Intent, Refuse
-from assistant.local.phrases import is_time_word, yours
+from assistant.local.phrases import caseless, is_time_word, yours
 
 NO_MAILBOX = "No mailbox is connected: add one under Connections, then ask me again."
 
 _MAILS = r"(?:e-?mails?|mails?|messages|inbox)"
-_CHECK_MAIL = re.compile(
+_CHECK_MAIL = caseless(
     r"^(?:(?:check|show|read|list|open|get|see|view|display|fetch|give me|tell me)\s+(?:me\s+)?"
     rf"(?:(?:my|the|all|any|all my)\s+)*(?:(?:new|unread|latest|recent|last)\s+)*{_MAILS}"
     r"(?:\s+(?:for me|in my inbox|today|please))?"
@@ -21,8 +21,7 @@ _CHECK_MAIL = re.compile(
     r"|(?:what'?s|what is|anything) new in my inbox|(?:what'?s|what is|is there anything|anything) in my inbox"
     r"|how many (?:new |unread )?(?:e-?mails?|mails|messages)(?: do i have| have i got| are there)?(?: in my inbox)?"
     r"|(?:my\s+)?(?:unread|new|latest|recent)\s+(?:e-?mails?|mail|messages)"
-    r"|(?:my\s+)?inbox|(?:who|has anyone) (?:e-?mailed|written to|wrote to) me(?: today)?)$",
-    re.I,
+    r"|(?:my\s+)?inbox|(?:who|has anyone) (?:e-?mailed|written to|wrote to) me(?: today)?)$"
 )
 
 
@@ -32,7 +31,7 @@ _SENDER = rf"{_NOT_WHEN}[\w.@'-]+(?: {_NOT_WHEN}[\w.'-]+)?"
 _FROM = rf"(?:\s+(?:from|by)\s+{_SENDER})?"
 # Questions about the inbox, then a few words of when: "any new mail from sarah", "who sent me email today", "did I
 # get an email from Sandy", "did Paul email me recently", "what's the latest email from Amazon".
-_ASK_MAIL = re.compile(
+_ASK_MAIL = caseless(
     r"^(?:(?:do i have|have i got|did i get|did i receive|have i received|have i gotten|is there|are there|any|got any|"
     r"anything)\s+(?:any\s+|a\s+|an\s+)?(?:(?:new|unread|recent|latest|important)\s+)*(?:e-?mails?|mail|messages)"
     rf"{_FROM}"
@@ -51,8 +50,7 @@ _ASK_MAIL = re.compile(
     r"|(?:check|scan|search|look through|go through)(?: (?:my|the|by))?(?: (?:inbox|e-?mails?|mail))? for "
     r"(?:all |any )?"
     rf"(?:new |unread |recent )?(?:e-?mails?|mail|messages){_FROM})"
-    r"(?P<tail>(?:\s+\S+){0,6})$",
-    re.I,
+    r"(?P<tail>(?:\s+\S+){0,6})$"
 )
 _MAIL_TAIL = {
     "today", "yesterday", "recently", "lately", "since", "last", "hour", "this", "morning", "week", "for", "me", "in",
@@ -105,13 +103,12 @@ _SAYING = (
     r"telling (?:him|her|them)(?: that)?)\s+|\s+(?=about\b))"
 )
 _MAIL_NOUN = r"(?:an?\s+|a quick\s+)?(?:e-?mail|mail|message|note|line)"
-_SEND_MAIL = re.compile(
+_SEND_MAIL = caseless(
     rf"^(?:(?:e-?mail|mail)\s+{_RECIPIENT}"
     rf"|(?:send|write|shoot|drop|compose)\s+(?:{_MAIL_NOUN}\s+to\s+{_RECIPIENT}|{_RECIPIENT}\s+{_MAIL_NOUN})"
     rf"|(?:write|reply)\s+to\s+{_RECIPIENT}"
     rf"|tell\s+{_RECIPIENT}\s+(?:by|via|in an|over)\s+e-?mail)"
-    rf"(?:{_SAYING}(.*))?$",
-    re.I,
+    rf"(?:{_SAYING}(.*))?$"
 )
 # A mail to someone named without an address ("email my boss that I'll be late", "send an email to sandy"): asked
 # for the address.
@@ -119,13 +116,12 @@ _NOT_SOMEONE = (
     r"(?!(?:is|was|are|the|a|an|it|this|that|me|server|address|sent|from|to|not|still|down|works?|template|client|"
     r"app|list|and|for|in|on|me|with|again|notifications?|settings?|account|box|inbox)\b)"
 )
-_SEND_MAIL_NAMED = re.compile(
+_SEND_MAIL_NAMED = caseless(
     r"^(?:e-?mail|(?:send|write|prepare|start|compose|draft|open) (?:an? |the |a new |a quick )?(?:e-?mail|mail) "
     rf"(?:to|for))\s+(my \w+|{_NOT_SOMEONE}[\w'-]+(?: (?-i:[A-Z])\w+)?)"
     r"(?:\s+(?:that|to|about|and|saying|asking|telling|how|with|if|:)\b.*|:.*)?$"
     r"|^tell ([\w'-]+) .+ (?:through|by|via|over|in an) e-?mail$"
-    rf"|^send ({_NOT_SOMEONE}\w+) (?:an? |the following )?e-?mail\b.*$",
-    re.I,
+    rf"|^send ({_NOT_SOMEONE}\w+) (?:an? |the following )?e-?mail\b.*$"
 )
 _SUBJECT_LIMIT = 60
 

@@ -8,23 +8,22 @@ from datetime import datetime
 
 from assistant.local.alarms import alarm
 from assistant.local.meaning import Act, CancelNamed, Intent
-from assistant.local.phrases import NOT_A_NAME, is_question_tail, is_time_phrase, is_time_word, split_when
+from assistant.local.phrases import NOT_A_NAME, caseless, is_question_tail, is_time_phrase, is_time_word, split_when
 from assistant.local.scheduling import Draft
 
-_REMIND = re.compile(
+_REMIND = caseless(
     r"^(?:remind me|remind(?= to\b)|(?:don't|do not) let me forget|"
     r"(?:set|add|create|make|schedule|send|set up|give me|i need|i want|i would like|i'd like|can i set|can you set|"
     r"how about|open up)(?: me)? (?:a |an )?(?:new )?reminder(?! e-?mail)(?: set| made)?|new reminder|"
     r"(?:be|get) reminded|"
-    r"reminder(?=:| to\b))\b:?\s*(.*)$",
-    re.I,
+    r"reminder(?=:| to\b))\b:?\s*(.*)$"
 )
 # "remind me what the webhook's address is" asks for something now: a question, not a reminder.
-_REMIND_QUESTION = re.compile(r"^remind me (?:what|how|who|where|why|which|whether|if)\b", re.I)
+_REMIND_QUESTION = caseless(r"^remind me (?:what|how|who|where|why|which|whether|if)\b")
 
-_WHEN_FIRST = re.compile(r"^(.+?),?\s+remind me\b\s*(.*)$", re.I)
-_CONNECTOR = re.compile(r"^(to|about|that|of|for)\s+(.*)$", re.I)
-_INNER_CONNECTOR = re.compile(r"\s(to|about|that)\s", re.I)
+_WHEN_FIRST = caseless(r"^(.+?),?\s+remind me\b\s*(.*)$")
+_CONNECTOR = caseless(r"^(to|about|that|of|for)\s+(.*)$")
+_INNER_CONNECTOR = caseless(r"\s(to|about|that)\s")
 
 
 def reminder(text: str) -> Draft | None:
@@ -72,20 +71,19 @@ def _connected(text: str) -> tuple[str, str]:
 
 _SOME = r"(?:(?:all|any|all of|my|the|upcoming|active|scheduled|current|pending|open|of)\s+)*"
 _WHEN_ASKED = r"(?:\s+(?:today|tomorrow|this week|for (?:today|tomorrow|this week)|set|scheduled|coming up|left|now))?"
-_LIST_REMINDERS = re.compile(
+_LIST_REMINDERS = caseless(
     rf"^(?:(?:show|list|see|view|get|check|display|tell me|give me|read)\s+(?:me\s+)?{_SOME}reminders{_WHEN_ASKED}"
     rf"|(?:what|which)(?: are| 're)?\s+{_SOME}reminders(?:\s+(?:do i have|have i got|are there|are (?:set|scheduled|"
     rf"active|left|coming up)|did (?:i|you) set))?{_WHEN_ASKED}"
     rf"|what(?:'s| is| are)\s+(?:on\s+)?my\s+reminders?(?:\s+list)?"
     rf"|(?:do i have|have i got|are there|is there)\s+{_SOME}(?:reminders?|anything to remember){_WHEN_ASKED}"
-    rf"|{_SOME}reminders{_WHEN_ASKED})$",
-    re.I,
+    rf"|{_SOME}reminders{_WHEN_ASKED})$"
 )
 
 
 _ALARMS = r"(?:alarms?|alerts?|reminders?|wake[- ]?up(?: alarms?| calls?| times?)?)"
 # A question about the person's alarms or reminders, then at most a few words of when ("set for tomorrow morning").
-_ASK_ALARMS = re.compile(
+_ASK_ALARMS = caseless(
     rf"^(?:(?:what|which|how many|any)\s+(?:\w+\s+)?{_ALARMS}(?:\s+(?:do|did|have|are|is|i|you))?"
     rf"|(?:show|list|tell me|read|check|see|give me|display|view|review|let me see|let me know)\s+(?:me\s+)?"
     rf"(?:about\s+)?{_SOME}(?:set\s+|\w+\s+)?{_ALARMS}"
@@ -95,8 +93,7 @@ _ASK_ALARMS = re.compile(
     rf"|(?:at )?what times? (?:is|are|will|does|do|have you set) (?:my|the) (?:\w+\s+)?{_ALARMS}"
     rf"|when (?:is|are) my (?:next )?{_ALARMS}|(?:have i|did you|did i) set (?:any |an |my |the )?{_ALARMS}"
     rf"|(?:show|give|tell) me the list of {_ALARMS}|my (?:set |current )?{_ALARMS}"
-    rf"|what {_ALARMS} will (?:wake|go off)|what time is set for my (?:\w+ )?{_ALARMS})(?P<tail>(?:\s+\S+){{0,8}})$",
-    re.I,
+    rf"|what {_ALARMS} will (?:wake|go off)|what time is set for my (?:\w+ )?{_ALARMS})(?P<tail>(?:\s+\S+){{0,8}})$"
 )
 
 
@@ -108,17 +105,14 @@ def list_reminders(text: str, now: datetime, tools: Collection[str]) -> Intent:
 
 # The reminder is the verb's object: "cancel the stretch reminder", "delete my reminder to call Sam", never a word
 # further on ("clear my head before the reminder fires").
-_CANCEL = re.compile(
+_CANCEL = caseless(
     r"^(?:cancel|delete|remove|stop|clear|drop|forget|forget about|turn off|switch off|disable|deactivate|unset|"
     r"silence|unschedule|get rid of|i (?:don't|do not|no longer) need)\s+"
     rf"((?:(?:the|my|that|this|these|those|all|every|each|of|any)\s+)*(?:{NOT_A_NAME}[\w':.-]+\s+){{0,3}}"
     r"(?:reminders?|alarms?|wake[- ]?up(?: calls?| alarms?)?)\b.*"
-    r"|rem_[A-Za-z0-9]+)$",
-    re.I,
+    r"|rem_[A-Za-z0-9]+)$"
 )
-_STOP_REMINDING = re.compile(
-    r"^(?:stop|don't|do not|no more|quit)\s+remind(?:ing)?\s+me\s+(?:to|about|of)\s+(.+)$", re.I
-)
+_STOP_REMINDING = caseless(r"^(?:stop|don't|do not|no more|quit)\s+remind(?:ing)?\s+me\s+(?:to|about|of)\s+(.+)$")
 _FILLER = {"the", "my", "a", "an", "reminder", "reminders", "to", "about", "for", "that", "of", "called", "named", "me"}
 
 
