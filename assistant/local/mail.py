@@ -97,7 +97,7 @@ def _mail_filters(text: str, asked: re.Match[str] | None, now: datetime) -> dict
 # bob@example.com: …": the mail is composed here and sent only once the person approves it.
 _ADDRESS = r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+"
 # An address, or a name written with a capital ("Bob", "Bob Smith"): "mail delivery failed: …" names nobody.
-_RECIPIENT = r"([\w.+'-]+@[\w-]+(?:\.[\w-]+)+|(?-i:[A-Z][\w'-]*)(?:\s+(?-i:[A-Z][\w'-]*))?)"
+_RECIPIENT = rf"({_ADDRESS}|(?-i:[A-Z][\w'-]*)(?:\s+(?-i:[A-Z][\w'-]*))?)"
 _SAYING = (
     r"(?:\s*[:,]\s*|\s+(?:that|saying|to say|and say|and tell (?:him|her|them)(?: that)?|"
     r"telling (?:him|her|them)(?: that)?)\s+|\s+(?=about\b))"

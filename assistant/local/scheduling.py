@@ -56,19 +56,23 @@ def scheduled(draft: Draft, now: datetime, tools: Collection[str]) -> Intent:
         question = "What should I remind you of?" if draft.kind == "reminder" else "What should I call the event?"
         return Ask(question, about)
     action = _action(draft, what)
-    if not draft.when:
-        return None if draft.notice else Ask(f"When should I {action}? {ANSWER_HINT}", about)
     try:
-        when = times.read(draft.when, now)
+        when = times.read(draft.when, now) if draft.when else None
     except times.Unclear as unclear:
-        if draft.notice:
-            return None  # "Reminder: your invoice is due on Friday" tells; it does not ask
-        return Ask(f"{unclear.question.format(action=action)} {ANSWER_HINT}", about)
+        return _asked(draft, f"{unclear.question.format(action=action)} {ANSWER_HINT}", about)
     except times.Impossible as impossible:
         return Refuse(str(impossible), about)
+    if when is None:
+        return _asked(draft, f"When should I {action}? {ANSWER_HINT}", about)
     if draft.kind == "event":
         return _event_call(what, when, draft.minutes, now)
     return _reminder_call(what, when, action, now)
+
+
+def _asked(draft: Draft, question: str, about: str) -> Ask | None:
+    """The question about the draft's time; a notice ("Reminder: your invoice is due on Friday") tells, it does not
+    ask."""
+    return None if draft.notice else Ask(question, about)
 
 
 _REPORT_LIMIT = 120
