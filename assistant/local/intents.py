@@ -17,7 +17,7 @@ from datetime import datetime
 
 from assistant.local import about, events, mail, reminders, webhooks
 from assistant.local.about import NOT_UNDERSTOOD
-from assistant.local.meaning import INTENTS, Act, Answer, Ask, CancelNamed, Intent, Refuse, Several, intent_name
+from assistant.local.meaning import INTENTS, Act, Answer, Ask, CancelNamed, Intent, One, Refuse, Several, intent_name
 from assistant.local.phrases import caseless, is_answer, is_time_phrase, plain, sentences
 from assistant.local.scheduling import ANSWER_HINT, Draft, answered, scheduled
 
@@ -61,9 +61,7 @@ def understand(text: str, now: datetime, tools: Collection[str], earlier: str | 
     return found[0] if found else None
 
 
-def _requests(
-    said: list[str], now: datetime, tools: Collection[str]
-) -> list[Act | CancelNamed | Ask | Refuse | Answer]:
+def _requests(said: list[str], now: datetime, tools: Collection[str]) -> list[One]:
     """The request of each sentence that has one; the other sentences are its report."""
     found = []
     for index, sentence in enumerate(said):

@@ -34,15 +34,18 @@ class Answer:
     about: str = field(default="", compare=False)
 
 
+One = Act | CancelNamed | Ask | Refuse | Answer  # what one request of a message means
+
+
 @dataclass(frozen=True, slots=True)
 class Several:
     """Two or three requests in one message ("Remind me to call Sam at 5. What's on my calendar tomorrow?"): each is
     carried out, or asked back about, in turn."""
 
-    intents: tuple["Act | CancelNamed | Ask | Refuse | Answer", ...]
+    intents: tuple[One, ...]
 
 
-Intent = Act | CancelNamed | Ask | Refuse | Answer | Several | None
+Intent = One | Several | None
 
 # What the built-in assistant understands, by name: the tool an intent calls, or what it answers itself.
 INTENTS = (
