@@ -91,7 +91,7 @@ _OTHER_MAIL_REFUSED = Refuse(
 _EVENTS_UNCHANGED = Refuse(
     "I can't change or remove calendar events: without a language model I only list and add them.", "change_events"
 )
-# Its answers that are always the same, each after the requests it answers.
+# Answers that never change, each after the requests it answers; the first whose requests match is given.
 _ANSWERS = ((_HELP, Answer(CAPABILITIES, "help")), (SUMMARIZE, NOT_SUMMARIZED))
 _REFUSALS = (
     (_OTHER_MAIL, _OTHER_MAIL_REFUSED),
