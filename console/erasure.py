@@ -3,6 +3,7 @@ history or your account"). Messages are the person's history and are kept until 
 (ops/pruning.py), each batch its own short transaction, so a thread of any length is deleted without a long lock."""
 
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.db.models import QuerySet
 
 from accounts import audit
@@ -32,7 +33,11 @@ def delete_account(person: User) -> None:
     for trigger in person.webhook_triggers.filter(revoked_at__isnull=True):
         revoke_trigger(trigger, by=audit.CONSOLE)
     person.is_active = False
-    person.save(update_fields=["is_active"])  # withdraws what it still waits to approve (assistant/signals.py)
+    try:
+        with transaction.atomic():  # a savepoint: a caller's transaction stays usable when the row is gone
+            person.save(update_fields=["is_active"])  # withdraws what it still waits to approve (assistant/signals.py)
+    except User.NotUpdated:
+        return  # a second submit of the form (a double click): the first deleted the account meanwhile
     for connection in person.mcp_connections.all():
         remove_connection(connection, by=audit.CONSOLE)
     for grant in person.oauth_grants.all():

@@ -5,6 +5,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from console import erasure
 from conversations.models import Delivery, DeliveryStatus, Message
 from keys.models import ApiKey
 from tests.conftest import CURRENT, post
@@ -65,3 +66,15 @@ def test_deleting_the_account_needs_the_password_then_deletes_everything_of_it(c
     assert list(Message.objects.values_list("text", flat=True)) == ["someone else's"]
     assert post(Client(), CURRENT, history, {"message": "still here?"}).status_code == 401
     assert client.get("/settings/").status_code == 302  # logged out: to the log-in page
+
+
+def test_a_second_submit_racing_the_first_finds_the_account_gone_and_deletes_nothing_more(user, history):
+    # Two submits of the form (a double click) both pass the password check with the account loaded; the second
+    # reaches erasure.delete_account once the first has deleted it, holding the row as it was.
+    second_submits_view = get_user_model().objects.get(pk=user.pk)
+    erasure.delete_account(user)
+
+    erasure.delete_account(second_submits_view)
+
+    assert not get_user_model().objects.filter(pk=user.pk).exists()
+    assert list(Message.objects.values_list("text", flat=True)) == ["someone else's"]
