@@ -98,8 +98,14 @@ class RedactingLogger(Logger):
         safe_query = redact_query(environ.get("PATH_INFO") or "", query)
         for name, value in atoms.items():
             if isinstance(value, str):
-                atoms[name] = redact_text(value.replace(query, safe_query) if query != safe_query else value)
+                safe = redact_text(value.replace(query, safe_query) if query != safe_query else value)
+                atoms[name] = safe.translate(_ESCAPED)
         return atoms
+
+
+# The path arrives percent-decoded: a %0A in it would end the access line there and let the client write the next
+# one. Control characters are written as escapes instead, as Apache's and nginx's access logs do.
+_ESCAPED = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F]}
 
 
 logger_class = RedactingLogger

@@ -79,6 +79,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "ops.admin_lists.NoNulInAdminQueriesMiddleware",  # a list filter's value holding a NUL: 400, not PostgreSQL's error
     "console.login_limits.LoginLimitMiddleware",  # a blocked address's log-in POST: 429 before the form is read
     "django.middleware.csrf.CsrfViewMiddleware",
     # Django's login and flash-message middleware, passed through by /api/v1/ (see the module).

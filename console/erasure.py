@@ -3,13 +3,14 @@ history or your account"). Messages are the person's history and are kept until 
 (ops/pruning.py), each batch its own short transaction, so a thread of any length is deleted without a long lock."""
 
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.db.models import QuerySet
 
 from accounts import audit
 from accounts.models import AuditEvent
 from connections.oauth.mail import disconnect
 from connections.services import remove_connection
-from conversations.models import PENDING, Message
+from conversations.models import PENDING, Delivery, Message
 from conversations.services import conversation_of
 from keys.services import revoke_key
 from ops.pruning import delete_in_batches
@@ -32,7 +33,11 @@ def delete_account(person: User) -> None:
     for trigger in person.webhook_triggers.filter(revoked_at__isnull=True):
         revoke_trigger(trigger, by=audit.CONSOLE)
     person.is_active = False
-    person.save(update_fields=["is_active"])  # withdraws what it still waits to approve (assistant/signals.py)
+    try:
+        with transaction.atomic():  # a savepoint: a caller's transaction stays usable when the row is gone
+            person.save(update_fields=["is_active"])  # withdraws what it still waits to approve (assistant/signals.py)
+    except User.NotUpdated:
+        return  # a second submit of the form (a double click): the first deleted the account meanwhile
     for connection in person.mcp_connections.all():
         remove_connection(connection, by=audit.CONSOLE)
     for grant in person.oauth_grants.all():
@@ -43,4 +48,13 @@ def delete_account(person: User) -> None:
 
 
 def _delete_messages(messages: QuerySet[Message]) -> int:
-    return delete_in_batches(messages, oldest_first=("conversation", "created_at", "id"))
+    return delete_in_batches(messages, oldest_first=("conversation", "created_at", "id"), before_delete=_held)
+
+
+def _held(ids: list[int]) -> None:
+    """Lock a batch's messages and deliveries before their rows are read for deleting: a worker still busy with one
+    (an account deleted with messages on their way) then waits to write a row for it (the assistant's tool call, a
+    text) until the batch is gone, rather than write it between that read and the delete, which would fail the batch
+    on the row's foreign key as it commits."""
+    list(Delivery.objects.select_for_update().filter(message_id__in=ids).values_list("pk", flat=True))
+    list(Message.objects.select_for_update().filter(pk__in=ids).values_list("pk", flat=True))

@@ -273,7 +273,12 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     wait = getattr(exc, "wait", None)
     if wait is not None:
         headers["Retry-After"] = str(max(1, int(wait + 0.999)))
-    return error_response(exc.status_code, code, message, headers)
+    response = error_response(exc.status_code, code, message, headers)
+    if isinstance(exc, ReceiptWaitsBusy):
+        # Flow control, not a failure: its access line is enough. django.request would log it as a server error
+        # (and Sentry make each an event), once per caller asking again; this is its mark for "logged already".
+        response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
 
 
 # --- webhook triggers (ingestion/triggers.py) --------------------------------------------------------------------

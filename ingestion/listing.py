@@ -39,7 +39,8 @@ def limit_of(query: Any) -> int:
     raw = query.get("limit")
     if raw is None:
         return DEFAULT_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    # ASCII digits only: str.isdigit() also holds for "²", which int() refuses (a 500), and for other scripts' digits.
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_LIMIT:
         raise InvalidParameter(f"limit must be a whole number from 1 to {MAX_LIMIT}; it was {raw[:20]!r}.")
     return int(raw)
 

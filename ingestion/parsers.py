@@ -115,7 +115,8 @@ class PlainTextParser(BaseParser):
     """A text/plain body is the message itself (``curl -d "Backup finished" -H 'Content-Type: text/plain'``): read
     under the same size limit as JSON, UTF-8 (US-ASCII is a subset), and handed on as the JSON body
     ``{"message": <text>}`` would be, so the endpoint's rules and the assistant's context are the same for both.
-    One line break at the end (a file sent with --data-binary, an ``echo``) is not part of the message."""
+    One line break at the end (a file sent with --data-binary, an ``echo``) is not part of the message, nor a byte
+    order mark at the start (Notepad and PowerShell write one): a file of nothing else is blank."""
 
     media_type = "text/plain"
 
@@ -125,7 +126,9 @@ class PlainTextParser(BaseParser):
         declared = _declared_charset(media_type or "")
         if declared not in ("", "utf-8", "utf8", "us-ascii"):
             raise UnsupportedMediaType(f"Text bodies must be UTF-8, but the Content-Type declares charset={declared}.")
-        text = _utf8_text(stream, parser_context, InvalidBody).removesuffix("\n").removesuffix("\r")
+        text = (
+            _utf8_text(stream, parser_context, InvalidBody).removeprefix("\ufeff").removesuffix("\n").removesuffix("\r")
+        )
         if not text.strip():
             raise InvalidBody("The body is blank; write the instruction for the assistant, for example: Backup done.")
         return {"message": text}

@@ -162,3 +162,9 @@ def test_the_delivery_list_shows_the_backlog_the_attempts_in_flight_and_the_olde
     )
     page = staff_client.get("/admin/conversations/delivery/").content.decode()
     assert re.search(r"accepted→delivered \(last 5 min, 1\): median 3\.\d\d s, p99 3\.\d\d s", page)
+
+
+@pytest.mark.parametrize("path", ["/admin/conversations/delivery/", "/admin/reminders/reminder/"])
+def test_a_nul_in_a_list_filter_is_a_bad_request_not_a_server_error(staff_client, path):
+    assert staff_client.get(path, {"status__exact": "\x00"}).status_code == 400
+    assert staff_client.get(path, {"status__exact": "queued"}).status_code == 200

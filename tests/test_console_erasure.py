@@ -1,10 +1,17 @@
 """A person deletes their history, or their account, from the console (console/erasure.py): each asks first, takes
 a POST with the CSRF token (the account also the password), and deletes in batches; nobody else's rows are touched."""
 
+import threading
+import time
+
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import IntegrityError, connection
+from django.db.models.signals import pre_delete
 from django.test import Client
 
+from assistant.models import Action, ToolKind
+from console import erasure
 from conversations.models import Delivery, DeliveryStatus, Message
 from keys.models import ApiKey
 from tests.conftest import CURRENT, post
@@ -65,3 +72,61 @@ def test_deleting_the_account_needs_the_password_then_deletes_everything_of_it(c
     assert list(Message.objects.values_list("text", flat=True)) == ["someone else's"]
     assert post(Client(), CURRENT, history, {"message": "still here?"}).status_code == 401
     assert client.get("/settings/").status_code == 302  # logged out: to the log-in page
+
+
+def test_a_second_submit_racing_the_first_finds_the_account_gone_and_deletes_nothing_more(user, history):
+    # Two submits of the form (a double click) both pass the password check with the account loaded; the second
+    # reaches erasure.delete_account once the first has deleted it, holding the row as it was.
+    second_submits_view = get_user_model().objects.get(pk=user.pk)
+    erasure.delete_account(user)
+
+    erasure.delete_account(second_submits_view)
+
+    assert not get_user_model().objects.filter(pk=user.pk).exists()
+    assert list(Message.objects.values_list("text", flat=True)) == ["someone else's"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a second connection writing while the first deletes")
+def test_an_account_deleted_while_the_assistant_still_acts_on_its_messages_is_deleted_whole(user):
+    _, key = make_key(user)
+    post(Client(), CURRENT, key, {"message": "remind me to stretch at 3pm"})
+    worker_got: list[str] = []
+
+    def record(delivery_id: int) -> None:
+        """The worker, on its own connection, records a tool call for the delivery."""
+        try:
+            Action.objects.create(delivery_id=delivery_id, kind=ToolKind.BUILT_IN, tool="create_reminder")
+            worker_got.append("recorded")
+        except IntegrityError:
+            worker_got.append("the delivery is gone")
+        finally:
+            connection.close()
+
+    def worker_acts_meanwhile(sender, instance, **kwargs):
+        """Once the deletion has read the delivery's rows: the worker's write is done or waits for the deletion."""
+        worker = threading.Thread(target=record, args=(instance.pk,))
+        worker.start()
+        workers.append(worker)
+        deadline = time.monotonic() + 10
+        while worker.is_alive() and not waiting_for_a_lock() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    workers: list[threading.Thread] = []
+    pre_delete.connect(worker_acts_meanwhile, sender=Delivery)
+    try:
+        erasure.delete_account(user)
+    finally:
+        pre_delete.disconnect(worker_acts_meanwhile, sender=Delivery)
+        for worker in workers:
+            worker.join()
+
+    assert worker_got and set(worker_got) == {"the delivery is gone"}
+    assert not get_user_model().objects.filter(pk=user.pk).exists()
+    assert not Message.objects.exists() and not Action.objects.exists()
+
+
+def waiting_for_a_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        return cursor.fetchone()[0] > 0

@@ -3,7 +3,9 @@
 import json
 import os
 import socket
+from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from gunicorn import util as gunicorn_util
@@ -50,6 +52,23 @@ def test_the_access_log_names_no_header_query_string_or_user(load):
         assert atom not in log_format
     assert "%({x-request-id}o)s" in log_format
     assert load(ACCESS_LOG="on")["accesslog"] == "-"
+    conf["on_exit"](None)
+
+
+def test_a_client_cannot_write_a_line_of_the_access_log(load):
+    from gunicorn.config import Config
+    from gunicorn.glogging import SafeAtoms
+
+    conf = load()
+    forged = '/api/v1/inbound/x\n127.0.0.1 "GET /admin/ HTTP/1.1" 200\x00\x1b[2J'  # what %0A, %00 and %1B decode to
+    environ = {"REQUEST_METHOD": "GET", "RAW_URI": forged, "PATH_INFO": forged, "SERVER_PROTOCOL": "HTTP/1.1"}
+    response = SimpleNamespace(status="404 Not Found", headers=[], sent=0)
+
+    atoms = conf["logger_class"](Config()).atoms(response, [], environ, timedelta(milliseconds=3))
+    line = conf["access_log_format"] % SafeAtoms(atoms)  # as gunicorn writes the line
+
+    assert "\n" not in line and "\x00" not in line and "\x1b" not in line
+    assert "/api/v1/inbound/x\\x0a127.0.0.1 " in line and "200\\x00\\x1b[2J" in line  # escaped, still readable
     conf["on_exit"](None)
 
 

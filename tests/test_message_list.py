@@ -64,6 +64,8 @@ def test_a_legacy_key_lists_its_own_messages(client, user):
         {"limit": "0"},
         {"limit": "101"},
         {"limit": "ten"},
+        {"limit": "²"},  # a digit to str.isdigit(), not to int()
+        {"limit": "１０"},  # fullwidth digits
         {"cursor": "msg_000000000000000000000000"},
         {"cursor": "x\x00"},
     ],

@@ -32,6 +32,13 @@ def test_a_final_line_break_is_not_part_of_the_message(client, v2):
     assert Message.objects.get(public_id=response.json()["id"]).text == "Backup finished on db-1\nin 4 minutes"
 
 
+def test_a_byte_order_mark_is_not_part_of_the_message(client, v2):
+    response = send_text(client, v2[1], b"\xef\xbb\xbfBackup finished\r\n")
+
+    assert response.status_code == 200
+    assert Message.objects.get(public_id=response.json()["id"]).text == "Backup finished"
+
+
 def test_unicode_text_is_kept(client, v2):
     response = send_text(client, v2[1], "Sauvegarde terminée ✓".encode(), "text/plain; charset=utf-8")
 
@@ -42,6 +49,7 @@ def test_unicode_text_is_kept(client, v2):
     ("raw", "content_type", "status", "code"),
     [
         (b"   \n", "text/plain", 400, "invalid_body"),
+        (b"\xef\xbb\xbf\r\n", "text/plain", 400, "invalid_body"),  # an empty file saved with a byte order mark
         (b"", "text/plain", 400, "invalid_json"),  # no body at all: as for JSON
         (b"caf\xe9", "text/plain", 400, "invalid_body"),
         (b"bad\x00byte", "text/plain", 400, "invalid_body"),

@@ -1,6 +1,7 @@
 """GET /api/v1/inbound/messages/{id}?wait=N: the answer in one call, as soon as the message is final
 (ingestion/listing.py). How many may wait at once: RECEIPT_WAIT_SLOTS."""
 
+import logging
 import threading
 import time
 
@@ -105,6 +106,22 @@ def test_with_every_slot_taken_a_wait_is_refused_at_once_for_next_to_nothing(cli
     assert refused["Retry-After"] == "5"
     assert len(queries) == 0  # not even the key's lookup
     assert without_wait.json()["status"] == "queued"  # reading without waiting is unaffected
+
+
+@pytest.mark.django_db
+def test_a_busy_refusal_is_flow_control_not_a_server_error_in_the_log(client, v2, settings, caplog):
+    # django.request logs every other 5xx as an error (and Sentry makes each an event): callers polling a busy
+    # process would flood both. The access line records the refusal.
+    settings.RECEIPT_WAIT_SLOTS = 1
+    message_id = post(client, CURRENT, v2[1], {"message": "hi"}).json()["id"]
+    assert listing._slots.take()
+    try:
+        refused = receipt(client, v2[1], message_id, "5")
+    finally:
+        listing._slots.give_back()
+
+    assert refused.status_code == 503
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
 
 
 @pytest.mark.django_db
