@@ -22,6 +22,7 @@ from mcp.types import PaginatedRequestParams
 
 from connections import transport_internals
 from connections.addresses import GuardedBackend
+from connections.network import one_line
 from connections.threads import in_own_thread
 from ops.bounded import Bound, TooLarge, TooSlow
 
@@ -257,7 +258,7 @@ def _explained(error: BaseException, statuses: _Statuses) -> McpError:
         if isinstance(leaf, httpx2.TransportError):
             return McpError(f"The connection to the MCP server failed ({type(leaf).__name__}).")
         if isinstance(leaf, ProtocolError):
-            return McpError(f"The MCP server refused the request: {_short(str(leaf))}")
+            return McpError(f"The MCP server refused the request: {one_line(str(leaf), 300)}")
     return McpError(
         f"The server did not speak MCP over Streamable HTTP ({type(leaves[0]).__name__ if leaves else 'no answer'})."
     )
@@ -278,11 +279,6 @@ def _refusal(status: int, challenge: str = "") -> McpError:
             "(Streamable HTTP servers usually serve it at /mcp)."
         )
     return McpError(f"The MCP server answered HTTP {status}.")
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def list_tools(url: str, api_key: str = "", timeout: float | None = None) -> ServerInfo:

@@ -27,7 +27,7 @@ from assistant.outcomes import Accepted, Outcome, PermanentFailure, Reply, Trans
 from conversations.models import Delivery
 from delivery import lifecycle, queue
 from delivery.queue import Claim
-from delivery.queue_worker import Failure, Finished, Naming, QueueWorker
+from delivery.queue_worker import Failure, Finished, Naming, QueueWorker, skipped
 from ops import database_work, metrics
 
 logger = logging.getLogger("delivery.handoff")
@@ -89,21 +89,14 @@ class Deliveries:
     def record_together(self, finished: list[Finished]) -> list[Finished]:
         """Every attempt the assistant took, in one statement on PostgreSQL; the rest (failures, put-backs) for
         ``settle``."""
-        self._delivered([f for f in finished if isinstance(f.outcome, Reply | Accepted)])
-        return [f for f in finished if not isinstance(f.outcome, Reply | Accepted)]
-
-    def _delivered(self, taken: list[Finished]) -> None:
+        taken = [f for f in finished if isinstance(f.outcome, Reply | Accepted)]
         written = lifecycle.delivered([(f.claim.held, _reply_text(f.outcome)) for f in taken])
         for f in taken:
             if f.claim.delivery_id in written:
                 _log_delivered(f.claim, f.seconds)
             else:
-                logger.warning(
-                    "delivery %s: attempt %s no longer holds it (taken over, put back or answered); "
-                    "its outcome is dropped",
-                    f.claim.delivery_id,
-                    f.claim.attempt,
-                )
+                skipped(self, f.claim.delivery_id, f.claim.attempt)
+        return [f for f in finished if not isinstance(f.outcome, Reply | Accepted)]
 
     def close(self) -> None:
         database_work.shutdown()
@@ -122,10 +115,6 @@ class Engine(QueueWorker):
             recorders=settings.DELIVERY_RECORDERS,
             grace_seconds=lambda: float(settings.DELIVERY_GRACE_SECONDS),
         )
-
-    @property
-    def renewals(self) -> Any:
-        return self.claimer.renewals
 
 
 def deliver_here() -> int:

@@ -239,10 +239,6 @@ def renewals() -> leases.Renewals:
     return leases.Renewals(Delivery, policy())
 
 
-def still_held(held: Held) -> bool:
-    return bool(_holding(held).exists())
-
-
 # --- an attempt's outcome ---------------------------------------------------------------------------------------
 
 

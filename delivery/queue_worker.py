@@ -323,28 +323,29 @@ def settle(kind: Kind, finished: Finished) -> str:
     claim, outcome = finished.claim, finished.outcome
     row_id, attempt = _held(claim)
     if isinstance(outcome, NotStarted):
-        return "put back" if kind.put_back([claim]) else _skipped(kind, row_id, attempt)
+        return "put back" if kind.put_back([claim]) else skipped(kind, row_id, attempt)
     written = kind.write(finished)
     if written is not None:
-        return "written" if written else _skipped(kind, row_id, attempt)
+        return "written" if written else skipped(kind, row_id, attempt)
     failure = kind.failure(outcome)
     policy = kind.policy()
     if not failure.retryable or policy.gives_up_after(attempt):
         reason = failure.reason if not failure.retryable else f"{failure.reason} Gave up after {attempt} attempts."
         if not kind.failed(claim, reason):
-            return _skipped(kind, row_id, attempt)
+            return skipped(kind, row_id, attempt)
         kind.naming.logger.warning("%s %s failed after %s attempt(s): %s", kind.naming.name, row_id, attempt, reason)
         return "failed"
     due = timezone.now() + timedelta(seconds=policy.backoff_seconds(attempt, failure.retry_after))
     if not kind.retried(claim, failure.reason, due):
-        return _skipped(kind, row_id, attempt)
+        return skipped(kind, row_id, attempt)
     kind.naming.logger.info(
         "%s %s: attempt %s failed (%s); retry at %s", kind.naming.name, row_id, attempt, failure.reason, due.isoformat()
     )
     return "retried"
 
 
-def _skipped(kind: Kind, row_id: int, attempt: int) -> str:
+def skipped(kind: Kind, row_id: int, attempt: int) -> str:
+    """Log that an attempt's outcome is dropped: it no longer holds its row."""
     kind.naming.logger.warning(
         "%s %s: attempt %s no longer holds it (taken over, put back or answered); its outcome is dropped",
         kind.naming.name,

@@ -15,7 +15,6 @@ from django.utils import timezone
 
 from devices.models import DeviceAuthorization, Status
 from keys import scopes, tokens
-from keys.models import ApiKey
 from keys.services import KeyLimitReached, create_key
 from ops.visible import without_hidden
 
@@ -175,10 +174,6 @@ def _collect(device_code: str, authorization: DeviceAuthorization) -> Poll:
         DeviceAuthorization.objects.filter(pk=authorization.pk).update(api_key=key)
     authorization.status, authorization.api_key = Status.CONSUMED, key
     return Poll("authenticated", token=plaintext, authorization=authorization)
-
-
-def issued_key(authorization: DeviceAuthorization) -> ApiKey | None:
-    return authorization.api_key
 
 
 def prune(older_than: timedelta = timedelta(days=1)) -> int:

@@ -35,7 +35,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator
 from types import TracebackType
 from typing import Any
 
@@ -395,13 +395,6 @@ _deadlines = _Deadlines()
 
 
 # Adapters for the protocol clients ----------------------------------------------------------------------------------
-
-
-def chunks(source: Iterable[bytes], bound: Bound) -> Iterator[bytes]:
-    """The chunks of a body, each counted before it is passed on."""
-    for chunk in source:
-        bound.spend(len(chunk))
-        yield chunk
 
 
 async def chunks_async(source: AsyncIterable[bytes], bound: Bound) -> AsyncIterator[bytes]:
