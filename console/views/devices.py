@@ -15,8 +15,7 @@ from devices import services
 from devices.models import DeviceAuthorization
 from keys.scopes import CLI, Scope
 from keys.services import has_room_for_a_key
-from ops import metrics
-from ops.limits import AttemptLimit
+from ops.limits import AttemptLimit, blocked_page
 
 WRONG_CODES = AttemptLimit("device-code-failures", "DEVICE_CODE_FAILURE_RATE_LIMIT", blocks_when_reached=True)
 NOT_WAITING = (
@@ -25,24 +24,16 @@ NOT_WAITING = (
 )
 
 
-def _blocked(request: HttpRequest, wait: int) -> HttpResponse:
-    metrics.rate_limited("device_code")
-    context = {"minutes": max(1, (wait + 59) // 60)}
-    response = render(request, "devices/blocked.html", context, status=429)
-    response["Retry-After"] = str(wait)
-    return response
-
-
 def _find(request: HttpRequest, typed: str) -> tuple[DeviceAuthorization | None, HttpResponse | None]:
     """The pending request for a typed code, or the page that refuses (blocked address); a miss is counted."""
     wait = WRONG_CODES.blocked_for(request)
     if wait > 0:
-        return None, _blocked(request, wait)
+        return None, blocked_page(request, "devices/blocked.html", wait, "device_code")
     found = services.pending_by_user_code(typed)
     if found is None:
         wait = WRONG_CODES.count(request)
         if wait > 0:
-            return None, _blocked(request, wait)
+            return None, blocked_page(request, "devices/blocked.html", wait, "device_code")
     return found, None
 
 
