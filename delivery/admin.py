@@ -112,9 +112,6 @@ class DeliveryAdmin(LargeTableAdmin):
         # The same figures as /metrics, above the list: is the hand-off keeping up?
         return super().changelist_view(request, {**(extra_context or {}), "queue": queue_state()})
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
 
 def _deliveries(count: int) -> str:
     return "delivery" if count == 1 else "deliveries"
