@@ -6,13 +6,9 @@ goes to DELIVERY_DATABASE_THREADS database threads, ops/database_work.py) and wh
 (delivery/lifecycle.py: the reply into the thread and the delivery delivered; every reply that finished together in
 one statement on PostgreSQL).
 
-The claimer renews the leases of every attempt in flight every third of a lease (DELIVERY_LEASE_SECONDS), grace period
-included; DELIVERY_RECORDERS recorders write the outcomes and wake the claimer. So the process holds at most 1 +
-DELIVERY_RECORDERS + DELIVERY_DATABASE_THREADS database connections whatever DELIVERY_CONCURRENCY is.
-
-Stopping (SIGTERM): claim nothing more; give the attempts in flight DELIVERY_GRACE_SECONDS; record what finished;
-put the rest back, queued and due at once, their attempt not counted. After a SIGKILL the leases expire and any
-worker takes the deliveries over.
+The process holds at most 1 (the claimer) + DELIVERY_RECORDERS + DELIVERY_DATABASE_THREADS database connections
+whatever DELIVERY_CONCURRENCY is. Leases, stopping and SIGKILL: delivery/queue_worker.py (grace:
+DELIVERY_GRACE_SECONDS).
 """
 
 import logging
@@ -44,8 +40,7 @@ class Deliveries:
         return None
 
     def attempt(self, claim: Claim) -> Finished:
-        """Hand the claim to its backend (on an attempt thread, what it must read or write goes to
-        ops/database_work.py's threads)."""
+        """Hand the claim to its backend (on an attempt thread: see the module)."""
         started = time.monotonic()
         outcome: Outcome | Exception
         try:

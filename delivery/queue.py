@@ -9,10 +9,8 @@ messages reach the assistant one at a time, in the order they were accepted, and
 A retry waiting for its backoff keeps its place: the thread's later messages wait behind it until it is delivered
 or fails for good (as FIFO queues with message groups do). The assistant never sees a conversation out of order.
 
-The claim is delivery/lifecycle.py's (one statement on PostgreSQL: ``FOR UPDATE SKIP LOCKED`` picks up to N
-claimable rows, marks them processing with a lease, counts the attempt, and returns the message, its key and the
-recent thread); this module turns its rows into the assistant's requests. Elsewhere (SQLite) the same claim runs
-without SKIP LOCKED (SQLite has one writer at a time anyway) and the requests are read by the ORM.
+The claim is delivery/lifecycle.py's (on PostgreSQL one statement that also returns the message, its key and the
+recent thread); this module turns its rows into the assistant's requests, read by the ORM on SQLite.
 """
 
 import json
