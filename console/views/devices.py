@@ -24,17 +24,18 @@ NOT_WAITING = (
 )
 
 
-def _find(request: HttpRequest, typed: str) -> tuple[DeviceAuthorization | None, HttpResponse | None]:
-    """The pending request for a typed code, or the page that refuses (blocked address); a miss is counted."""
+def _find(request: HttpRequest, typed: str) -> DeviceAuthorization | HttpResponse:
+    """The pending request for a typed code, or the page that refuses: the address is blocked, or no log-in waits
+    with this code (a miss is counted)."""
     wait = WRONG_CODES.blocked_for(request)
-    if wait > 0:
-        return None, blocked_page(request, "devices/blocked.html", wait, "device_code")
-    found = services.pending_by_user_code(typed)
-    if found is None:
+    if wait <= 0:
+        found = services.pending_by_user_code(typed)
+        if found is not None:
+            return found
         wait = WRONG_CODES.count(request)
-        if wait > 0:
-            return None, blocked_page(request, "devices/blocked.html", wait, "device_code")
-    return found, None
+    if wait > 0:
+        return blocked_page(request, "devices/blocked.html", wait, "device_code")
+    return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=404)
 
 
 @login_required
@@ -46,11 +47,9 @@ def device(request: AuthenticatedRequest) -> HttpResponse:
     typed = request.GET.get("code", "").strip()[:40]
     if not typed:
         return render(request, "devices/enter.html", {"code": ""})
-    found, refused = _find(request, typed)
-    if refused is not None:
-        return refused
-    if found is None:
-        return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=404)
+    found = _find(request, typed)
+    if isinstance(found, HttpResponse):
+        return found
     return render(request, "devices/confirm.html", {"authorization": found, "scopes": _cli_scopes()})
 
 
@@ -59,11 +58,9 @@ def _decide(request: AuthenticatedRequest) -> HttpResponse:
     decision = request.POST.get("decision")
     if decision not in ("approve", "deny"):
         return render(request, "devices/enter.html", {"code": typed, "error": "Choose Approve or Deny."}, status=400)
-    found, refused = _find(request, typed)
-    if refused is not None:
-        return refused
-    if found is None:
-        return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=404)
+    found = _find(request, typed)
+    if isinstance(found, HttpResponse):
+        return found
     user = request.user
     assert user.is_authenticated
     if decision == "approve" and not has_room_for_a_key(user):
