@@ -50,7 +50,12 @@ def claim(limit: int, *, lease_seconds: float | None = None) -> list[Claim]:
     if connection.vendor == "postgresql":
         return [_claim_of_row(row) for row in lifecycle.claim(limit, lease_seconds=lease_seconds)]
     with transaction.atomic():  # the claim and the reads together
-        return _claims_by_orm(lifecycle.claim(limit, lease_seconds=lease_seconds))
+        rows = lifecycle.claim(limit, lease_seconds=lease_seconds)
+        messages = Message.objects.select_related("conversation", "api_key")
+        return [
+            Claim(delivery_id, attempt, backend, build_request(messages.get(pk=message_id), attempt))
+            for delivery_id, message_id, attempt, backend in rows
+        ]
 
 
 def _claim_of_row(row: Sequence[Any]) -> Claim:
@@ -72,11 +77,3 @@ def _claim_of_row(row: Sequence[Any]) -> Claim:
         attempt=attempt,
     )
     return Claim(delivery_id, attempt, backend, request)
-
-
-def _claims_by_orm(rows: Sequence[Sequence[Any]]) -> list[Claim]:
-    claims = []
-    for delivery_id, message_id, attempt, backend in rows:
-        message = Message.objects.select_related("conversation", "api_key").get(pk=message_id)
-        claims.append(Claim(delivery_id, attempt, backend, build_request(message, attempt)))
-    return claims
