@@ -82,23 +82,14 @@ def post_json(
     more on a new connection (the same request, the same webhook-id: a runtime that did get the first one drops
     the second)."""
     bound = Bound(server, max_bytes=max_bytes, seconds=timeout)
-    ends_at = bound.ends_at
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise PermanentFailure("The request could not be built: check the backend's URL.")
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        raise PermanentFailure("The request could not be built: check the backend's URL.") from None
-    target = (parts.scheme, parts.hostname, port)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    target, path = _target(url)
     sent_headers = {"Content-Type": "application/json", **headers}
     for _ in range(2):
         kept = _connections.open.pop(target, None)
         if kept is not None and kept.sock is None:
             kept = None
         try:
-            return _exchange(kept or _connect(target, ends_at), kept is not None, path, body, sent_headers, bound)
+            return _exchange(kept or _connect(target, bound.ends_at), kept is not None, path, body, sent_headers, bound)
         except _StaleConnection:
             continue
         except TimeoutError:
@@ -110,6 +101,18 @@ def post_json(
         finally:
             bound.release()
     raise AnswerLost("The connection failed: RemoteDisconnected.")
+
+
+def _target(url: str) -> tuple[tuple[str, str, int], str]:
+    """(scheme, host, port) and the path of an http(s) URL; PermanentFailure for anything else."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = 0
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port:
+        raise PermanentFailure("The request could not be built: check the backend's URL.")
+    return (parts.scheme, parts.hostname, port), (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 class _StaleConnection(Exception):

@@ -3,9 +3,9 @@ pending proofs (never their digests), and the provider ids recorded. Nothing is 
 only with the proof that it is the person's. The outbox and quiet hours: channels/outbound/admin.py."""
 
 from django.contrib import admin
-from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
 
+from accounts.admin import SecretDigestAdmin, Unchangeable
 from channels.models import InboundEvent, LinkCode, LinkedAddress
 from channels.outbound import admin as outbound_admin  # noqa: F401  (registers the outbox and quiet hours)
 
@@ -23,8 +23,8 @@ class LinkedAddressAdmin(admin.ModelAdmin):
 
 
 @admin.register(LinkCode)
-class LinkCodeAdmin(admin.ModelAdmin):
-    # The digest is neither shown nor filterable: a 6-digit code's keyed digest is still a lead to the code.
+class LinkCodeAdmin(Unchangeable, SecretDigestAdmin[LinkCode]):
+    secret_fields = frozenset({"code_digest"})  # a 6-digit code's keyed digest is still a lead to the code
     list_display = ["user", "channel", "address", "created_at", "expires_at", "tries", "used_at"]
     list_filter = ["channel", "created_at"]
     search_fields = ["address", "user__email", "user__username"]
@@ -32,28 +32,11 @@ class LinkCodeAdmin(admin.ModelAdmin):
     readonly_fields = ["user", "channel", "address", "created_at", "expires_at", "tries", "used_at"]
     list_select_related = ["user"]
 
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
-        if "code_digest" in lookup.split(LOOKUP_SEP):
-            return False
-        return super().lookup_allowed(lookup, value, request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: LinkCode | None = None) -> bool:
-        return False
-
 
 @admin.register(InboundEvent)
-class InboundEventAdmin(admin.ModelAdmin):
+class InboundEventAdmin(Unchangeable, admin.ModelAdmin):
     list_display = ["provider_message_id", "channel", "address", "message", "received_at"]
     list_filter = ["channel", "received_at"]
     search_fields = ["provider_message_id", "address"]
     readonly_fields = ["channel", "provider_message_id", "address", "message", "received_at"]
     list_select_related = ["message"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: InboundEvent | None = None) -> bool:
-        return False

@@ -23,16 +23,7 @@ urlpatterns = [
     path("api/docs/", DocsView.as_view(url_name="openapi-schema"), name="api-docs"),
     # The web console: server-rendered pages, session-authenticated, CSRF on every POST.
     path("", landing, name="landing"),
-    path("", include("console.urls.accounts")),
-    path("", include("console.urls.keys")),
-    path("", include("console.urls.audit")),
-    path("", include("console.urls.approvals")),
-    path("", include("console.urls.thread")),
-    path("", include("console.urls.devices")),
-    path("", include("console.urls.triggers")),
-    path("", include("console.urls.connections")),
-    path("", include("console.urls.reminders")),
-    path("", include("console.urls.channels")),
+    path("", include("console.urls")),
     # Keep last among the /api/ routes: anything unknown under /api/ answers JSON.
     re_path(r"^api/", api_not_found),
 ]

@@ -1,12 +1,11 @@
 from django.contrib import admin
-from django.db.models.constants import LOOKUP_SEP
-from django.http import HttpRequest
 
+from accounts.admin import SecretDigestAdmin, Unchangeable
 from devices.models import DeviceAuthorization
 
 
 @admin.register(DeviceAuthorization)
-class DeviceAuthorizationAdmin(admin.ModelAdmin):
+class DeviceAuthorizationAdmin(Unchangeable, SecretDigestAdmin[DeviceAuthorization]):
     """Read only: what asked to log in, from where, and what became of it. The device code's digest is not shown."""
 
     list_display = ["display_code", "status", "client_name", "client_address", "created_at", "decided_by", "api_key"]
@@ -16,14 +15,4 @@ class DeviceAuthorizationAdmin(admin.ModelAdmin):
     fields = [*_shown, "expires_at", "decided_at", "collected_at"]
     readonly_fields = [*_shown, "expires_at", "decided_at", "collected_at"]
     list_select_related = ["decided_by", "api_key"]
-
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
-        if "device_code_digest" in lookup.split(LOOKUP_SEP):
-            return False
-        return super().lookup_allowed(lookup, value, request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: DeviceAuthorization | None = None) -> bool:
-        return False
+    secret_fields = frozenset({"device_code_digest"})

@@ -1,14 +1,14 @@
 from django.contrib import admin
 from django.db.models import Q
-from django.http import HttpRequest
 
+from accounts.admin import ReadOnly
 from ingestion.models import TriggerFiring
 from ops.admin_lists import LargeTableAdmin, people_with_email
 from triggers.models import WebhookTrigger
 
 
 @admin.register(TriggerFiring)
-class TriggerFiringAdmin(LargeTableAdmin):
+class TriggerFiringAdmin(ReadOnly, LargeTableAdmin):
     """Webhook triggers' delivery logs, read-only (ingestion/trigger_log.py writes them). A trigger's own log is
     linked from its page (?trigger__id__exact=<id>)."""
 
@@ -23,12 +23,3 @@ class TriggerFiringAdmin(LargeTableAdmin):
         if owned is None:
             return Q(trigger__public_id=term)
         return Q(trigger_id__in=list(owned.values_list("pk", flat=True)))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: TriggerFiring | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: TriggerFiring | None = None) -> bool:
-        return False

@@ -8,7 +8,7 @@ such a key is *unconfirmed* until the message's insert confirms it, and the view
 (``authenticate_afresh``) whenever that did not happen."""
 
 import re
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from django.contrib.auth.models import User
 from rest_framework.authentication import BaseAuthentication
@@ -29,6 +29,9 @@ from ingestion.hotpath import lookup, recent
 from keys import tokens
 from keys.models import ApiKey, Generation
 from keys.services import note_expired
+
+if TYPE_CHECKING:  # rest_framework.views imports DRF's settings, which import this module (ingestion/scopes.py)
+    from rest_framework.views import APIView
 
 # Any character str.isspace() calls whitespace (the regex engine uses the same test), found in C.
 _WHITESPACE = re.compile(r"\s")
@@ -69,6 +72,28 @@ def is_unconfirmed(request: Request) -> bool:
     return bool(request.META.get(UNCONFIRMED, False))
 
 
+def key_of(request: Request) -> ApiKey:
+    """The API key that authenticated ``request``, on a view whose authentication classes take only keys."""
+    key = request.auth
+    assert isinstance(key, ApiKey)
+    return key
+
+
+def look_up_afresh(request: Request, view: "APIView") -> ApiKey:
+    """Replace the request's key, perhaps one remembered and unconfirmed (ingestion/hotpath/recent.py), by a fresh
+    lookup through the view's authentication; raises the error if it no longer holds."""
+    authenticator = view.get_authenticators()[0]
+    assert isinstance(authenticator, ApiKeyAuthentication)
+    request.user, request.auth = authenticator.authenticate_afresh(request)
+    return key_of(request)
+
+
+def confirmed_key(request: Request, view: "APIView") -> ApiKey:
+    """The request's key, looked up afresh first if it is an unconfirmed one: for an endpoint whose work is no
+    message, whose insert would confirm it (a key revoked a moment ago gets its 401)."""
+    return look_up_afresh(request, view) if is_unconfirmed(request) else key_of(request)
+
+
 class ApiKeyAuthentication(BaseAuthentication):
     # The generation the endpoint accepts; None accepts either (the receipts endpoint).
     generation: ClassVar[Generation | None] = None
@@ -98,7 +123,6 @@ class ApiKeyAuthentication(BaseAuthentication):
             # The per-address limit is on failed attempts (docs/design.md#limits): an address over it gets 429 for
             # each further failure, while a valid key is never taxed with the check, nor locked out by someone
             # else's failures behind the same address.
-            throttling.refuse_if_blocked(request)
             throttling.count_failed_authentication(request)
             raise
 

@@ -300,3 +300,56 @@ class InvalidWebhookSignature(Unauthorized):
         "The X-Hub-Signature-256 does not match this trigger's signing secret (or the trigger has none). "
         "Sign the exact body with the pws_ secret shown when the trigger was made, or send its token instead."
     )
+
+
+# --- MCP connections, the calendar and the mailbox (ingestion/mcp.py, ingestion/mailcal.py) -----------------------
+class ConnectionNotFound(NotFound):
+    default_detail = "No MCP connection with this id belongs to you. `GET /api/v1/mcp/connections` lists yours."
+
+
+class McpServerUnusable(ApiError):
+    default_code = "mcp_server_unusable"
+
+
+class McpAuthenticationRequired(ApiError):
+    default_code = "mcp_authentication_required"
+
+
+class McpOAuthRequired(ApiError):
+    """The server signs in with OAuth. The body also carries ``"error": "OAUTH_REQUIRED"``, Poke's own answer, on
+    which the official CLI tells the person to add the server from the web app."""
+
+    default_code = "mcp_oauth_required"
+    default_detail = (
+        "This MCP server signs in with OAuth. Add it from the web console (Connections), where you sign in at the "
+        "server; the CLI cannot do that sign-in."
+    )
+
+
+class TooManyConnectionChecks(RateLimited):
+    default_code = "too_many_connection_checks"
+
+
+class ConnectionChecksBusy(TooManyConnectionChecks):
+    default_code = "connection_checks_busy"
+
+
+class TunnelsNotSupported(ApiError):
+    default_code = "tunnels_not_supported"
+    default_detail = (
+        "Tunnels are not available on this server: `poke tunnel` needs Poke's hosted tunnel service and a tunnel "
+        "agent downloaded from the internet. Serve your MCP server at an address this server can reach and add it "
+        "with `poke mcp add <url> --name <name>` instead."
+    )
+
+
+class MailCalendarUnusable(ApiError):
+    default_code = "mail_calendar_unusable"
+
+
+class MailCalendarLoginRefused(ApiError):
+    default_code = "mail_calendar_login_refused"
+
+
+class ConnectionExists(ApiError):
+    default_code = "connection_exists"

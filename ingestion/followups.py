@@ -58,7 +58,6 @@ class FollowUpView(APIView):
             return self.follow_up(request)
         except Unauthorized:
             # Like a wrong API key: counted against the address, which is refused (429) once over the limit.
-            throttling.refuse_if_blocked(request)
             throttling.count_failed_authentication(request)
             raise
 

@@ -22,21 +22,16 @@ from connections.checks import ChecksBusy
 from connections.models import CalendarAccount, MailAccount
 from connections.oauth import mail as oauth_mail
 from ingestion import openapi
-from ingestion.exceptions import ApiError, InvalidBody, NotFound
+from ingestion.authentication import key_of
+from ingestion.exceptions import (
+    ApiError,
+    ConnectionExists,
+    InvalidBody,
+    MailCalendarLoginRefused,
+    MailCalendarUnusable,
+    NotFound,
+)
 from ingestion.mcp import _busy, _McpView
-from keys.models import ApiKey
-
-
-class MailCalendarUnusable(ApiError):
-    default_code = "mail_calendar_unusable"
-
-
-class MailCalendarLoginRefused(ApiError):
-    default_code = "mail_calendar_login_refused"
-
-
-class ConnectionExists(ApiError):
-    default_code = "connection_exists"
 
 
 def calendar_json(account: CalendarAccount) -> dict[str, Any]:
@@ -82,14 +77,8 @@ def _body(request: Request, example: str) -> dict[str, Any]:
     return request.data
 
 
-def _key(request: Request) -> ApiKey:
-    key = request.auth
-    assert isinstance(key, ApiKey)
-    return key
-
-
 def _by(request: Request) -> str:
-    key = _key(request)
+    key = key_of(request)
     return audit.by_key(key.name, key.hint)
 
 
@@ -152,7 +141,7 @@ class CalendarView(_AccountView[CalendarAccount]):
 
     def add(self, request: Request, body: dict[str, Any]) -> CalendarAccount:
         return mailcal.add_calendar(
-            _key(request).owner, body.get("serverUrl"), body.get("username"), body.get("password"), by=_by(request)
+            key_of(request).owner, body.get("serverUrl"), body.get("username"), body.get("password"), by=_by(request)
         )
 
     def connected(self, account: CalendarAccount) -> str:
@@ -172,7 +161,7 @@ class MailboxView(_AccountView[MailAccount]):
         return mailbox_json(account)
 
     def add(self, request: Request, body: dict[str, Any]) -> MailAccount:
-        return mailcal.add_mailbox(_key(request).owner, body, by=_by(request))
+        return mailcal.add_mailbox(key_of(request).owner, body, by=_by(request))
 
     def connected(self, account: MailAccount) -> str:
         return f"Connected the mailbox {account.address}."

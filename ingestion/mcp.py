@@ -22,10 +22,20 @@ from connections import services
 from connections.checks import ChecksBusy
 from connections.models import Connection, is_connection_id
 from ingestion import openapi
-from ingestion.authentication import ApiKeyAuthentication
-from ingestion.exceptions import ApiError, InvalidBody, NotFound
+from ingestion.authentication import ApiKeyAuthentication, key_of
+from ingestion.exceptions import (
+    ApiError,
+    ConnectionChecksBusy,
+    ConnectionNotFound,
+    InvalidBody,
+    McpAuthenticationRequired,
+    McpOAuthRequired,
+    McpServerUnusable,
+    TooManyConnectionChecks,
+    TunnelsNotSupported,
+)
 from ingestion.negotiation import JsonOnly
-from keys.models import ApiKey, Generation
+from keys.models import Generation
 from keys.scopes import Scope
 from ops.errors import error_body
 
@@ -34,58 +44,14 @@ class McpKeyAuthentication(ApiKeyAuthentication):
     generation = Generation.V2  # the CLI's token from `poke login` is a V2 key too
 
 
-class ConnectionNotFound(NotFound):
-    default_detail = "No MCP connection with this id belongs to you. `GET /api/v1/mcp/connections` lists yours."
-
-
-class McpServerUnusable(ApiError):
-    default_code = "mcp_server_unusable"
-
-
-class McpAuthenticationRequired(ApiError):
-    default_code = "mcp_authentication_required"
-
-
-class McpOAuthRequired(ApiError):
-    """The server signs in with OAuth. The body also carries ``"error": "OAUTH_REQUIRED"``, Poke's own answer, on
-    which the official CLI tells the person to add the server from the web app."""
-
-    default_code = "mcp_oauth_required"
-    default_detail = (
-        "This MCP server signs in with OAuth. Add it from the web console (Connections), where you sign in at the "
-        "server; the CLI cannot do that sign-in."
-    )
-
-
 def _oauth_required() -> Response:
     body = error_body(McpOAuthRequired.default_code, str(McpOAuthRequired.default_detail))
     return Response({**body, "error": "OAUTH_REQUIRED"}, status=McpOAuthRequired.status_code)
 
 
-class TooManyConnectionChecks(ApiError):
-    default_code = "too_many_connection_checks"
-
-    def __init__(self, message: str, wait: int) -> None:
-        super().__init__(message)
-        self.wait = wait  # sent as Retry-After
-
-
-class ConnectionChecksBusy(TooManyConnectionChecks):
-    default_code = "connection_checks_busy"
-
-
 def _busy(busy: ChecksBusy) -> ApiError:
     kind = ConnectionChecksBusy if busy.whole_process else TooManyConnectionChecks
     return kind(str(busy), busy.wait)
-
-
-class TunnelsNotSupported(ApiError):
-    default_code = "tunnels_not_supported"
-    default_detail = (
-        "Tunnels are not available on this server: `poke tunnel` needs Poke's hosted tunnel service and a tunnel "
-        "agent downloaded from the internet. Serve your MCP server at an address this server can reach and add it "
-        "with `poke mcp add <url> --name <name>` instead."
-    )
 
 
 def connection_json(connection: Connection) -> dict[str, Any]:
@@ -124,8 +90,7 @@ class _McpView(APIView):
     required_scopes = {method: Scope.CONNECTIONS_MANAGE for method in ("GET", "POST", "DELETE")}
 
     def owner_id(self, request: Request) -> int:
-        key = request.auth
-        assert isinstance(key, ApiKey)
+        key = key_of(request)
         return key.owner_id
 
     def connection(self, request: Request, connection_id: str) -> Connection:
@@ -151,8 +116,7 @@ class AddConnectionView(_McpView):
             raise InvalidBody('Send a JSON object: {"name": "...", "serverUrl": "https://.../mcp", "apiKey": "..."}.')
         if body.get("tunnel"):
             raise TunnelsNotSupported()
-        key = request.auth
-        assert isinstance(key, ApiKey)
+        key = key_of(request)
         try:
             services.check_room(key.owner)
             new = services.validate(body.get("name"), body.get("serverUrl"), body.get("apiKey"))
@@ -193,8 +157,7 @@ class ConnectionView(_McpView):
 
     @openapi.mcp_remove_endpoint
     def delete(self, request: Request, connection_id: str) -> Response:
-        key = request.auth
-        assert isinstance(key, ApiKey)
+        key = key_of(request)
         services.remove_connection(self.connection(request, connection_id), by=audit.by_key(key.name, key.hint))
         return Response({"success": True, "message": "The MCP connection was removed."})
 

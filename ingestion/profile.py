@@ -6,9 +6,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ingestion import openapi
-from ingestion.authentication import AnyKeyAuthentication
+from ingestion.authentication import AnyKeyAuthentication, key_of
 from ingestion.negotiation import JsonOnly
-from keys.models import ApiKey
 from keys.scopes import Scope
 
 
@@ -22,8 +21,7 @@ class ProfileView(APIView):
 
     @openapi.profile_endpoint
     def get(self, request: Request) -> Response:
-        key = request.auth
-        assert isinstance(key, ApiKey)
+        key = key_of(request)
         # The lookup loads only the owner's id and is_active (ingestion/hotpath/lookup.py): the rest in one query,
         # not one per deferred field.
         owner = User.objects.only("first_name", "last_name", "email").get(pk=key.owner_id)

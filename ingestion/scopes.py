@@ -17,7 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from ingestion.authentication import ApiKeyAuthentication, is_unconfirmed
+from ingestion.authentication import is_unconfirmed, look_up_afresh
 from ingestion.exceptions import InsufficientScope
 from keys.models import ApiKey
 from keys.scopes import ACTION_OF, Scope
@@ -45,17 +45,9 @@ class KeyScopes(BasePermission):
         if scope is None:
             return True
         if not key.has_scope(scope) and is_unconfirmed(request):
-            key = _look_up_afresh(request, view)
+            key = look_up_afresh(request, view)
         if not key.has_scope(scope):
             raise InsufficientScope(scope.value, ACTION_OF[scope])
         if getattr(view, "notes_key_use", True):
             note_key_used(key)
         return True
-
-
-def _look_up_afresh(request: Request, view: Any) -> ApiKey:
-    authenticator = view.get_authenticators()[0]
-    assert isinstance(authenticator, ApiKeyAuthentication)
-    request.user, request.auth = authenticator.authenticate_afresh(request)
-    assert isinstance(request.auth, ApiKey)
-    return request.auth

@@ -180,15 +180,9 @@ def _auth_failures_limited(request: Any, wait: int) -> RateLimited:
     )
 
 
-def refuse_if_blocked(request: Any) -> None:
-    """One cache read; refuses an address that went over the failed-authentication limit in this window."""
-    wait = _FAILED_AUTHENTICATIONS.blocked_for(request)
-    if wait > 0:
-        raise _auth_failures_limited(request, wait)
-
-
 def count_failed_authentication(request: Any) -> None:
-    """Count a failure for the client's address; the one that goes over the limit blocks it (and gets 429)."""
-    wait = _FAILED_AUTHENTICATIONS.count(request)
+    """After a failed authentication: an address already over the limit in this window is refused (429) after one
+    cache read; otherwise the failure is counted, and the one that goes over the limit blocks it (and gets 429)."""
+    wait = _FAILED_AUTHENTICATIONS.blocked_for(request) or _FAILED_AUTHENTICATIONS.count(request)
     if wait > 0:
         raise _auth_failures_limited(request, wait)

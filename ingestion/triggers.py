@@ -25,7 +25,7 @@ from rest_framework.views import APIView
 from conversations.models import Endpoint
 from ingestion import body as body_rules
 from ingestion import openapi, throttling, trigger_log
-from ingestion.authentication import AnyKeyAuthentication, V2KeyAuthentication, bearer_token, is_unconfirmed
+from ingestion.authentication import AnyKeyAuthentication, V2KeyAuthentication, bearer_token, confirmed_key
 from ingestion.exceptions import (
     AccountDisabled,
     InvalidBody,
@@ -69,14 +69,7 @@ class CreateTriggerView(APIView):
 
     @openapi.create_trigger_endpoint
     def post(self, request: Request) -> Response:
-        if is_unconfirmed(request):
-            # A key this process remembers is confirmed only by a message's insert; a trigger is no message, so the
-            # key is looked up now (a key revoked a moment ago gets its 401).
-            authenticator = self.get_authenticators()[0]
-            assert isinstance(authenticator, V2KeyAuthentication)
-            request.user, request.auth = authenticator.authenticate_afresh(request)
-        key = request.auth
-        assert isinstance(key, ApiKey)
+        key = confirmed_key(request, self)
         body = _json_body(request, '{"condition": "When a new order is placed", "action": "Send me a summary"}')
         if not isinstance(body, dict):
             raise InvalidBody('The body must be a JSON object: {"condition": "…", "action": "…"}.')
@@ -121,12 +114,7 @@ class TriggerLogView(APIView):
 
     @openapi.trigger_log_endpoint
     def get(self, request: Request, trigger_id: str) -> Response:
-        if is_unconfirmed(request):  # as for making a trigger: no message will confirm the key, so look it up now
-            authenticator = self.get_authenticators()[0]
-            assert isinstance(authenticator, V2KeyAuthentication)
-            request.user, request.auth = authenticator.authenticate_afresh(request)
-        key = request.auth
-        assert isinstance(key, ApiKey)
+        key = confirmed_key(request, self)
         found = _TRIGGER_ID.fullmatch(trigger_id) is not None
         trigger = WebhookTrigger.objects.filter(public_id=trigger_id, owner_id=key.owner_id).first() if found else None
         if trigger is None:
@@ -183,7 +171,6 @@ class WebhookTriggerAuthentication(BaseAuthentication):
         try:
             return self.identify(request)
         except Unauthorized:
-            throttling.refuse_if_blocked(request)
             throttling.count_failed_authentication(request)
             raise
 

@@ -23,10 +23,11 @@ from ingestion.authentication import (
     CURRENT_PATH,
     UNCONFIRMED,
     AnyKeyAuthentication,
-    ApiKeyAuthentication,
     V1KeyAuthentication,
     V2KeyAuthentication,
     is_unconfirmed,
+    key_of,
+    look_up_afresh,
 )
 from ingestion.exceptions import (
     ApiError,
@@ -93,13 +94,12 @@ class _MessageView(APIView):
         """After a remembered key did not hold (nothing was written): the key was revoked or deleted, or its owner's
         thread replaced, since it was looked up. Look it up afresh: an error that says why, or the message recorded
         after all (if the key may still send: the scope is checked again on the fresh row)."""
-        self.confirm_key(request)
+        look_up_afresh(request, self)
         self.check_permissions(request)
         return self.record(request, text, body)
 
     def record(self, request: Request, text: str, body: Any) -> tuple[ApiKey, Message]:
-        key = request.auth
-        assert isinstance(key, ApiKey)  # set by the endpoint's authentication class
+        key = key_of(request)
         return key, self.write(key, text, body, request, confirm_key=is_unconfirmed(request))
 
     def write(
@@ -126,13 +126,6 @@ class _MessageView(APIView):
             along=along,
         )
 
-    def confirm_key(self, request: Request) -> None:
-        """Replace an unconfirmed key (ingestion/hotpath/recent.py) by a fresh lookup; raises the error if it no longer
-        holds."""
-        authenticator = self.get_authenticators()[0]
-        assert isinstance(authenticator, ApiKeyAuthentication)
-        request.user, request.auth = authenticator.authenticate_afresh(request)
-
     def handle_exception(self, exc: Exception) -> Response:
         # A request with an unconfirmed key that ends in an error (a bad body, the rate limit, …) is answered as if the
         # key had been looked up: a revoked or deleted key gets its 401, not the other error.
@@ -142,7 +135,7 @@ class _MessageView(APIView):
 
     def refusal_of_unconfirmed_key(self) -> ApiError | None:
         try:
-            self.confirm_key(self.request)
+            look_up_afresh(self.request, self)
         except ApiError as refused:  # revoked, deleted, or the failed-authentication limit
             return refused
         except Exception:
@@ -270,7 +263,7 @@ class CurrentMessageView(_MessageView):
             if not isinstance(refused, recent.NoLongerHolds):
                 raise refused
             # The key did not hold: written nothing. Looked up afresh, the request is the full path's from here on.
-            self.confirm_key(drf_request)
+            look_up_afresh(drf_request, self)
             self.check_permissions(drf_request)
             response = answer_once(
                 drf_request,
@@ -347,8 +340,7 @@ class MessageReceiptView(APIView):
             mine = Message.objects.select_related("delivery").filter(trigger_id=request.auth.pk)
             with_reply = False
         else:
-            key = request.auth
-            assert isinstance(key, ApiKey)
+            key = key_of(request)
             with_reply = key.may_read_replies
             # The sending key's own messages only: another key's message, even the same account's, is as absent as
             # one that never existed (a leaked key reads nothing but what it sent itself).
@@ -381,8 +373,7 @@ class MessageListView(APIView):
 
     @openapi.message_list_endpoint
     def get(self, request: Request) -> Response:
-        key = request.auth
-        assert isinstance(key, ApiKey)
+        key = key_of(request)
         limit = listing.limit_of(request.query_params)
         return Response(listing.page(key, request.query_params.get("cursor"), limit))
 

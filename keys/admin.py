@@ -2,15 +2,43 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import ActionLocation
-from django.db.models import Field, QuerySet
-from django.db.models.constants import LOOKUP_SEP
+from django.db.models import Field, Model, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
 from accounts import audit
+from accounts.admin import SecretDigestAdmin
 from keys.models import ApiKey
 from keys.services import rename_key, revoke_key, validate_key_name
+
+
+class CredentialAdmin[Credential: Model](SecretDigestAdmin[Credential]):
+    """A credential (an API key, a webhook trigger), as staff see it: revoked, not deleted, so that what came through
+    it keeps naming it; unchangeable once revoked."""
+
+    noun: str  # in "Revoked 2 key(s)."
+    list_select_related = ["owner"]
+    actions = ["revoke_selected"]
+
+    def revoke(self, credential: Credential) -> bool:
+        raise NotImplementedError
+
+    def has_change_permission(self, request: HttpRequest, obj: Credential | None = None) -> bool:
+        if getattr(obj, "revoked_at", None) is not None:
+            return False
+        return super().has_change_permission(request, obj)
+
+    @admin.action(description="Revoke selected %(verbose_name_plural)s", permissions=["change"])
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[Credential]) -> None:
+        revoked = sum(self.revoke(credential) for credential in queryset)
+        self.message_user(request, f"Revoked {revoked} {self.noun}(s).", messages.SUCCESS)
+
+    def get_actions(self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST) -> dict[str, Any]:
+        actions = super().get_actions(request, action_location=action_location)
+        actions.pop("delete_selected", None)
+        return actions
+
 
 # A key as staff see it. They may rename it (and revoke it, an action), nothing else: what a key may do is its
 # owner's choice (on the key's console page), and the rest is its history.
@@ -31,25 +59,16 @@ SHOWN = (
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
-    # The digest is never shown: it is all an attacker with admin access would need to test guessed keys offline.
+class ApiKeyAdmin(CredentialAdmin[ApiKey]):
+    secret_fields = frozenset({"digest"})
+    noun = "key"
     list_display = [
-        "name",
-        "hint",
-        "owner",
-        "generation",
-        "test_mode",
-        "scopes",
-        "created_at",
-        "last_used_at",
-        "revoked_at",
-    ]
+        "name", "hint", "owner", "generation", "test_mode", "scopes", "created_at", "last_used_at", "revoked_at",
+    ]  # fmt: skip
     list_filter = ["generation", "test_mode", ("revoked_at", admin.EmptyFieldListFilter), "created_at"]
     search_fields = ["name", "hint", "owner__email", "owner__username"]
     fields = SHOWN
     readonly_fields = [name for name in SHOWN if name != "name"]
-    list_select_related = ["owner"]
-    actions = ["revoke_selected"]
 
     @admin.display(description="deliveries")
     def deliveries(self, obj: ApiKey) -> str:
@@ -57,22 +76,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
         url = reverse("admin:conversations_delivery_changelist") + f"?api_key={obj.pk}"
         return format_html('<a href="{}">Its deliveries, newest first</a>', url)
 
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
-        # The list takes any lookup on the key's own fields from the query string: with the digest among them,
-        # counting the rows that match ?digest__startswith=<guess> would read it out one character at a time.
-        if "digest" in lookup.split(LOOKUP_SEP):
-            return False
-        return super().lookup_allowed(lookup, value, request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        # A new secret must be shown once and never stored, which the admin cannot promise (its messages live in
-        # cookies or sessions). Keys are created in the console or with `manage.py createapikey`.
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: ApiKey | None = None) -> bool:
-        if obj is not None and obj.is_revoked:
-            return False
-        return super().has_change_permission(request, obj)
+    def revoke(self, credential: ApiKey) -> bool:
+        return revoke_key(credential, by=audit.ADMIN)
 
     def formfield_for_dbfield(self, db_field: Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "name":  # as typed on the console: no control or direction characters
@@ -84,13 +89,3 @@ class ApiKeyAdmin(admin.ModelAdmin):
         if change and "name" in form.changed_data:
             stored = ApiKey.objects.get(pk=obj.pk)
             rename_key(stored, obj.name, by=audit.ADMIN)
-
-    @admin.action(description="Revoke selected API keys", permissions=["change"])
-    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        revoked = sum(revoke_key(key, by=audit.ADMIN) for key in queryset)
-        self.message_user(request, f"Revoked {revoked} key(s).", messages.SUCCESS)
-
-    def get_actions(self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST) -> dict[str, Any]:
-        actions = super().get_actions(request, action_location=action_location)
-        actions.pop("delete_selected", None)  # keys are revoked, not deleted, so deliveries keep their key
-        return actions

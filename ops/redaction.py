@@ -1,7 +1,7 @@
 """Paths that carry a secret, written as their route wherever a path is recorded: the app's access log and every
 other log line (config/settings.py LOGGING), gunicorn's logs (gunicorn.conf.py) and error reports (ops/sentry.py).
 
-Django's password reset link, /reset/<uidb64>/<token>/ (console/urls/accounts.py), holds the reset token until the view
+Django's password reset link, /reset/<uidb64>/<token>/ (console/urls.py), holds the reset token until the view
 moves it into the session and redirects to /reset/<uidb64>/set-password/; whoever reads the token can set the
 account's password within the hour. BlueBubbles' webhook URL, /channels/bluebubbles/webhook?secret=<secret>
 (channels/adapters/bluebubbles.py: BlueBubbles cannot sign), holds the secret that lets anyone post messages as any

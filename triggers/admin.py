@@ -1,21 +1,17 @@
-from typing import Any
-
-from django.contrib import admin, messages
-from django.contrib.admin.options import ActionLocation
-from django.db.models import QuerySet
-from django.db.models.constants import LOOKUP_SEP
-from django.http import HttpRequest
+from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
 from accounts import audit
+from keys.admin import CredentialAdmin
 from triggers.models import WebhookTrigger
 from triggers.services import revoke_trigger
 
 
 @admin.register(WebhookTrigger)
-class WebhookTriggerAdmin(admin.ModelAdmin):
-    # Neither the token's digest nor the signing salt is shown or filterable (see keys/admin.py on digests).
+class WebhookTriggerAdmin(CredentialAdmin[WebhookTrigger]):
+    secret_fields = frozenset({"digest", "signing_salt"})  # the token's, and the signing secret's
+    noun = "trigger"
     list_display = [
         "public_id", "condition", "owner", "hint", "created_at", "last_fired_at", "fire_count", "revoked_at",
     ]  # fmt: skip
@@ -29,8 +25,6 @@ class WebhookTriggerAdmin(admin.ModelAdmin):
         "public_id", "owner", "hint", "signs", "created_with", "created_at", "last_fired_at", "fire_count",
         "revoked_at", "delivery_log",
     ]  # fmt: skip
-    list_select_related = ["owner"]
-    actions = ["revoke_selected"]
 
     @admin.display(boolean=True, description="accepts signatures")
     def signs(self, obj: WebhookTrigger) -> bool:
@@ -42,25 +36,5 @@ class WebhookTriggerAdmin(admin.ModelAdmin):
         url = reverse("admin:ingestion_triggerfiring_changelist") + f"?trigger__id__exact={obj.pk}"
         return format_html('<a href="{}">Its last requests</a>', url)
 
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
-        if {"digest", "signing_salt"} & set(lookup.split(LOOKUP_SEP)):
-            return False
-        return super().lookup_allowed(lookup, value, request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # the token must be shown once: triggers are created in the console or through the API
-
-    def has_change_permission(self, request: HttpRequest, obj: WebhookTrigger | None = None) -> bool:
-        if obj is not None and obj.is_revoked:
-            return False
-        return super().has_change_permission(request, obj)
-
-    @admin.action(description="Revoke selected webhook triggers", permissions=["change"])
-    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[WebhookTrigger]) -> None:
-        revoked = sum(revoke_trigger(trigger, by=audit.ADMIN) for trigger in queryset)
-        self.message_user(request, f"Revoked {revoked} trigger(s).", messages.SUCCESS)
-
-    def get_actions(self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST) -> dict[str, Any]:
-        actions = super().get_actions(request, action_location=action_location)
-        actions.pop("delete_selected", None)  # revoked, not deleted: their messages keep naming them
-        return actions
+    def revoke(self, credential: WebhookTrigger) -> bool:
+        return revoke_trigger(credential, by=audit.ADMIN)

@@ -25,9 +25,8 @@ LETTERS = "ABCDEFGHJKMNPQRSTVWXYZ"  # 22: no I, L, O, U
 DIGITS = "23456789"  # 8: no 0, no 1
 ALPHABET = DIGITS + LETTERS  # 30
 HANDLE_LENGTH = 2
-SECRET_LENGTH = 6
+SECRET_LENGTH = 6  # 30 ** 6: 729,000,000 secrets behind each handle
 HANDLES = len(LETTERS) * len(DIGITS)  # 176 requests of one person can be open at once, far above the caps
-SECRET_SPACE = len(ALPHABET) ** SECRET_LENGTH  # 729,000,000
 
 # A typed code: the shape only (a letter, a digit, six more, maybe split by "-" or a space after four); whether its
 # characters are in the alphabet is the lookup's business, so a mistyped "O" is a wrong code, not words for the

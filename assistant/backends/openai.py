@@ -94,12 +94,7 @@ def _converse(messages: list[dict[str, Any]], toolbox: Toolbox | None) -> Reply:
             return Reply(_unfinished(done, f"the model's server failed ({failure})"))
         calls = answer.get("tool_calls")
         if not calls:
-            text = storable_reply(answer.get("content"))
-            if text is not None:
-                return Reply(text)
-            if done:
-                return Reply(_unfinished(done, "the model gave no final answer"))
-            raise PermanentFailure(f"{SERVICE} answered with an empty or non-text message content.")
+            return _final(answer, done)
         if not offer or toolbox is None:
             # Asked for tools when none were offered: the rounds or the time are used up (or it has none).
             text = storable_reply(answer.get("content"))
@@ -110,6 +105,16 @@ def _converse(messages: list[dict[str, Any]], toolbox: Toolbox | None) -> Reply:
             done.append(f"{call['function']['name']}: {outcome[:200]}")
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": outcome})
     raise PermanentFailure(f"{SERVICE} kept asking for tools.")  # not reached: the last round offers none
+
+
+def _final(answer: dict[str, Any], done: list[str]) -> Reply:
+    """The model's last word: its text, or what the tools did when it has none."""
+    text = storable_reply(answer.get("content"))
+    if text is not None:
+        return Reply(text)
+    if done:
+        return Reply(_unfinished(done, "the model gave no final answer"))
+    raise PermanentFailure(f"{SERVICE} answered with an empty or non-text message content.")
 
 
 def _assistant_turn(answer: dict[str, Any], calls: Any) -> dict[str, Any]:

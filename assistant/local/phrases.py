@@ -5,20 +5,25 @@ is; reading it is times.py's (dateparser's) work."""
 import itertools
 import re
 
-_POLITE = re.compile(
+
+def caseless(pattern: str) -> re.Pattern[str]:
+    """A pattern of words, matched whatever their case: every pattern of a request is one."""
+    return re.compile(pattern, re.I)
+
+
+_POLITE = caseless(
     r"^(?:(?:hey|hi|hello|ok|okay|so|and|also)\b[,!]?\s+)*"
     r"(?:(?:please|pls|kindly|can you|could you|would you|will you|i want you to|i'd like you to|i want to|"
     r"i'd like to|i would like to|i need to|i need you to|help me|i wanna|i gotta|i must|i have to|i got to|"
-    r"i shall|go ahead and|see if you can)\b[,]?\s+)*",
-    re.I,
+    r"i shall|go ahead and|see if you can)\b[,]?\s+)*"
 )
-_THANKS = re.compile(r"(?:[\s,]+(?:please|pls|thanks|thank you|thx))+\s*$", re.I)
+_THANKS = caseless(r"(?:[\s,]+(?:please|pls|thanks|thank you|thx))+\s*$")
 
 
 # A voice assistant's name said to it ("Olly, check my email", "what alarms are set, Echo").
 _CALLED = r"(?:olly|pda|siri|echo|alexa|google|hey google|ok google|hey siri|computer|assistant|bot)"
-_CALLED_FIRST = re.compile(rf"^{_CALLED}\b[,:!]?\s+", re.I)
-_CALLED_LAST = re.compile(rf"[,\s]+{_CALLED}$", re.I)
+_CALLED_FIRST = caseless(rf"^{_CALLED}\b[,:!]?\s+")
+_CALLED_LAST = caseless(rf"[,\s]+{_CALLED}$")
 
 
 def plain(text: str) -> str:
@@ -30,7 +35,7 @@ def plain(text: str) -> str:
 
 # Where one sentence ends: ".", "!" or "?" before a space, or a line break; never after "a.m." or "e.g.".
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s)|\n+")
-_ABBREVIATION = re.compile(r"(?:\b[ap]\.m|\be\.g|\bi\.e|\bmr|\bmrs|\bms|\bdr|\bst|\bvs|\bno|\betc|\bapprox)\.$", re.I)
+_ABBREVIATION = caseless(r"(?:\b[ap]\.m|\be\.g|\bi\.e|\bmr|\bmrs|\bms|\bdr|\bst|\bvs|\bno|\betc|\bapprox)\.$")
 MAX_SENTENCES = 8  # a longer message is a document, not requests
 
 
@@ -54,8 +59,8 @@ LEADS = (
     r"nov(?:ember)?|dec(?:ember)?|\d{1,2}(?:[:.]\d{2})?\s?(?:am|pm)|\d{1,2}[:.]\d{2}|\d{1,2}[/-]\d{1,2}(?:[/-]\d{2,4})?|"
     r"\d{4}-\d{2}-\d{2}"
 )
-LEAD = re.compile(rf"^(?:{LEADS})$", re.I)
-_TIME_WORD = re.compile(
+LEAD = caseless(rf"^(?:{LEADS})$")
+_TIME_WORD = caseless(
     rf"^(?:{LEADS}|coming|other|and|&|the|of|a|an|from|starting|except|but|not|or|sharp|morning|afternoon|evening|night|"
     r"days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?|half|quarter|weekdays?|weekends?|workdays?|week ?day|"
     r"everyday|annually|am|pm|a\.m\.?|p\.m\.?|o'?clock|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
@@ -63,8 +68,7 @@ _TIME_WORD = re.compile(
     r"\d{1,2}:\d\d(?:[ap]m)?|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
     r"thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|thirtieth|"
     r"(?:twenty|thirty)-?(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|thirteen|fourteen|sixteen|"
-    r"seventeen|eighteen|nineteen|tonight)$",
-    re.I,
+    r"seventeen|eighteen|nineteen|tonight)$"
 )
 _PREPOSITIONS = {"at", "on", "in", "by", "around", "from"}
 
@@ -85,7 +89,7 @@ def is_time_phrase(words: list[str]) -> bool:
     return not any(a.lower() in _PREPOSITIONS and b.lower() in _PREPOSITIONS for a, b in itertools.pairwise(words))
 
 
-_DANGLING = re.compile(r"\s+for$", re.I)  # "book the retro for | Friday"; "log in | at 9" keeps its "in"
+_DANGLING = caseless(r"\s+for$")  # "book the retro for | Friday"; "log in | at 9" keeps its "in"
 
 
 def split_when(text: str) -> tuple[str, str]:
@@ -96,6 +100,27 @@ def split_when(text: str) -> tuple[str, str]:
             what = " ".join(words[:start]).rstrip(",")
             return _DANGLING.sub("", what), " ".join(words[start:])
     return text, ""
+
+
+# Words that start a clause, never a thing's name: "cancel the reminder" names it, "clear my head before the
+# reminder fires" does not.
+NOT_A_NAME = r"(?!(?:before|after|when|if|until|because|so|and|but|since|while|for|from)\b)"
+_QUESTION_TAIL = {
+    "set", "currently", "right", "now", "scheduled", "planned", "booked", "listed", "coming", "up", "going", "on",
+    "my", "for", "the", "this", "next", "in", "at", "between", "to", "until", "any", "there", "me", "already", "yet",
+    "left", "remaining", "i", "you", "do", "did", "have", "got", "are", "is", "was", "set?", "active", "upcoming",
+    "today's", "tomorrow's", "go", "off", "ring", "morning", "hours", "all", "and", "there?", "what", "they", "it",
+    "calendar", "schedule", "agenda", "diary", "free", "busy", "anything", "after", "before", "from", "i've", "been",
+    "times", "time", "event", "events", "meeting", "meetings", "appointments", "scheduled?", "please", "available",
+    "later", "so", "far", "here", "again", "total", "will", "many", "any?", "they?",
+}  # fmt: skip
+
+
+def is_question_tail(tail: str) -> bool:
+    """Whether the words after a question only say when or which ("set for tomorrow morning", "this week")."""
+    without_names = re.sub(r"\bwith (?:(?:dr|mr|mrs|ms)\.? |my |the )?[\w'-]+(?: (?:and )?[\w'-]+)?", "", tail.lower())
+    words = without_names.replace("?", "").replace(",", "").split()
+    return all(word in _QUESTION_TAIL or is_time_word(word) for word in words)
 
 
 def is_answer(text: str) -> bool:

@@ -8,6 +8,7 @@ E.164 (``+14155550134``) for SMS, WhatsApp and iMessage, the chat id (``"1234567
 ``whatsapp:`` prefix of Twilio, iMessage's ``chatGuid`` and the like stay inside the adapter that needs them.
 """
 
+import hmac
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -167,6 +168,35 @@ def template_variable(text: str) -> str:
 def no_template(channel: str) -> SendError:
     """What ``send_template`` raises on a channel that has no templates (or none configured)."""
     return SendError(f"No approved template is configured for {channel}.", retryable=False)
+
+
+class NoLookup:
+    """For a provider with no way to ask whether a timed-out send arrived: ``find_sent`` finds nothing, so the send
+    goes again (the duplicate risk in docs/explanation/limits.md)."""
+
+    def find_sent(self, address: str, text: str, *, since: datetime, as_template: bool) -> Sent | None:
+        return None
+
+
+class NoTemplates:
+    """For a channel without a window that a template would open: text is all it sends."""
+
+    channel: str
+
+    def can_send_template(self) -> bool:
+        return False
+
+    def send_template(self, address: str, text: str, *, reference: str) -> Sent:
+        raise no_template(self.channel)
+
+
+def check_secret(given: str, expected: str, what: str) -> None:
+    """Raise VerificationFailed unless the request's secret or signature ``given`` equals ``expected`` (compared in
+    constant time); ``what`` names it in the reason, for the log."""
+    if not given:
+        raise VerificationFailed(f"no {what}")
+    if not hmac.compare_digest(given.encode(), expected.encode()):
+        raise VerificationFailed(f"{what} does not match")
 
 
 # --- Approval requests with buttons (Telegram, WhatsApp's Cloud API) ---------------------------------------------

@@ -9,7 +9,6 @@ Receiving: BlueBubbles cannot sign its webhooks. Its webhook URL, set in BlueBub
 and redacted from every log line (ops/redaction.py). Events: ``new-message`` (the person's messages, and our own
 sent ones, ``isFromMe``, which are skipped), ``updated-message`` (delivered / read / an error, for our own)."""
 
-import hmac
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -22,11 +21,12 @@ from channels.adapters.base import (
     BadRequest,
     Channel,
     Inbound,
+    NoLookup,
+    NoTemplates,
     SendError,
     Sent,
     StatusUpdate,
-    VerificationFailed,
-    no_template,
+    check_secret,
 )
 from channels.adapters.payloads import items, json_body, mapping, text
 
@@ -47,42 +47,26 @@ def webhook_url() -> str:
     )
 
 
-def chat_guid(address: str) -> str:
-    """The one-to-one iMessage chat with an address (a number in E.164 or an Apple ID's e-mail)."""
-    return f"iMessage;-;{address}"
+class BlueBubblesAdapter(NoLookup, NoTemplates):
+    """BlueBubbles' API has no lookup by recipient and time that we rely on (NoLookup)."""
 
-
-class BlueBubblesAdapter:
     channel = Channel.IMESSAGE
     max_text_length = MAX_TEXT_LENGTH
 
     def send_text(self, address: str, text: str, *, reference: str) -> Sent:
         url = f"{settings.BLUEBUBBLES_URL}/api/v1/message/text?{urlencode({'password': settings.BLUEBUBBLES_PASSWORD})}"
+        # chatGuid: the one-to-one iMessage chat with the address (a number in E.164 or an Apple ID's e-mail).
         # tempGuid: BlueBubbles matches the sent message to it; our stable reference, so a resend is recognisable.
-        body = {"chatGuid": chat_guid(address), "tempGuid": reference, "message": text, "method": "apple-script"}
+        body = {"chatGuid": f"iMessage;-;{address}", "tempGuid": reference, "message": text, "method": "apple-script"}
         answer = http.call("BlueBubbles", url, body)
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, dict) or not data.get("guid"):
             raise SendError("BlueBubbles answered without a message guid.", retryable=False)
         return Sent(provider_message_id=str(data["guid"]))
 
-    def find_sent(self, address: str, text: str, *, since: datetime, as_template: bool) -> Sent | None:
-        """BlueBubbles' API has no lookup by recipient and time that we rely on: a send that timed out is sent again
-        (docs/explanation/limits.md)."""
-        return None
-
-    def can_send_template(self) -> bool:
-        return False  # no window that a template would open
-
-    def send_template(self, address: str, text: str, *, reference: str) -> Sent:
-        raise no_template(self.channel)
-
     def verify(self, request: HttpRequest) -> None:
         given = request.GET.get(SECRET_PARAMETER, "")
-        if not given:
-            raise VerificationFailed("no secret in the webhook URL")
-        if not hmac.compare_digest(given.encode(), settings.BLUEBUBBLES_WEBHOOK_SECRET.encode()):
-            raise VerificationFailed("the webhook URL's secret does not match")
+        check_secret(given, settings.BLUEBUBBLES_WEBHOOK_SECRET, "secret in the webhook URL")
 
     def parse_inbound(self, request: HttpRequest) -> list[Inbound]:
         kind, data = _event(request)

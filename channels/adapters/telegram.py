@@ -9,7 +9,6 @@ kept (``getFile`` resolves it) and nothing is fetched inside Telegram's request.
 An approval request is sent with inline Approve / Deny buttons; a tap comes back as a ``callback_query`` update
 (channels/approvals.py answers it with ``answerCallbackQuery`` and edits the request's message to say the outcome)."""
 
-import hmac
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,13 +20,14 @@ from channels.adapters.base import (
     BadRequest,
     Channel,
     Inbound,
+    NoLookup,
+    NoTemplates,
     SendError,
     Sent,
     StatusUpdate,
-    VerificationFailed,
     approval_buttons,
     button_data,
-    no_template,
+    check_secret,
     pressed,
 )
 from channels.adapters.payloads import items, json_body, mapping, text
@@ -51,7 +51,9 @@ def deep_link(token: str) -> str:
     return f"https://t.me/{settings.TELEGRAM_BOT_USERNAME}?start={token}"
 
 
-class TelegramAdapter:
+class TelegramAdapter(NoLookup, NoTemplates):
+    """The Bot API has no way to list what a bot sent (NoLookup), and no window that a template would open."""
+
     channel = Channel.TELEGRAM
     max_text_length = MAX_TEXT_LENGTH
 
@@ -68,17 +70,6 @@ class TelegramAdapter:
             raise SendError("Telegram answered without a message id.", retryable=False)
         # message_id is unique within a chat only.
         return Sent(provider_message_id=f"{address}:{result['message_id']}")
-
-    def find_sent(self, address: str, text: str, *, since: datetime, as_template: bool) -> Sent | None:
-        """The Bot API has no way to list what a bot sent: a send that timed out is sent again (the duplicate risk in
-        docs/explanation/limits.md)."""
-        return None
-
-    def can_send_template(self) -> bool:
-        return False  # no window that a template would open
-
-    def send_template(self, address: str, text: str, *, reference: str) -> Sent:
-        raise no_template(self.channel)
 
     def answer_press(self, query: str, text: str) -> None:
         """Answer a button's callback query (``answerCallbackQuery``): the app stops its spinner and shows ``text``
@@ -107,10 +98,7 @@ class TelegramAdapter:
 
     def verify(self, request: HttpRequest) -> None:
         given = request.headers.get(SECRET_HEADER, "")
-        if not given:
-            raise VerificationFailed(f"no {SECRET_HEADER} header")
-        if not hmac.compare_digest(given.encode(), settings.TELEGRAM_WEBHOOK_SECRET.encode()):
-            raise VerificationFailed(f"{SECRET_HEADER} does not match")
+        check_secret(given, settings.TELEGRAM_WEBHOOK_SECRET, f"{SECRET_HEADER} header")
 
     def parse_inbound(self, request: HttpRequest) -> list[Inbound]:
         return parse_update(_update(request))

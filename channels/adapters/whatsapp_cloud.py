@@ -28,12 +28,13 @@ from channels.adapters import http
 from channels.adapters.base import (
     Channel,
     Inbound,
+    NoLookup,
     SendError,
     Sent,
     StatusUpdate,
-    VerificationFailed,
     approval_buttons,
     button_data,
+    check_secret,
     no_template,
     pressed,
     template_variable,
@@ -71,7 +72,10 @@ def verification_answer(mode: str, token: str, challenge: str) -> str | None:
     return challenge
 
 
-class WhatsAppCloudAdapter:
+class WhatsAppCloudAdapter(NoLookup):
+    """Meta's Cloud API has no way to look a sent message up, and its status webhooks name only the message id a
+    timed-out send never got (NoLookup)."""
+
     channel = Channel.WHATSAPP
     max_text_length = MAX_TEXT_LENGTH
 
@@ -89,11 +93,6 @@ class WhatsAppCloudAdapter:
                 address, "interactive", {"type": "button", "body": {"text": body}, "action": {"buttons": buttons}}
             )
         return self._send(address, "text", {"preview_url": False, "body": text})
-
-    def find_sent(self, address: str, text: str, *, since: datetime, as_template: bool) -> Sent | None:
-        """Meta's Cloud API has no way to look a sent message up, and its status webhooks name only the message id a
-        timed-out send never got: a send that timed out is sent again (docs/explanation/limits.md)."""
-        return None
 
     def can_send_template(self) -> bool:
         return bool(settings.WHATSAPP_CLOUD_TEMPLATE_NAME)
@@ -129,12 +128,8 @@ class WhatsAppCloudAdapter:
             raise SendError("WhatsApp Cloud API answered without a message id.", retryable=False) from None
 
     def verify(self, request: HttpRequest) -> None:
-        given = request.headers.get("X-Hub-Signature-256", "")
-        if not given:
-            raise VerificationFailed("no X-Hub-Signature-256 header")
         expected = signature_of(request.body, settings.WHATSAPP_CLOUD_APP_SECRET)
-        if not hmac.compare_digest(given.encode(), expected.encode()):
-            raise VerificationFailed("X-Hub-Signature-256 does not match")
+        check_secret(request.headers.get("X-Hub-Signature-256", ""), expected, "X-Hub-Signature-256 header")
 
     def parse_inbound(self, request: HttpRequest) -> list[Inbound]:
         found = []

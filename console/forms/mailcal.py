@@ -1,5 +1,7 @@
 from django import forms
+from django.contrib.auth.models import User
 
+from connections import mailcal
 from connections.models import Security
 
 
@@ -24,6 +26,14 @@ class CalendarForm(forms.Form):
     )
     username = forms.CharField(label="Username", max_length=255, widget=forms.TextInput(attrs={"autocomplete": "off"}))
     password = _app_password()
+    context_name = "calendar_form"  # its name in the Connections page's context (console/views/mailcal.py)
+
+    def connect(self, user: User) -> str:
+        """Log in to the valid form's calendar and keep it; what to tell the person. Raises AccountRefused or
+        ChecksBusy."""
+        data = self.cleaned_data
+        account = mailcal.add_calendar(user, data["server_url"], data["username"], data["password"])
+        return f"Connected your calendar “{account.calendar_name}”."
 
 
 class MailboxForm(forms.Form):
@@ -47,10 +57,13 @@ class MailboxForm(forms.Form):
     smtp_port = forms.IntegerField(label="SMTP port", min_value=1, max_value=65535, initial=465)
     smtp_security = forms.ChoiceField(label="SMTP security", choices=Security.choices, initial=Security.SSL)
 
-    def api_fields(self) -> dict[str, object]:
-        """The cleaned fields under the names connections.mailcal.add_mailbox takes (the API's)."""
+    context_name = "mailbox_form"
+
+    def connect(self, user: User) -> str:
+        """Log in to the valid form's mailbox (IMAP and SMTP) and keep it; what to tell the person. Raises
+        AccountRefused or ChecksBusy."""
         data = self.cleaned_data
-        return {
+        fields = {
             "address": data["address"],
             "username": data["username"] or data["address"],
             "password": data["password"],
@@ -60,4 +73,6 @@ class MailboxForm(forms.Form):
             "smtpHost": data["smtp_host"],
             "smtpPort": data["smtp_port"],
             "smtpSecurity": data["smtp_security"],
-        }
+        }  # under the names connections.mailcal.add_mailbox takes (the API's)
+        account = mailcal.add_mailbox(user, fields)
+        return f"Connected your mailbox {account.address}."

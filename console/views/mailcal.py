@@ -46,41 +46,30 @@ def _refusal_status(error: Exception) -> int:
     return 409 if isinstance(error, mailcal.AccountRefused) and error.exists else 400
 
 
+def _connect(request: AuthenticatedRequest, form: CalendarForm | MailboxForm) -> HttpResponse:
+    if form.is_valid():
+        try:
+            done = form.connect(request.user)
+        except (mailcal.AccountRefused, ChecksBusy) as refused:
+            form.add_error(None, str(refused))
+            return _page_with_errors(request, _refusal_status(refused), **{form.context_name: form})
+        messages.success(request, done)
+        return redirect("connections:list")
+    return _page_with_errors(request, 400, **{form.context_name: form})
+
+
 @sensitive_post_parameters("password")
 @login_required
 @form_action("connections:list", anchor="calendar-title")
 def add_calendar(request: AuthenticatedRequest) -> HttpResponse:
-    form = CalendarForm(request.POST)
-    if form.is_valid():
-        try:
-            account = mailcal.add_calendar(
-                request.user,
-                form.cleaned_data["server_url"],
-                form.cleaned_data["username"],
-                form.cleaned_data["password"],
-            )
-        except (mailcal.AccountRefused, ChecksBusy) as refused:
-            form.add_error(None, str(refused))
-            return _page_with_errors(request, _refusal_status(refused), calendar_form=form)
-        messages.success(request, f"Connected your calendar “{account.calendar_name}”.")
-        return redirect("connections:list")
-    return _page_with_errors(request, 400, calendar_form=form)
+    return _connect(request, CalendarForm(request.POST))
 
 
 @sensitive_post_parameters("password")
 @login_required
 @form_action("connections:list", anchor="mailbox-title")
 def add_mailbox(request: AuthenticatedRequest) -> HttpResponse:
-    form = MailboxForm(request.POST)
-    if form.is_valid():
-        try:
-            account = mailcal.add_mailbox(request.user, form.api_fields())
-        except (mailcal.AccountRefused, ChecksBusy) as refused:
-            form.add_error(None, str(refused))
-            return _page_with_errors(request, _refusal_status(refused), mailbox_form=form)
-        messages.success(request, f"Connected your mailbox {account.address}.")
-        return redirect("connections:list")
-    return _page_with_errors(request, 400, mailbox_form=form)
+    return _connect(request, MailboxForm(request.POST))
 
 
 @login_required

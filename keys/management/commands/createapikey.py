@@ -18,7 +18,7 @@ from keys.services import KeyLimitReached, create_key, key_name_field
 
 def set_password_link(user: Any) -> str:
     """The console's own reset link (Django's token: one use, PASSWORD_RESET_TIMEOUT) at PUBLIC_BASE_URL. The path
-    is console/urls/accounts.py's password_reset_confirm, written out: identity does not resolve the console's URLs
+    is console/urls.py's password_reset_confirm, written out: identity does not resolve the console's URLs
     (tests/test_commands.py opens the link, so a moved route fails there)."""
     uidb64 = urlsafe_base64_encode(force_bytes(user.pk))
     return f"{settings.PUBLIC_BASE_URL}/reset/{uidb64}/{default_token_generator.make_token(user)}/"
