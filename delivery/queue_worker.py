@@ -297,16 +297,14 @@ class QueueWorker:
                 connection.close()
                 if self._stopped.is_set():
                     break
-                row_id = _held(finished.claim)[0]
-                self.kind.naming.logger.warning(
-                    "%s %s: recording failed (%s)", self.kind.naming.name, row_id, type(error).__name__
-                )
+                name, row_id = self.kind.naming.name, finished.claim.row_id
+                self.kind.naming.logger.warning("%s %s: recording failed (%s)", name, row_id, type(error).__name__)
                 time.sleep(min(0.1 * 2**failures, 5.0))
                 close_old_connections()
         # Its lease expires and another attempt runs it again (a delivery: same webhook-id; a text: a documented
         # duplicate).
-        row_id = _held(finished.claim)[0]
-        self.kind.naming.logger.error("%s %s: its outcome could not be recorded", self.kind.naming.name, row_id)
+        name, row_id = self.kind.naming.name, finished.claim.row_id
+        self.kind.naming.logger.error("%s %s: its outcome could not be recorded", name, row_id)
 
 
 def _held(claim: Any) -> tuple[int, int]:
