@@ -124,14 +124,9 @@ process_budget = _ProcessBudget()
 TRIM_AFTER_BYTES = 1_000_000  # an exchange that held this much hands the freed memory back to the system
 
 
-def _malloc_trim() -> Any:
-    """glibc's malloc_trim, or None (another C library)."""
-    with contextlib.suppress(OSError, AttributeError):
-        return ctypes.CDLL(None).malloc_trim
-    return None
-
-
-_trim = _malloc_trim()
+_trim: Any = None  # glibc's malloc_trim; None with another C library
+with contextlib.suppress(OSError, AttributeError):
+    _trim = ctypes.CDLL(None).malloc_trim
 
 
 class _Trimmer:
