@@ -174,21 +174,6 @@ def bounded_http_client(timeout: float, limit: int, what: str = "The server") ->
     return http, bound
 
 
-def _http_client(
-    api_key: str, extra_headers: dict[str, str], timeout: float, statuses: _Statuses, bound: Bound
-) -> httpx2.AsyncClient:
-    headers = dict(extra_headers)
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    return httpx2.AsyncClient(
-        headers=headers,
-        timeout=httpx2.Timeout(timeout),
-        transport=_CappedTransport(bound),
-        trust_env=False,
-        event_hooks={"response": [statuses]},
-    )
-
-
 def _run[T](
     url: str,
     api_key: str,
@@ -199,11 +184,18 @@ def _run[T](
     statuses = _Statuses()
     # The deadline is anyio's (it cancels the reads); the bound counts the bytes.
     bound = Bound("The MCP server", max_bytes=settings.MCP_MAX_ANSWER_BYTES, seconds=timeout + 1)
+    headers = {**(extra_headers or {}), **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
 
     async def session() -> T:
         with anyio.fail_after(timeout):
             async with (
-                _http_client(api_key, extra_headers or {}, timeout, statuses, bound) as http,
+                httpx2.AsyncClient(
+                    headers=headers,
+                    timeout=timeout,
+                    transport=_CappedTransport(bound),
+                    trust_env=False,
+                    event_hooks={"response": [statuses]},
+                ) as http,
                 streamable_http_client(url, http_client=http, max_sse_event_size=bound.max_bytes) as (read, write),
                 ClientSession(read, write, read_timeout_seconds=timeout) as mcp,
             ):

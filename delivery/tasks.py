@@ -57,12 +57,9 @@ def queued_in_database() -> bool:
 
 
 def enqueue_delivery(message_id: str, run_after: datetime | None = None) -> None:
-    """Make sure a queued delivery gets its attempt, as part of the caller's transaction.
-
-    With the database backend there is nothing to do: the engine
-    claims queued deliveries when they are due (``next_attempt_at``). Any other backend gets a task, told after the
-    commit; should that fail, the delivery stays queued and `retrydeliveries --due` picks it up.
-    """
+    """Make sure a queued delivery gets its attempt, as part of the caller's transaction. Nothing to do with the
+    database backend: the engine claims queued deliveries when they are due (``next_attempt_at``). Any other backend
+    gets a task, told after the commit; should that fail, the delivery stays queued for `retrydeliveries --due`."""
     if queued_in_database():
         return
     queued_task = deliver_message if run_after is None else deliver_message.using(run_after=run_after)
