@@ -32,6 +32,12 @@ class _ConnectedAdmin(admin.ModelAdmin):
         return False
 
 
+_CONNECTION_FIELDS = (
+    "public_id", "owner", "name", "server_url", "api_key_set", "active", "server_name", "server_version",
+    "created_at", "last_synced_at", "last_error",
+)  # fmt: skip
+
+
 @admin.register(Connection)
 class ConnectionAdmin(_ConnectedAdmin):
     list_display = ["name", "owner", "server_url", "active", "tool_count", "last_synced_at", "created_at"]
@@ -39,30 +45,8 @@ class ConnectionAdmin(_ConnectedAdmin):
     search_fields = ["name", "server_url", "owner__email", "public_id"]
     list_select_related = ["owner"]
     # The server's API key is never shown, not even encrypted: only whether one is set.
-    fields = [
-        "public_id",
-        "owner",
-        "name",
-        "server_url",
-        "api_key_set",
-        "active",
-        "server_name",
-        "server_version",
-        "created_at",
-        "last_synced_at",
-        "last_error",
-    ]
-    readonly_fields = [
-        "public_id",
-        "owner",
-        "server_url",
-        "api_key_set",
-        "server_name",
-        "server_version",
-        "created_at",
-        "last_synced_at",
-        "last_error",
-    ]
+    fields = _CONNECTION_FIELDS
+    readonly_fields = [field for field in _CONNECTION_FIELDS if field not in ("name", "active")]  # staff edit these two
     inlines = [ToolInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Connection]:
@@ -86,19 +70,9 @@ class _AccountAdmin(_ConnectedAdmin):
 
 _CALENDAR_FIELDS = ("public_id", "owner", "server_url", "username", "calendar_name", "calendar_url", "created_at")
 _MAILBOX_FIELDS = (
-    "public_id",
-    "owner",
-    "address",
-    "username",
-    "imap_host",
-    "imap_port",
-    "imap_security",
-    "smtp_host",
-    "smtp_port",
-    "smtp_security",
-    "drafts_folder",
-    "created_at",
-)
+    "public_id", "owner", "address", "username", "imap_host", "imap_port", "imap_security", "smtp_host", "smtp_port",
+    "smtp_security", "drafts_folder", "created_at",
+)  # fmt: skip
 
 
 @admin.register(CalendarAccount)
@@ -115,21 +89,9 @@ class MailAccountAdmin(_AccountAdmin):
 
 
 _GRANT_FIELDS = (
-    "owner",
-    "kind",
-    "status",
-    "status_detail",
-    "issuer",
-    "token_endpoint",
-    "revocation_endpoint",
-    "client_id",
-    "token_auth_method",
-    "resource",
-    "scope",
-    "expires_at",
-    "refreshed_at",
-    "created_at",
-)
+    "owner", "kind", "status", "status_detail", "issuer", "token_endpoint", "revocation_endpoint", "client_id",
+    "token_auth_method", "resource", "scope", "expires_at", "refreshed_at", "created_at",
+)  # fmt: skip
 
 
 @admin.register(OAuthGrant)

@@ -36,41 +36,17 @@ class ApiKeyFilter(admin.SimpleListFilter):
 @admin.register(Delivery)
 class DeliveryAdmin(LargeTableAdmin):
     list_display = [
-        "created_at",
-        "message_id_display",
-        "endpoint",
-        "status",
-        "attempts",
-        "takeovers",
-        "backend",
-        "api_key",
-        "started_at",
-        "finished_at",
-        "next_attempt_at",
-        "short_error",
-    ]
+        "created_at", "message_id_display", "endpoint", "status", "attempts", "takeovers", "backend", "api_key",
+        "started_at", "finished_at", "next_attempt_at", "short_error",
+    ]  # fmt: skip
     list_filter = ["status", ApiKeyFilter]  # each served by an index; a filter on another column would scan
     search_fields = ["message__public_id"]
     search_help_text = "A message id (msg_…)."
     readonly_fields = [
-        "message",
-        "api_key",
-        "endpoint",
-        "status",
-        "attempts",
-        "takeovers",
-        "backend",
-        "last_error",
-        "lease_expires_at",
-        "reply",
-        "callback_id",
-        "request_id",
-        "created_at",
-        "started_at",
-        "finished_at",
-        "next_attempt_at",
-        "updated_at",
-    ]
+        "message", "api_key", "endpoint", "status", "attempts", "takeovers", "backend", "last_error",
+        "lease_expires_at", "reply", "callback_id", "request_id", "created_at", "started_at", "finished_at",
+        "next_attempt_at", "updated_at",
+    ]  # fmt: skip
     list_select_related = ["message", "api_key"]
     actions = ["retry_selected"]
 
