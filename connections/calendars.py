@@ -193,8 +193,7 @@ class Event:
 
 
 def _calendar(server: CalendarServer, seconds: float) -> Any:
-    client = _client(server, seconds)
-    return client.calendar(url=server.calendar_url or server.url)
+    return _client(server, seconds).calendar(url=server.calendar_url or server.url)
 
 
 def list_events(server: CalendarServer, start: datetime, end: datetime, seconds: float) -> tuple[list[Event], int]:
