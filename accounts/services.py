@@ -34,12 +34,9 @@ def update_contact(
     user: User, *, phone_number: str | None = None, channel: str | None = None, time_zone: str | None = None
 ) -> Profile:
     profile, _ = Profile.objects.select_for_update().get_or_create(user=user)
-    if phone_number is not None:
-        profile.phone_number = phone_number
-    if channel is not None:
-        profile.channel = channel
-    if time_zone is not None:
-        profile.time_zone = time_zone
+    for field, value in (("phone_number", phone_number), ("channel", channel), ("time_zone", time_zone)):
+        if value is not None:  # None: keep the one set
+            setattr(profile, field, value)
     profile.full_clean()
     profile.save()
     return profile
