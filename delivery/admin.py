@@ -70,12 +70,8 @@ class DeliveryAdmin(LargeTableAdmin):
 
     @admin.action(description="Retry the selected deliveries now")
     def retry_selected(self, request: HttpRequest, queryset: QuerySet[Delivery]) -> None:
-        retried = skipped = 0
-        for delivery in queryset:
-            if retry_delivery(delivery):
-                retried += 1
-            else:
-                skipped += 1
+        retried = sum(retry_delivery(delivery) for delivery in queryset)
+        skipped = len(queryset) - retried  # the rows read above, not counted again
         self.message_user(request, f"Queued {retried} {_deliveries(retried)} for a fresh round of attempts.")
         if skipped:
             self.message_user(
