@@ -47,8 +47,7 @@ class EmailTaken(Exception):
 
 
 def find_user_by_email(email: str) -> User | None:
-    User = get_user_model()
-    return User.objects.filter(email__iexact=email.strip()).first()
+    return get_user_model().objects.filter(email__iexact=email.strip()).first()
 
 
 @transaction.atomic

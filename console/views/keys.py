@@ -47,8 +47,7 @@ def _form_class(generation: Generation) -> type[NewKeyForm]:
 
 
 def _fresh_form(request: AuthenticatedRequest, generation: Generation, *, autofocus: bool = False) -> NewKeyForm:
-    nonce = nonces.issue(request.user.pk)
-    return _form_class(generation)(initial={"nonce": nonce}, autofocus=autofocus)
+    return _form_class(generation)(initial={"nonce": nonces.issue(request.user.pk)}, autofocus=autofocus)
 
 
 def _list_url_of(generation: str) -> str:
