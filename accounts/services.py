@@ -73,8 +73,7 @@ def sign_up(*, email: str, password: str, phone_number: str, channel: str, passw
 
 
 def profile_of(user: User) -> Profile:
-    profile, _ = Profile.objects.get_or_create(user=user)
-    return profile
+    return Profile.objects.get_or_create(user=user)[0]
 
 
 def lock_account(owner: User) -> None:

@@ -174,5 +174,4 @@ def _collect(device_code: str, authorization: DeviceAuthorization) -> Poll:
 
 def prune(older_than: timedelta = timedelta(days=1)) -> int:
     """Delete requests that ended (or expired) long ago; the keys they issued stay."""
-    deleted, _ = DeviceAuthorization.objects.filter(expires_at__lt=timezone.now() - older_than).delete()
-    return deleted
+    return DeviceAuthorization.objects.filter(expires_at__lt=timezone.now() - older_than).delete()[0]
