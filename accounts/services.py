@@ -25,8 +25,7 @@ def get_or_create_user(email: str) -> tuple[User, bool]:
     if user is not None:
         return user, False
     email = _normalized(email)
-    user = get_user_model().objects.create_user(username=_username_for(email), email=email)
-    return user, True
+    return get_user_model().objects.create_user(username=_username_for(email), email=email), True
 
 
 @transaction.atomic
