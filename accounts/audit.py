@@ -2,6 +2,7 @@
 changed; approvals given, denied or expired; webhooks and connections added or removed. Every service that makes
 such a change calls ``record`` with who did it (``by``: one of the phrases below, or ``by_key``)."""
 
+from contextlib import suppress
 from datetime import datetime
 
 from django.contrib.auth.models import User
@@ -42,8 +43,6 @@ def record(
     if once is None:
         event.save()
         return
-    try:
-        with transaction.atomic():  # a savepoint: a duplicate must not break the caller's transaction
-            event.save()
-    except IntegrityError:
-        pass  # recorded already
+    # A savepoint: a duplicate (recorded already) must not break the caller's transaction.
+    with suppress(IntegrityError), transaction.atomic():
+        event.save()

@@ -52,12 +52,10 @@ def regions_from_accept_language(header: str) -> list[str]:
     ranked: list[tuple[float, int, str]] = []
     for position, item in enumerate(header.split(",")[:20]):  # a header of hundreds of entries is not a browser's
         tag, _, parameters = item.strip().partition(";")
-        quality = 1.0
         match = re.fullmatch(r"\s*q\s*=\s*([01](?:\.\d{0,3})?)\s*", parameters) if parameters else None
         if parameters and match is None:
             continue
-        if match:
-            quality = float(match[1])
+        quality = float(match[1]) if match else 1.0
         subtags = tag.strip().split("-")
         region = next((part.upper() for part in subtags[1:] if re.fullmatch(r"[A-Za-z]{2}", part)), None)
         if quality > 0 and region in phonenumbers.SUPPORTED_REGIONS:

@@ -25,8 +25,7 @@ def get_or_create_user(email: str) -> tuple[User, bool]:
     if user is not None:
         return user, False
     email = _normalized(email)
-    user = get_user_model().objects.create_user(username=_username_for(email), email=email)
-    return user, True
+    return get_user_model().objects.create_user(username=_username_for(email), email=email), True
 
 
 @transaction.atomic
@@ -34,12 +33,9 @@ def update_contact(
     user: User, *, phone_number: str | None = None, channel: str | None = None, time_zone: str | None = None
 ) -> Profile:
     profile, _ = Profile.objects.select_for_update().get_or_create(user=user)
-    if phone_number is not None:
-        profile.phone_number = phone_number
-    if channel is not None:
-        profile.channel = channel
-    if time_zone is not None:
-        profile.time_zone = time_zone
+    for field, value in (("phone_number", phone_number), ("channel", channel), ("time_zone", time_zone)):
+        if value is not None:  # None: keep the one set
+            setattr(profile, field, value)
     profile.full_clean()
     profile.save()
     return profile
@@ -50,8 +46,7 @@ class EmailTaken(Exception):
 
 
 def find_user_by_email(email: str) -> User | None:
-    User = get_user_model()
-    return User.objects.filter(email__iexact=email.strip()).first()
+    return get_user_model().objects.filter(email__iexact=email.strip()).first()
 
 
 @transaction.atomic
@@ -77,8 +72,7 @@ def sign_up(*, email: str, password: str, phone_number: str, channel: str, passw
 
 
 def profile_of(user: User) -> Profile:
-    profile, _ = Profile.objects.get_or_create(user=user)
-    return profile
+    return Profile.objects.get_or_create(user=user)[0]
 
 
 def lock_account(owner: User) -> None:

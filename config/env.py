@@ -5,6 +5,7 @@ A value that is present but cannot be understood is an error at start-up, not a 
 
 import os
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from django.core.exceptions import ImproperlyConfigured
@@ -29,14 +30,19 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
 
 
-def env_int(name: str, default: int) -> int:
+def _parsed[T](name: str, default: T, parse: Callable[[str], T], what: str) -> T:
+    """The variable read by ``parse``; ``default`` when it is unset or blank."""
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        return int(raw)
+        return parse(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
+        raise ImproperlyConfigured(f"{name} must be {what}, got {raw!r}") from None
+
+
+def env_int(name: str, default: int) -> int:
+    return _parsed(name, default, int, "an integer")
 
 
 def env_list(name: str, default: list[str] | None = None) -> list[str]:
@@ -72,15 +78,9 @@ def env_rate(name: str, default: str) -> str:
 
 
 def env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+    value = _parsed(name, default, float, "a number")
     if value != value or value in (float("inf"), float("-inf")) or value < 0:
-        raise ImproperlyConfigured(f"{name} must be a finite number of zero or more, got {raw!r}")
+        raise ImproperlyConfigured(f"{name} must be a finite number of zero or more, got {os.environ.get(name)!r}")
     return value
 
 

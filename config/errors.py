@@ -58,7 +58,7 @@ def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRespons
             "recorded twice), and contact support with the X-Request-ID if it persists."
         )
         return json_error("internal_error", message)
-    if _static_files_not_collected(error):
+    if isinstance(error, ValueError) and "Missing staticfiles manifest entry" in str(error):
         return HttpResponse(NOT_COLLECTED, status=500, content_type="text/plain; charset=utf-8")
     return defaults.server_error(request)
 
@@ -70,10 +70,6 @@ NOT_COLLECTED = (
     "    python manage.py collectstatic --no-input\n\n"
     "(a PaaS build runs it; see docs/howto/deploy.md), then reloads this page.\n"
 )
-
-
-def _static_files_not_collected(error: BaseException | None) -> bool:
-    return isinstance(error, ValueError) and "Missing staticfiles manifest entry" in str(error)
 
 
 def service_unavailable(request: HttpRequest) -> HttpResponse:

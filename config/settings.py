@@ -259,8 +259,7 @@ LEGACY_SUNSET_AT = env_timestamp("LEGACY_SUNSET_ON", "")
 KEY_LAST_USED_RESOLUTION_SECONDS = 60
 # Each worker remembers the V2 keys it found valid for this long, so a key's next message needs no lookup; the
 # message's own insert confirms the key still holds (ingestion/hotpath/recent.py), so revocation still counts from the
-# next
-# request. 0 looks every key up. At most API_KEY_CACHE_SIZE keys per process.
+# next request. 0 looks every key up. At most API_KEY_CACHE_SIZE keys per process.
 API_KEY_CACHE_SECONDS = env_int("API_KEY_CACHE_SECONDS", 60)
 API_KEY_CACHE_SIZE = env_int("API_KEY_CACHE_SIZE", 1000)  # about 2 KB each
 
@@ -329,8 +328,6 @@ RECEIPT_WAIT_SLOTS = env_int("RECEIPT_WAIT_SLOTS", 4)
 # Failed authentications per client address (IPv4 address, IPv6 /64); over it, the address is refused with 429 for
 # the rest of the window before any database query, whatever key it sends.
 AUTH_FAILURE_RATE_LIMIT = env_rate("AUTH_FAILURE_RATE_LIMIT", "30/m")
-# Failed log-ins (console and admin) per client address; over it, every log-in from the address is refused (429)
-# until the window ends, whatever the password (console/login_limits.py).
 # `poke login` (ingestion/cli_auth.py), per client address: log-in codes requested, and polls (the CLI polls every
 # 2 seconds, 30 a minute).
 CLI_AUTH_CODE_RATE_LIMIT = env_rate("CLI_AUTH_CODE_RATE_LIMIT", "10/h")
@@ -340,6 +337,8 @@ CLI_AUTH_POLL_RATE_LIMIT = env_rate("CLI_AUTH_POLL_RATE_LIMIT", "60/m")
 CLI_AUTH_POLL_MIN_SECONDS = env_float("CLI_AUTH_POLL_MIN_SECONDS", 1.5)
 # Wrong user codes typed on /device per client address before it is paused (guessing a code is the attack).
 DEVICE_CODE_FAILURE_RATE_LIMIT = env_rate("DEVICE_CODE_FAILURE_RATE_LIMIT", "10/15m")
+# Failed log-ins (console and admin) per client address; over it, every log-in from the address is refused (429)
+# until the window ends, whatever the password (console/login_limits.py).
 LOGIN_FAILURE_RATE_LIMIT = env_rate("LOGIN_FAILURE_RATE_LIMIT", "10/15m")
 # How many proxies in front of the app append the peer's address to X-Forwarded-For (1 behind a PaaS router).
 # 0 uses the connection's address; the client-written start of X-Forwarded-For is never trusted.

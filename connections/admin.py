@@ -19,46 +19,38 @@ class ToolInline(admin.TabularInline):
         return False
 
 
+class _ConnectedAdmin(admin.ModelAdmin):
+    """What connects to a person's servers (an MCP server, a calendar, a mailbox, an OAuth sign-in): added only by
+    connecting, in the console or the API; its secrets (encrypted columns) never searched or filtered on."""
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        if any(part.endswith("_encrypted") for part in lookup.split(LOOKUP_SEP)):
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+_CONNECTION_FIELDS = (
+    "public_id", "owner", "name", "server_url", "api_key_set", "active", "server_name", "server_version",
+    "created_at", "last_synced_at", "last_error",
+)  # fmt: skip
+
+
 @admin.register(Connection)
-class ConnectionAdmin(admin.ModelAdmin):
+class ConnectionAdmin(_ConnectedAdmin):
     list_display = ["name", "owner", "server_url", "active", "tool_count", "last_synced_at", "created_at"]
     list_filter = ["active"]
     search_fields = ["name", "server_url", "owner__email", "public_id"]
     list_select_related = ["owner"]
     # The server's API key is never shown, not even encrypted: only whether one is set.
-    fields = [
-        "public_id",
-        "owner",
-        "name",
-        "server_url",
-        "api_key_set",
-        "active",
-        "server_name",
-        "server_version",
-        "created_at",
-        "last_synced_at",
-        "last_error",
-    ]
-    readonly_fields = [
-        "public_id",
-        "owner",
-        "server_url",
-        "api_key_set",
-        "server_name",
-        "server_version",
-        "created_at",
-        "last_synced_at",
-        "last_error",
-    ]
+    fields = _CONNECTION_FIELDS
+    readonly_fields = [field for field in _CONNECTION_FIELDS if field not in ("name", "active")]  # staff edit these two
     inlines = [ToolInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Connection]:
         return super().get_queryset(request).prefetch_related("tools")
-
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
-        if "api_key_encrypted" in lookup.split(LOOKUP_SEP):
-            return False
-        return super().lookup_allowed(lookup, value, request)
 
     @admin.display(boolean=True, description="API key set")
     def api_key_set(self, obj: Connection) -> bool:
@@ -68,40 +60,19 @@ class ConnectionAdmin(admin.ModelAdmin):
     def tool_count(self, obj: Connection) -> int:
         return len(obj.tools.all())
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # adding means connecting to the server: the console and the API do that
 
-
-class _AccountAdmin(admin.ModelAdmin):
+class _AccountAdmin(_ConnectedAdmin):
     """A calendar or mailbox: where it is and whose; the password is never shown, not even encrypted."""
 
     list_select_related = ["owner"]
     search_fields = ["owner__email", "public_id", "username"]
 
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
-        if "password_encrypted" in lookup.split(LOOKUP_SEP):
-            return False
-        return super().lookup_allowed(lookup, value, request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # adding means logging in to the server: the console and the API do that
-
 
 _CALENDAR_FIELDS = ("public_id", "owner", "server_url", "username", "calendar_name", "calendar_url", "created_at")
 _MAILBOX_FIELDS = (
-    "public_id",
-    "owner",
-    "address",
-    "username",
-    "imap_host",
-    "imap_port",
-    "imap_security",
-    "smtp_host",
-    "smtp_port",
-    "smtp_security",
-    "drafts_folder",
-    "created_at",
-)
+    "public_id", "owner", "address", "username", "imap_host", "imap_port", "imap_security", "smtp_host", "smtp_port",
+    "smtp_security", "drafts_folder", "created_at",
+)  # fmt: skip
 
 
 @admin.register(CalendarAccount)
@@ -118,25 +89,13 @@ class MailAccountAdmin(_AccountAdmin):
 
 
 _GRANT_FIELDS = (
-    "owner",
-    "kind",
-    "status",
-    "status_detail",
-    "issuer",
-    "token_endpoint",
-    "revocation_endpoint",
-    "client_id",
-    "token_auth_method",
-    "resource",
-    "scope",
-    "expires_at",
-    "refreshed_at",
-    "created_at",
-)
+    "owner", "kind", "status", "status_detail", "issuer", "token_endpoint", "revocation_endpoint", "client_id",
+    "token_auth_method", "resource", "scope", "expires_at", "refreshed_at", "created_at",
+)  # fmt: skip
 
 
 @admin.register(OAuthGrant)
-class OAuthGrantAdmin(admin.ModelAdmin):
+class OAuthGrantAdmin(_ConnectedAdmin):
     """OAuth sign-ins (connections/oauth/): where and for whom, whether they must sign in again. The tokens and the
     client secret are never shown, not even encrypted, and cannot be searched or filtered on."""
 
@@ -145,11 +104,3 @@ class OAuthGrantAdmin(admin.ModelAdmin):
     list_select_related = ["owner"]
     search_fields = ["owner__email", "issuer"]
     fields = readonly_fields = _GRANT_FIELDS
-
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
-        if any(part.endswith("_encrypted") for part in lookup.split(LOOKUP_SEP)):
-            return False
-        return super().lookup_allowed(lookup, value, request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # a grant comes from a sign-in in the console

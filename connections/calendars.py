@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from dateutil.rrule import rrulestr
 from django.conf import settings
 
-from connections.network import ServiceError, plaintext_allowed, resolve
+from connections.network import ServiceError, one_line, plaintext_allowed, resolve
 from connections.threads import StillRunning, in_own_thread
 from ops.bounded import Bound, bound_session, current
 
@@ -101,6 +101,7 @@ def _client(server: CalendarServer, seconds: float) -> "DAVClient":
 
 
 _SERVER = "The CalDAV server"
+_short = one_line  # the name connections/oauth/graph_calendar.py imports
 
 
 def _bounded[T](work: Callable[[], T], seconds: float, *, oauth: bool = False) -> T:
@@ -143,7 +144,7 @@ def _failure(error: BaseException, *, oauth: bool = False) -> BaseException:
     if isinstance(error, dav_errors.NotFoundError):
         return ServiceError("The CalDAV server has nothing at this URL (404).")
     if isinstance(error, dav_errors.DAVError):
-        return ServiceError(f"The CalDAV server refused the request ({_short(str(error))}).")
+        return ServiceError(f"The CalDAV server refused the request ({one_line(str(error), 200)}).")
     if isinstance(error, niquests.exceptions.Timeout):
         return ServiceError("The CalDAV server did not answer in time.")
     if isinstance(error, niquests.exceptions.SSLError):
@@ -157,11 +158,6 @@ def _failure(error: BaseException, *, oauth: bool = False) -> BaseException:
     return error
 
 
-def _short(text: str, limit: int = 200) -> str:
-    flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def check(server: CalendarServer, seconds: float) -> tuple[str, str]:
     """Log in and find the calendar to use: (its URL, its name). ServiceError when the account cannot be used."""
 
@@ -171,7 +167,7 @@ def check(server: CalendarServer, seconds: float) -> tuple[str, str]:
         client = _client(server, seconds)
         if server.calendar_url:  # known already (Google's CalDAV API names it by the address): no discovery
             known = client.calendar(url=server.calendar_url)
-            return str(known.url), _short(str(known.get_display_name() or ""), 100) or "Calendar"
+            return str(known.url), one_line(str(known.get_display_name() or ""), 100) or "Calendar"
         calendars = client.principal().calendars()
         if not calendars:
             raise ServiceError("The account has no calendar yet; create one with your calendar app first.")
@@ -180,7 +176,7 @@ def check(server: CalendarServer, seconds: float) -> tuple[str, str]:
             name = str(chosen.get_display_name() or "")
         except dav_errors.DAVError:
             name = ""
-        return str(chosen.url), _short(name, 100) or "Calendar"
+        return str(chosen.url), one_line(name, 100) or "Calendar"
 
     return _bounded(work, seconds, oauth=bool(server.bearer))
 
@@ -197,8 +193,7 @@ class Event:
 
 
 def _calendar(server: CalendarServer, seconds: float) -> Any:
-    client = _client(server, seconds)
-    return client.calendar(url=server.calendar_url or server.url)
+    return _client(server, seconds).calendar(url=server.calendar_url or server.url)
 
 
 def list_events(server: CalendarServer, start: datetime, end: datetime, seconds: float) -> tuple[list[Event], int]:
@@ -240,10 +235,10 @@ def _event(component: Any, repeating: bool) -> Event:
         zone = str(getattr(start.tzinfo, "key", "") or start.tzinfo.tzname(start) or "")
     return Event(
         uid=str(component.get("UID", "")),
-        summary=_short(str(component.get("SUMMARY", "")), MAX_SUMMARY),
+        summary=one_line(str(component.get("SUMMARY", "")), MAX_SUMMARY),
         start=start,
         end=end,
-        location=_short(str(component.get("LOCATION", "")), MAX_LOCATION),
+        location=one_line(str(component.get("LOCATION", "")), MAX_LOCATION),
         recurring=repeating,
         zone=zone,
     )
@@ -259,7 +254,7 @@ def check_rrule(rule: str, start: datetime | date) -> str:
         rrulestr(rule, dtstart=start)
         icalendar.vRecur.from_ical(rule)
     except (ValueError, TypeError):
-        raise ServiceError(f"rrule is not a valid RFC 5545 RRULE: {_short(rule, 100)}") from None
+        raise ServiceError(f"rrule is not a valid RFC 5545 RRULE: {one_line(rule, 100)}") from None
     return rule
 
 
@@ -322,6 +317,6 @@ def delete_event(server: CalendarServer, uid: str, seconds: float) -> str:
         with suppress(Exception):  # deleting does not need the summary
             summary = str(icalendar.Calendar.from_ical(found.data).walk("VEVENT")[0].get("SUMMARY", ""))
         found.delete()
-        return _short(summary, MAX_SUMMARY)
+        return one_line(summary, MAX_SUMMARY)
 
     return _bounded(work, seconds, oauth=bool(server.bearer))

@@ -22,6 +22,7 @@ from mcp.types import PaginatedRequestParams
 
 from connections import transport_internals
 from connections.addresses import GuardedBackend
+from connections.network import one_line
 from connections.threads import in_own_thread
 from ops.bounded import Bound, TooLarge, TooSlow
 
@@ -173,21 +174,6 @@ def bounded_http_client(timeout: float, limit: int, what: str = "The server") ->
     return http, bound
 
 
-def _http_client(
-    api_key: str, extra_headers: dict[str, str], timeout: float, statuses: _Statuses, bound: Bound
-) -> httpx2.AsyncClient:
-    headers = dict(extra_headers)
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    return httpx2.AsyncClient(
-        headers=headers,
-        timeout=httpx2.Timeout(timeout),
-        transport=_CappedTransport(bound),
-        trust_env=False,
-        event_hooks={"response": [statuses]},
-    )
-
-
 def _run[T](
     url: str,
     api_key: str,
@@ -198,11 +184,18 @@ def _run[T](
     statuses = _Statuses()
     # The deadline is anyio's (it cancels the reads); the bound counts the bytes.
     bound = Bound("The MCP server", max_bytes=settings.MCP_MAX_ANSWER_BYTES, seconds=timeout + 1)
+    headers = {**(extra_headers or {}), **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
 
     async def session() -> T:
         with anyio.fail_after(timeout):
             async with (
-                _http_client(api_key, extra_headers or {}, timeout, statuses, bound) as http,
+                httpx2.AsyncClient(
+                    headers=headers,
+                    timeout=timeout,
+                    transport=_CappedTransport(bound),
+                    trust_env=False,
+                    event_hooks={"response": [statuses]},
+                ) as http,
                 streamable_http_client(url, http_client=http, max_sse_event_size=bound.max_bytes) as (read, write),
                 ClientSession(read, write, read_timeout_seconds=timeout) as mcp,
             ):
@@ -257,7 +250,7 @@ def _explained(error: BaseException, statuses: _Statuses) -> McpError:
         if isinstance(leaf, httpx2.TransportError):
             return McpError(f"The connection to the MCP server failed ({type(leaf).__name__}).")
         if isinstance(leaf, ProtocolError):
-            return McpError(f"The MCP server refused the request: {_short(str(leaf))}")
+            return McpError(f"The MCP server refused the request: {one_line(str(leaf), 300)}")
     return McpError(
         f"The server did not speak MCP over Streamable HTTP ({type(leaves[0]).__name__ if leaves else 'no answer'})."
     )
@@ -278,11 +271,6 @@ def _refusal(status: int, challenge: str = "") -> McpError:
             "(Streamable HTTP servers usually serve it at /mcp)."
         )
     return McpError(f"The MCP server answered HTTP {status}.")
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def list_tools(url: str, api_key: str = "", timeout: float | None = None) -> ServerInfo:

@@ -8,8 +8,7 @@ from typing import Any
 
 from connections.network import ServiceError
 
-_DAYS = {"MO": "monday", "TU": "tuesday", "WE": "wednesday", "TH": "thursday", "FR": "friday", "SA": "saturday"}
-_DAYS["SU"] = "sunday"
+_DAYS = {day[:2].upper(): day for day in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")}
 _INDEX = {1: "first", 2: "second", 3: "third", 4: "fourth", -1: "last"}
 _FORMS = (
     "Microsoft calendars repeat daily, weekly on some days, monthly on a day or on the first to fourth or last "

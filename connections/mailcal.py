@@ -10,6 +10,7 @@ then need no account argument.
 
 import logging
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from django.conf import settings
@@ -61,12 +62,10 @@ def _password(value: object) -> str:
 
 
 def _port(value: object, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise AccountRefused(f'"{field}" must be a port number from 1 to 65535.')
-    try:
-        port = int(value)
-    except ValueError:
-        raise AccountRefused(f'"{field}" must be a port number from 1 to 65535.') from None
+    port = 0
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        with suppress(ValueError):
+            port = int(value)
     if not 1 <= port <= 65535:
         raise AccountRefused(f'"{field}" must be a port number from 1 to 65535.')
     return port
@@ -124,8 +123,7 @@ def add_calendar(
                 calendar_url=calendar_url[:2000],
                 calendar_name=calendar_name[:100],
             )
-            summary = f"calendar “{account.calendar_name}” of {account.username} at {url}"
-            audit.record(owner, AuditKind.CONNECTION_ADDED, summary, by=by)
+            audit.record(owner, AuditKind.CONNECTION_ADDED, _described(account), by=by)
     except IntegrityError:  # added meanwhile by another request
         raise AccountRefused("You already have a calendar connected; remove it first.", exists=True) from None
     logger.info("calendar %s added for user %s", account.public_id, owner.pk)

@@ -34,6 +34,12 @@ class ServiceError(Exception):
         self.authentication = authentication
 
 
+def one_line(text: str, limit: int) -> str:
+    """A server's text fit for a sentence: control characters and runs of spaces as one space, at most ``limit``."""
+    flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def plaintext_allowed() -> bool:
     return bool(settings.MAIL_CALENDAR_ALLOW_PLAINTEXT)
 

@@ -32,32 +32,21 @@ class Day:
 class Bar:
     day: date
     requests: int
-    x: float
+    x_pct: float
+    width_pct: float
+    right_pct: float  # the newest day's label ends at its bar's right edge, inside the chart (centred, it was cut off)
+    label_x_pct: float
     y: float
-    width: float
     height: float
-    label_x: float
     count_y: float
     show_day_label: bool
     # At phone width only one day in four is labelled (the newest always), so that labels never overlap there.
     show_day_label_narrow: bool = False
 
-    @property
-    def x_pct(self) -> float:
-        return round(self.x * 100 / WIDTH, 3)
 
-    @property
-    def width_pct(self) -> float:
-        return round(self.width * 100 / WIDTH, 3)
-
-    @property
-    def right_pct(self) -> float:
-        """The bar's right edge: the newest day's label ends there, inside the chart (centred, it was cut off)."""
-        return round((self.x + self.width) * 100 / WIDTH, 3)
-
-    @property
-    def label_x_pct(self) -> float:
-        return round(self.label_x * 100 / WIDTH, 3)
+def _pct(across: float) -> float:
+    """A distance across, in the drawing's pixels rounded to hundredths, as a percentage of its width."""
+    return round(round(across, 2) * 100 / WIDTH, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,16 +104,17 @@ def bar_chart(series: list[Day]) -> Chart:
     for index, day in enumerate(series):
         # Days with requests get at least a sliver, so that one request among hundreds is still visible.
         height = 0.0 if day.requests == 0 else max(plot_height * day.requests / peak, 2.0)
-        x = index * slot + GAP / 2
+        x, width = index * slot + GAP / 2, slot - GAP
         bars.append(
             Bar(
                 day=day.day,
                 requests=day.requests,
-                x=round(x, 2),
+                x_pct=_pct(x),
+                width_pct=_pct(width),
+                right_pct=round((round(x, 2) + round(width, 2)) * 100 / WIDTH, 3),
+                label_x_pct=_pct(x + width / 2),
                 y=round(HEIGHT - BOTTOM - height, 2),
-                width=round(slot - GAP, 2),
                 height=round(height, 2),
-                label_x=round(x + (slot - GAP) / 2, 2),
                 count_y=round(HEIGHT - BOTTOM - height - 6, 2),
                 # Every other day is labelled (the newest always), so that labels never overlap at phone width.
                 show_day_label=(len(series) - 1 - index) % 2 == 0,

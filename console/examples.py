@@ -16,14 +16,15 @@ class Example:
     code: str
 
 
-def _curl(url: str, plaintext: str, message: str) -> str:
+def _curl(url: str, variable: str, secret: str, body: str) -> str:
+    """Keep the secret in an environment variable, then POST ``body`` (JSON) with it."""
     return (
-        f"export POKE_API_KEY='{plaintext}'\n"
+        f"export {variable}='{secret}'\n"
         "\n"
         f"curl -X POST {url} \\\n"
-        '  -H "Authorization: Bearer $POKE_API_KEY" \\\n'
+        f'  -H "Authorization: Bearer ${variable}" \\\n'
         '  -H "Content-Type: application/json" \\\n'
-        f'  -d \'{{"message": "{message}"}}\''
+        f"  -d '{body}'"
     )
 
 
@@ -59,26 +60,15 @@ def _github_actions(url: str) -> str:
 def for_new_key(base_url: str, plaintext: str, generation: str) -> list[Example]:
     """base_url: scheme and host of this server as the browser reached it, without a trailing slash."""
     if generation == Generation.V1:
-        return [
-            Example("curl", "curl (legacy endpoint)", "shell", _curl(base_url + LEGACY_PATH, plaintext, "Hello")),
-        ]
+        legacy = _curl(base_url + LEGACY_PATH, "POKE_API_KEY", plaintext, '{"message": "Hello"}')
+        return [Example("curl", "curl (legacy endpoint)", "shell", legacy)]
     url = base_url + CURRENT_PATH
+    curl = _curl(url, "POKE_API_KEY", plaintext, '{"message": "Remind me to stretch at 3pm"}')
     return [
-        Example("curl", "curl", "shell", _curl(url, plaintext, "Remind me to stretch at 3pm")),
+        Example("curl", "curl", "shell", curl),
         Example("python", "Python (poke SDK)", "python", _python(base_url + "/api/v1", plaintext)),
         Example("github-actions", "GitHub Actions step", "yaml", _github_actions(url)),
     ]
-
-
-def _trigger_curl(url: str, token: str) -> str:
-    return (
-        f"export POKE_WEBHOOK_TOKEN='{token}'\n"
-        "\n"
-        f"curl -X POST {url} \\\n"
-        '  -H "Authorization: Bearer $POKE_WEBHOOK_TOKEN" \\\n'
-        '  -H "Content-Type: application/json" \\\n'
-        '  -d \'{"order": 1042, "customer": "Sam", "total": "38.50"}\''
-    )
 
 
 def _trigger_github(url: str, secret: str | None) -> str:
@@ -117,8 +107,9 @@ def _trigger_alertmanager(url: str) -> str:
 
 def for_new_trigger(url: str, token: str, signing_secret: str | None) -> list[Example]:
     """How to fire a new webhook trigger: curl, a GitHub repository webhook, Prometheus Alertmanager."""
+    curl = _curl(url, "POKE_WEBHOOK_TOKEN", token, '{"order": 1042, "customer": "Sam", "total": "38.50"}')
     return [
-        Example("curl", "curl", "shell", _trigger_curl(url, token)),
+        Example("curl", "curl", "shell", curl),
         Example("github", "GitHub repository webhook", "text", _trigger_github(url, signing_secret)),
         Example("alertmanager", "Prometheus Alertmanager", "yaml", _trigger_alertmanager(url)),
     ]

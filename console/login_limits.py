@@ -16,11 +16,9 @@ from django.conf import settings
 from django.contrib.auth.signals import user_login_failed
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
-from ops import metrics
-from ops.limits import AttemptLimit
+from ops.limits import AttemptLimit, blocked_page
 
 LOGIN_FAILURES = AttemptLimit("login-failures", "LOGIN_FAILURE_RATE_LIMIT", blocks_when_reached=True)
 
@@ -45,17 +43,17 @@ class LoginLimitMiddleware:
         if (
             request.method == "POST"
             and path.endswith("login/")
-            and path in _login_paths(getattr(request, "urlconf", None))
+            and path in _login_paths(getattr(request, "urlconf", None) or settings.ROOT_URLCONF)
         ):
             wait = LOGIN_FAILURES.blocked_for(request)
             if wait > 0:
-                metrics.rate_limited("login")
-                return _blocked(request, wait)
+                return blocked_page(request, "accounts/login_blocked.html", wait, "login")
         return self.get_response(request)
 
 
 @lru_cache(maxsize=8)
-def _login_paths_of(urlconf: str) -> frozenset[str]:
+def _login_paths(urlconf: str) -> frozenset[str]:
+    """The log-in pages' paths under the request's URLconf, worked out once per URLconf (every POST asks)."""
     paths = set()
     for name in ("accounts:login", "admin:login"):
         try:
@@ -63,15 +61,3 @@ def _login_paths_of(urlconf: str) -> frozenset[str]:
         except NoReverseMatch:  # a URLconf without that page (tests mount their own)
             continue
     return frozenset(paths)
-
-
-def _login_paths(urlconf: str | None) -> frozenset[str]:
-    """The log-in pages' paths under the request's URLconf, worked out once per URLconf (every POST asks)."""
-    return _login_paths_of(urlconf or settings.ROOT_URLCONF)
-
-
-def _blocked(request: HttpRequest, wait: int) -> HttpResponse:
-    minutes = max(1, (wait + 59) // 60)
-    response = render(request, "accounts/login_blocked.html", {"minutes": minutes}, status=429)
-    response["Retry-After"] = str(wait)
-    return response

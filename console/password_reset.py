@@ -18,8 +18,7 @@ from django.shortcuts import render
 from django.tasks import task
 from django.urls import reverse_lazy
 
-from ops import metrics
-from ops.limits import AttemptLimit
+from ops.limits import AttemptLimit, blocked_page
 
 # Every reset request is counted (not only failures): each one sends an email to whoever owns the address typed in.
 RESET_REQUESTS = AttemptLimit("password-resets", "PASSWORD_RESET_RATE_LIMIT", blocks_when_reached=True)
@@ -71,10 +70,7 @@ class PasswordResetView(auth_views.PasswordResetView):
         if request.method == "POST":
             wait = RESET_REQUESTS.blocked_for(request)
             if wait > 0:
-                metrics.rate_limited("password_reset")
-                response = render(request, "accounts/password_reset_limited.html", status=429)
-                response["Retry-After"] = str(wait)
-                return response
+                return blocked_page(request, "accounts/password_reset_limited.html", wait, "password_reset")
             RESET_REQUESTS.count(request)
         return super().dispatch(request, *args, **kwargs)
 

@@ -15,6 +15,7 @@ from conversations.models import DeliveryStatus, Message, Role, Source
 def source_label(message: Message) -> str:
     """Where the message came from: typed in the app, API via key "name", the legacy webhook, or the assistant."""
     key_name = message.api_key.name if message.api_key_id and message.api_key else None
+    context = message.context if isinstance(message.context, dict) else {}
     if message.source == Source.API:
         return f"API via key “{key_name}”" if key_name else "API (key since removed)"
     if message.source == Source.LEGACY_WEBHOOK:
@@ -22,12 +23,11 @@ def source_label(message: Message) -> str:
     if message.source == Source.WEBHOOK_TRIGGER:
         condition = message.trigger.condition if message.trigger_id and message.trigger else None
         return f"Webhook “{condition[:60]}”" if condition else "Webhook"
-    if message.source == Source.TOOL_FOLLOW_UP and isinstance(message.context, dict) and message.context.get("tool"):
-        return f"Follow-up from {message.context['tool']}"
-    if message.source in CHANNEL_SOURCES:  # written on a linked channel (channels/inbound.py)
-        sender = message.context.get("from") if isinstance(message.context, dict) else None
-        return f"{message.get_source_display()} from {sender}" if sender else str(message.get_source_display())
-    return str(message.get_source_display())
+    if message.source == Source.TOOL_FOLLOW_UP and context.get("tool"):
+        return f"Follow-up from {context['tool']}"
+    # Written on a linked channel (channels/inbound.py): who sent it.
+    sender = context.get("from") if message.source in CHANNEL_SOURCES else None
+    return f"{message.get_source_display()} from {sender}" if sender else str(message.get_source_display())
 
 
 CHANNEL_SOURCES = (Source.SMS, Source.WHATSAPP, Source.IMESSAGE, Source.TELEGRAM)

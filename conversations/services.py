@@ -16,8 +16,7 @@ def conversation_of(user: User) -> Conversation:
     try:
         return user.conversation
     except Conversation.DoesNotExist:
-        conversation, _ = Conversation.objects.get_or_create(user=user)
-        return conversation
+        return Conversation.objects.get_or_create(user=user)[0]
 
 
 def assistant_message(

@@ -6,13 +6,9 @@ goes to DELIVERY_DATABASE_THREADS database threads, ops/database_work.py) and wh
 (delivery/lifecycle.py: the reply into the thread and the delivery delivered; every reply that finished together in
 one statement on PostgreSQL).
 
-The claimer renews the leases of every attempt in flight every third of a lease (DELIVERY_LEASE_SECONDS), grace period
-included; DELIVERY_RECORDERS recorders write the outcomes and wake the claimer. So the process holds at most 1 +
-DELIVERY_RECORDERS + DELIVERY_DATABASE_THREADS database connections whatever DELIVERY_CONCURRENCY is.
-
-Stopping (SIGTERM): claim nothing more; give the attempts in flight DELIVERY_GRACE_SECONDS; record what finished;
-put the rest back, queued and due at once, their attempt not counted. After a SIGKILL the leases expire and any
-worker takes the deliveries over.
+The process holds at most 1 (the claimer) + DELIVERY_RECORDERS + DELIVERY_DATABASE_THREADS database connections
+whatever DELIVERY_CONCURRENCY is. Leases, stopping and SIGKILL: delivery/queue_worker.py (grace:
+DELIVERY_GRACE_SECONDS).
 """
 
 import logging
@@ -27,7 +23,7 @@ from assistant.outcomes import Accepted, Outcome, PermanentFailure, Reply, Trans
 from conversations.models import Delivery
 from delivery import lifecycle, queue
 from delivery.queue import Claim
-from delivery.queue_worker import Failure, Finished, Naming, QueueWorker
+from delivery.queue_worker import Failure, Finished, Naming, QueueWorker, skipped
 from ops import database_work, metrics
 
 logger = logging.getLogger("delivery.handoff")
@@ -44,8 +40,7 @@ class Deliveries:
         return None
 
     def attempt(self, claim: Claim) -> Finished:
-        """Hand the claim to its backend (on an attempt thread, what it must read or write goes to
-        ops/database_work.py's threads)."""
+        """Hand the claim to its backend (on an attempt thread: see the module)."""
         started = time.monotonic()
         outcome: Outcome | Exception
         try:
@@ -89,21 +84,14 @@ class Deliveries:
     def record_together(self, finished: list[Finished]) -> list[Finished]:
         """Every attempt the assistant took, in one statement on PostgreSQL; the rest (failures, put-backs) for
         ``settle``."""
-        self._delivered([f for f in finished if isinstance(f.outcome, Reply | Accepted)])
-        return [f for f in finished if not isinstance(f.outcome, Reply | Accepted)]
-
-    def _delivered(self, taken: list[Finished]) -> None:
+        taken = [f for f in finished if isinstance(f.outcome, Reply | Accepted)]
         written = lifecycle.delivered([(f.claim.held, _reply_text(f.outcome)) for f in taken])
         for f in taken:
             if f.claim.delivery_id in written:
                 _log_delivered(f.claim, f.seconds)
             else:
-                logger.warning(
-                    "delivery %s: attempt %s no longer holds it (taken over, put back or answered); "
-                    "its outcome is dropped",
-                    f.claim.delivery_id,
-                    f.claim.attempt,
-                )
+                skipped(self, f.claim.delivery_id, f.claim.attempt)
+        return [f for f in finished if not isinstance(f.outcome, Reply | Accepted)]
 
     def close(self) -> None:
         database_work.shutdown()
@@ -122,10 +110,6 @@ class Engine(QueueWorker):
             recorders=settings.DELIVERY_RECORDERS,
             grace_seconds=lambda: float(settings.DELIVERY_GRACE_SECONDS),
         )
-
-    @property
-    def renewals(self) -> Any:
-        return self.claimer.renewals
 
 
 def deliver_here() -> int:

@@ -210,23 +210,17 @@ def claim(limit: int, *, lease_seconds: float | None = None) -> list[tuple[Any, 
     return sorted(rows, key=lambda row: row[0])
 
 
-def lost_worker_reason(takeovers: int) -> str:
-    return (
-        f"Its worker was lost {takeovers + 1} times while attempting it (killed, out of memory, or cut off); "
-        "given up so that the thread's later messages go on. Staff can retry it."
-    )
-
-
 def fail_exhausted() -> list[int]:
     """Fail the deliveries whose lease expired after DELIVERY_MAX_TAKEOVERS takeovers (a message that kills its
     worker); returns their ids."""
     now = timezone.now()
-    takeovers = settings.DELIVERY_MAX_TAKEOVERS
-    failed = leases.fail_exhausted(
-        Delivery, policy(), lost_worker_reason(takeovers), finished_at=now, next_attempt_at=None, updated_at=now
+    reason = (
+        f"Its worker was lost {settings.DELIVERY_MAX_TAKEOVERS + 1} times while attempting it (killed, out of memory, "
+        "or cut off); given up so that the thread's later messages go on. Staff can retry it."
     )
+    failed = leases.fail_exhausted(Delivery, policy(), reason, finished_at=now, next_attempt_at=None, updated_at=now)
     for delivery_id in failed:
-        logger.warning("delivery %s failed: %s", delivery_id, lost_worker_reason(takeovers))
+        logger.warning("delivery %s failed: %s", delivery_id, reason)
     return failed
 
 
@@ -237,10 +231,6 @@ def renew(held: Sequence[Held]) -> set[int]:
 
 def renewals() -> leases.Renewals:
     return leases.Renewals(Delivery, policy())
-
-
-def still_held(held: Held) -> bool:
-    return bool(_holding(held).exists())
 
 
 # --- an attempt's outcome ---------------------------------------------------------------------------------------

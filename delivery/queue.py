@@ -9,10 +9,8 @@ messages reach the assistant one at a time, in the order they were accepted, and
 A retry waiting for its backoff keeps its place: the thread's later messages wait behind it until it is delivered
 or fails for good (as FIFO queues with message groups do). The assistant never sees a conversation out of order.
 
-The claim is delivery/lifecycle.py's (one statement on PostgreSQL: ``FOR UPDATE SKIP LOCKED`` picks up to N
-claimable rows, marks them processing with a lease, counts the attempt, and returns the message, its key and the
-recent thread); this module turns its rows into the assistant's requests. Elsewhere (SQLite) the same claim runs
-without SKIP LOCKED (SQLite has one writer at a time anyway) and the requests are read by the ORM.
+The claim is delivery/lifecycle.py's (on PostgreSQL one statement that also returns the message, its key and the
+recent thread); this module turns its rows into the assistant's requests, read by the ORM on SQLite.
 """
 
 import json
@@ -52,7 +50,12 @@ def claim(limit: int, *, lease_seconds: float | None = None) -> list[Claim]:
     if connection.vendor == "postgresql":
         return [_claim_of_row(row) for row in lifecycle.claim(limit, lease_seconds=lease_seconds)]
     with transaction.atomic():  # the claim and the reads together
-        return _claims_by_orm(lifecycle.claim(limit, lease_seconds=lease_seconds))
+        rows = lifecycle.claim(limit, lease_seconds=lease_seconds)
+        messages = Message.objects.select_related("conversation", "api_key")
+        return [
+            Claim(delivery_id, attempt, backend, build_request(messages.get(pk=message_id), attempt))
+            for delivery_id, message_id, attempt, backend in rows
+        ]
 
 
 def _claim_of_row(row: Sequence[Any]) -> Claim:
@@ -74,11 +77,3 @@ def _claim_of_row(row: Sequence[Any]) -> Claim:
         attempt=attempt,
     )
     return Claim(delivery_id, attempt, backend, request)
-
-
-def _claims_by_orm(rows: Sequence[Sequence[Any]]) -> list[Claim]:
-    claims = []
-    for delivery_id, message_id, attempt, backend in rows:
-        message = Message.objects.select_related("conversation", "api_key").get(pk=message_id)
-        claims.append(Claim(delivery_id, attempt, backend, build_request(message, attempt)))
-    return claims

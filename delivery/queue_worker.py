@@ -297,16 +297,14 @@ class QueueWorker:
                 connection.close()
                 if self._stopped.is_set():
                     break
-                row_id = _held(finished.claim)[0]
-                self.kind.naming.logger.warning(
-                    "%s %s: recording failed (%s)", self.kind.naming.name, row_id, type(error).__name__
-                )
+                name, row_id = self.kind.naming.name, finished.claim.row_id
+                self.kind.naming.logger.warning("%s %s: recording failed (%s)", name, row_id, type(error).__name__)
                 time.sleep(min(0.1 * 2**failures, 5.0))
                 close_old_connections()
         # Its lease expires and another attempt runs it again (a delivery: same webhook-id; a text: a documented
         # duplicate).
-        row_id = _held(finished.claim)[0]
-        self.kind.naming.logger.error("%s %s: its outcome could not be recorded", self.kind.naming.name, row_id)
+        name, row_id = self.kind.naming.name, finished.claim.row_id
+        self.kind.naming.logger.error("%s %s: its outcome could not be recorded", name, row_id)
 
 
 def _held(claim: Any) -> tuple[int, int]:
@@ -323,28 +321,29 @@ def settle(kind: Kind, finished: Finished) -> str:
     claim, outcome = finished.claim, finished.outcome
     row_id, attempt = _held(claim)
     if isinstance(outcome, NotStarted):
-        return "put back" if kind.put_back([claim]) else _skipped(kind, row_id, attempt)
+        return "put back" if kind.put_back([claim]) else skipped(kind, row_id, attempt)
     written = kind.write(finished)
     if written is not None:
-        return "written" if written else _skipped(kind, row_id, attempt)
+        return "written" if written else skipped(kind, row_id, attempt)
     failure = kind.failure(outcome)
     policy = kind.policy()
     if not failure.retryable or policy.gives_up_after(attempt):
         reason = failure.reason if not failure.retryable else f"{failure.reason} Gave up after {attempt} attempts."
         if not kind.failed(claim, reason):
-            return _skipped(kind, row_id, attempt)
+            return skipped(kind, row_id, attempt)
         kind.naming.logger.warning("%s %s failed after %s attempt(s): %s", kind.naming.name, row_id, attempt, reason)
         return "failed"
     due = timezone.now() + timedelta(seconds=policy.backoff_seconds(attempt, failure.retry_after))
     if not kind.retried(claim, failure.reason, due):
-        return _skipped(kind, row_id, attempt)
+        return skipped(kind, row_id, attempt)
     kind.naming.logger.info(
         "%s %s: attempt %s failed (%s); retry at %s", kind.naming.name, row_id, attempt, failure.reason, due.isoformat()
     )
     return "retried"
 
 
-def _skipped(kind: Kind, row_id: int, attempt: int) -> str:
+def skipped(kind: Kind, row_id: int, attempt: int) -> str:
+    """Log that an attempt's outcome is dropped: it no longer holds its row."""
     kind.naming.logger.warning(
         "%s %s: attempt %s no longer holds it (taken over, put back or answered); its outcome is dropped",
         kind.naming.name,

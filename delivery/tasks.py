@@ -57,12 +57,9 @@ def queued_in_database() -> bool:
 
 
 def enqueue_delivery(message_id: str, run_after: datetime | None = None) -> None:
-    """Make sure a queued delivery gets its attempt, as part of the caller's transaction.
-
-    With the database backend there is nothing to do: the engine
-    claims queued deliveries when they are due (``next_attempt_at``). Any other backend gets a task, told after the
-    commit; should that fail, the delivery stays queued and `retrydeliveries --due` picks it up.
-    """
+    """Make sure a queued delivery gets its attempt, as part of the caller's transaction. Nothing to do with the
+    database backend: the engine claims queued deliveries when they are due (``next_attempt_at``). Any other backend
+    gets a task, told after the commit; should that fail, the delivery stays queued for `retrydeliveries --due`."""
     if queued_in_database():
         return
     queued_task = deliver_message if run_after is None else deliver_message.using(run_after=run_after)
@@ -70,10 +67,8 @@ def enqueue_delivery(message_id: str, run_after: datetime | None = None) -> None
 
 
 def retry_delivery(delivery: Delivery) -> bool:
-    """Give a failed, queued or abandoned delivery an attempt now. False if it is delivered or an attempt is in
-    progress. Only a failed one starts a fresh round (its count back to 0); a queued or abandoned one keeps its
-    count, so the runtime never sees the same attempt number twice for a message it may already have received
-    (a dead worker's attempt 1 is followed by attempt 2, not by another attempt 1)."""
+    """Staff: queue the delivery again (delivery/lifecycle.py ``queue_again``: False if it is delivered or being
+    attempted) and, with a task backend outside the database, enqueue its task."""
     with transaction.atomic():
         requeued = lifecycle.queue_again(delivery.pk)
         if requeued:

@@ -72,11 +72,6 @@ def register(kind: str, build: Callable[[int | None], Runner | None]) -> None:
     _builders[kind] = build
 
 
-def runner(kind: str, concurrency: int | None = None) -> Runner | None:
-    build = _builders.get(kind)
-    return None if build is None else build(concurrency)
-
-
 def selection(only: str) -> list[str]:
     """``--only deliveries,channels`` as a list of kinds, in KINDS' order; every kind when empty."""
     if not only.strip():
@@ -193,7 +188,8 @@ def build(kinds: list[str], concurrency: dict[str, int | None] | None = None, **
     """The runners of these kinds that have something to run here: a queue's (when its app registered one that is
     configured), the task loop (when tasks are kept in the database), the housekeeping (unless HOUSEKEEPING_SECONDS
     is 0)."""
-    built: dict[str, Runner | None] = {kind: runner(kind, (concurrency or {}).get(kind)) for kind in QUEUES}
+    concurrency = concurrency or {}
+    built = {kind: _builders[kind](concurrency.get(kind)) for kind in QUEUES if kind in _builders}
     if queued_in_database():
         built["tasks"] = TaskLoop(backend_name=deliver_message.get_backend().alias, **task_options)
     if Housekeeper.enabled():

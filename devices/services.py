@@ -15,7 +15,6 @@ from django.utils import timezone
 
 from devices.models import DeviceAuthorization, Status
 from keys import scopes, tokens
-from keys.models import ApiKey
 from keys.services import KeyLimitReached, create_key
 from ops.visible import without_hidden
 
@@ -43,10 +42,6 @@ def _digest(device_code: str) -> str:
     return hashlib.sha256(device_code.encode("utf-8")).hexdigest()
 
 
-def _user_code() -> str:
-    return "".join(secrets.choice(USER_CODE_ALPHABET) for _ in range(USER_CODE_LENGTH))
-
-
 def normalise_user_code(typed: str) -> str | None:
     """The user code as stored, from what a person typed (any case, dashes and spaces anywhere), or None when it
     cannot be one."""
@@ -65,7 +60,7 @@ def start(client_name: str, client_address: str) -> tuple[DeviceAuthorization, s
             with transaction.atomic():
                 authorization = DeviceAuthorization.objects.create(
                     device_code_digest=_digest(device_code),
-                    user_code=_user_code(),
+                    user_code="".join(secrets.choice(USER_CODE_ALPHABET) for _ in range(USER_CODE_LENGTH)),
                     client_name=client_name[:200],
                     client_address=client_address[:45],
                     created_at=now,
@@ -177,11 +172,6 @@ def _collect(device_code: str, authorization: DeviceAuthorization) -> Poll:
     return Poll("authenticated", token=plaintext, authorization=authorization)
 
 
-def issued_key(authorization: DeviceAuthorization) -> ApiKey | None:
-    return authorization.api_key
-
-
 def prune(older_than: timedelta = timedelta(days=1)) -> int:
     """Delete requests that ended (or expired) long ago; the keys they issued stay."""
-    deleted, _ = DeviceAuthorization.objects.filter(expires_at__lt=timezone.now() - older_than).delete()
-    return deleted
+    return DeviceAuthorization.objects.filter(expires_at__lt=timezone.now() - older_than).delete()[0]

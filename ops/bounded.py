@@ -12,7 +12,7 @@ The protocol clients reach it through small adapters here:
 - requests and niquests (CalDAV, Twilio): ``bound_session`` wraps a session's transport adapters so that every
   answer's body is read through a bound before the library (or its redirect handling) sees it;
 - file objects (imaplib, smtplib): ``BoundedFile``;
-- httpx streams (MCP): ``chunks_async``;
+- httpx streams (MCP): connections/client.py's stream, through ``Bound.spend``;
 - http.client (the assistant runtime, the JSON providers): ``Bound.watch`` and ``Bound.spend`` directly.
 
 Every bound also draws on one budget shared by the whole process (``PROCESS_MAX_ANSWER_BYTES``): what all the
@@ -35,7 +35,6 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
@@ -125,14 +124,9 @@ process_budget = _ProcessBudget()
 TRIM_AFTER_BYTES = 1_000_000  # an exchange that held this much hands the freed memory back to the system
 
 
-def _malloc_trim() -> Any:
-    """glibc's malloc_trim, or None (another C library)."""
-    with contextlib.suppress(OSError, AttributeError):
-        return ctypes.CDLL(None).malloc_trim
-    return None
-
-
-_trim = _malloc_trim()
+_trim: Any = None  # glibc's malloc_trim; None with another C library
+with contextlib.suppress(OSError, AttributeError):
+    _trim = ctypes.CDLL(None).malloc_trim
 
 
 class _Trimmer:
@@ -237,10 +231,8 @@ class Bound:
         """Whether the deadline has passed (a watched socket was, or is about to be, shut down)."""
         return time.monotonic() >= self.ends_at or any(watch.fired for watch in self._watches)
 
-    def refusal(self, kind: type[Exceeded] | None = None) -> str:
+    def refusal(self, kind: type[Exceeded]) -> str:
         """The sentence for the person: what was refused, and the bound it passed."""
-        if kind is None:
-            kind = type(self.exceeded) if self.exceeded is not None else TooSlow
         if kind is Busy:
             return (
                 f"{self.what}'s answer was not read: this server is already reading "
@@ -395,19 +387,6 @@ _deadlines = _Deadlines()
 
 
 # Adapters for the protocol clients ----------------------------------------------------------------------------------
-
-
-def chunks(source: Iterable[bytes], bound: Bound) -> Iterator[bytes]:
-    """The chunks of a body, each counted before it is passed on."""
-    for chunk in source:
-        bound.spend(len(chunk))
-        yield chunk
-
-
-async def chunks_async(source: AsyncIterable[bytes], bound: Bound) -> AsyncIterator[bytes]:
-    async for chunk in source:
-        bound.spend(len(chunk))
-        yield chunk
 
 
 class BoundedFile:

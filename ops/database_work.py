@@ -13,21 +13,15 @@ So a worker process holds at most 1 (claimer) + DELIVERY_RECORDERS + DELIVERY_DA
 (tests/test_attempt_threads.py counts them).
 """
 
-import logging
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from functools import partial
-from typing import ParamSpec, TypeVar
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
-logger = logging.getLogger(__name__)
-
-P = ParamSpec("P")
-T = TypeVar("T")
 THREAD_PREFIX = "database-work"
 
 _local = threading.local()
@@ -46,14 +40,10 @@ def attempt_thread() -> Iterator[None]:
         _local.attempting = before
 
 
-def in_attempt_thread() -> bool:
-    return bool(getattr(_local, "attempting", False))
-
-
 def database[**P, T](fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """Run ``fn`` where a database connection may be used: on the pool from an attempt thread, else right here.
     Its exception, if any, is raised here."""
-    if not in_attempt_thread():
+    if not getattr(_local, "attempting", False):
         return fn(*args, **kwargs)
     return _executor().submit(_on_pool_thread, partial(fn, *args, **kwargs)).result()
 

@@ -13,8 +13,10 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.cache.backends.locmem import LocMemCache
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django_ratelimit.core import get_usage
 
+from ops import metrics
 from ops.client_ip import client_network
 from ops.outage import CACHE_DOWN
 
@@ -153,6 +155,14 @@ class AttemptLimit:
 
     def _marker(self, network: str) -> str:
         return f"{self.policy}-blocked:{network}"
+
+
+def blocked_page(request: HttpRequest, template: str, wait: int, metric: str) -> HttpResponse:
+    """The 429 page of a blocked address: ``template`` says how many ``minutes`` to wait, Retry-After the seconds."""
+    metrics.rate_limited(metric)
+    response = render(request, template, {"minutes": max(1, (wait + 59) // 60)}, status=429)
+    response["Retry-After"] = str(wait)
+    return response
 
 
 def _cache_down(policy: str, error: Exception) -> None:

@@ -1,5 +1,3 @@
-from typing import Any
-
 from django import template
 
 from channels.models import OutboundMessage
@@ -10,45 +8,19 @@ from conversations.models import Message
 register = template.Library()
 
 
-@register.filter
-def source_label(message: Message) -> str:
-    return presentation.source_label(message)
+# The thread's filters are console/presentation.py's functions, under their own names.
+register.filter("source_label", presentation.source_label)
+register.filter("pretty_json", presentation.pretty_json)
+register.filter("delivery_state", presentation.delivery_state)
+register.filter("actions_of", presentation.actions_of)
+register.filter("approval_of", presentation.approval_of)
+register.filter("context_excerpt", presentation.context_excerpt)
+register.filter("json_summary", presentation.json_summary)
 
 
 @register.filter
-def pretty_json(value: Any) -> str:
-    return presentation.pretty_json(value)
-
-
-@register.filter
-def delivery_state(message: Message) -> presentation.DeliveryState | None:
-    return presentation.delivery_state(message)
-
-
-@register.filter
-def actions_of(message: Message) -> list[Any]:
-    return presentation.actions_of(message)
-
-
-@register.filter
-def approval_of(message: Message) -> Any:
-    """The action an assistant's message asks approval for, if it is one (assistant/approval/requests.py)."""
-    return presentation.approval_of(message)
-
-
-@register.filter
-def excerpt(text: str) -> presentation.Excerpt:
+def excerpt(text: str | None) -> presentation.Excerpt:
     return presentation.excerpt(text or "")
-
-
-@register.filter
-def context_excerpt(context: Any) -> presentation.Excerpt:
-    return presentation.context_excerpt(context)
-
-
-@register.filter
-def json_summary(context: Any) -> str:
-    return presentation.json_summary(context)
 
 
 @register.filter

@@ -22,8 +22,7 @@ from channels.adapters.base import Channel
 from console import erasure, signup_confirmation
 from console.forms.accounts import TELEGRAM, TIME_ZONE_LIST, ContactForm, DeleteAccountForm, SignUpForm
 from console.signed_in import AuthenticatedRequest
-from ops import metrics
-from ops.limits import AttemptLimit
+from ops.limits import AttemptLimit, blocked_page
 
 # Sign-ups per client address (SIGNUP_RATE_LIMIT): the one that reaches the limit pauses sign-ups from the address
 # until the window ends, so one place cannot make accounts (and keys, and password hashes) without end.
@@ -73,38 +72,20 @@ def landing(request: HttpRequest) -> HttpResponse:
 def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("keys:list")
-    if request.method == "POST":
-        wait = SIGNUPS.blocked_for(request)
-        if wait > 0:
-            metrics.rate_limited("signup")
-            response = render(
-                request, "accounts/signup_limited.html", {"minutes": max(1, (wait + 59) // 60)}, status=429
-            )
-            response["Retry-After"] = str(wait)
-            return response
+    if request.method == "POST" and (wait := SIGNUPS.blocked_for(request)) > 0:
+        return blocked_page(request, "accounts/signup_limited.html", wait, "signup")
     form = SignUpForm(
         request.POST or None, phone_regions=browser_regions(request), telegram=Channel.TELEGRAM in configured()
     )
     if request.method == "POST" and form.is_valid():
         SIGNUPS.count(request)  # a valid form costs a password hash, whatever happens next
+        details = {name: form.cleaned_data[name] for name in ("email", "phone_number", "channel")}
+        details["password"] = form.cleaned_data["password1"]
         if settings.SIGNUP_EMAIL_CONFIRMATION:
-            signup_confirmation.start(
-                email=form.cleaned_data["email"],
-                password=form.cleaned_data["password1"],
-                phone_number=form.cleaned_data["phone_number"],
-                channel=form.cleaned_data["channel"],
-                domain=request.get_host(),
-                use_https=request.is_secure(),
-            )
+            signup_confirmation.start(**details, domain=request.get_host(), use_https=request.is_secure())
             return redirect("accounts:signup_sent")
         try:
-            return _signed_up(
-                request,
-                email=form.cleaned_data["email"],
-                password=form.cleaned_data["password1"],
-                phone_number=form.cleaned_data["phone_number"],
-                channel=form.cleaned_data["channel"],
-            )
+            return _signed_up(request, **details)
         except services.EmailTaken:
             form.add_error("email", "An account with this email already exists. Log in instead.")
     return render(request, "accounts/signup.html", {"form": form})

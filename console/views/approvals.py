@@ -26,11 +26,10 @@ def approval(request: AuthenticatedRequest, pk: int) -> HttpResponse:
             messages.error(request, "Choose Approve or Deny.")
             return redirect("approvals:detail", pk=pk)
         answer = approvals.answer(request.user, action, approve=decision == "approve")
-        if answer in (approvals.Answer.APPROVED, approvals.Answer.DENIED):  # its message on Telegram says so
+        decided = answer in (approvals.Answer.APPROVED, approvals.Answer.DENIED)
+        if decided:  # its message on Telegram says so
             phones.mark_answered.enqueue(action.pk, answer.value, "in the console")
-        (messages.success if answer in (approvals.Answer.APPROVED, approvals.Answer.DENIED) else messages.info)(
-            request, approvals.SAID[answer]
-        )
+        (messages.success if decided else messages.info)(request, approvals.SAID[answer])
         return redirect("conversations:thread")
     what = approval_text.what_happens(action, requests.zone_of(action)).split("\n")
     asker = approval_text.asked_by(action.requested_by)

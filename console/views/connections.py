@@ -71,32 +71,28 @@ def _owned(request: AuthenticatedRequest, public_id: str) -> Connection:
 @require_http_methods(["GET", "POST"])
 def connection_list(request: AuthenticatedRequest) -> HttpResponse:
     form = ConnectionForm(request.POST or None)
-    status, retry_after = 400, None
-    if request.method == "POST" and form.is_valid():
-        try:
-            connection = services.add_connection(
-                request.user,
-                form.cleaned_data["name"],
-                form.cleaned_data["server_url"],
-                form.cleaned_data["api_key"] or None,
-                by=audit.CONSOLE,
-            )
-        except services.ConnectionRefused as refused:
-            if refused.oauth:
-                return _start_sign_in(request, form) or _page(request, form, 400)
-            form.add_error(None, str(refused))
-        except ChecksBusy as busy:
-            form.add_error(None, str(busy))
-            status, retry_after = (503 if busy.whole_process else 429), busy.wait
-        else:
-            messages.success(request, f"Connected to {connection.name}: {connection.tools.count()} tools.")
-            return redirect("connections:list")
-    if request.method == "GET":
-        status = 200
-    response = _page(request, form, status)
-    if retry_after is not None:
-        response["Retry-After"] = str(retry_after)
-    return response
+    if request.method == "GET" or not form.is_valid():
+        return _page(request, form, 200 if request.method == "GET" else 400)
+    try:
+        connection = services.add_connection(
+            request.user,
+            form.cleaned_data["name"],
+            form.cleaned_data["server_url"],
+            form.cleaned_data["api_key"] or None,
+            by=audit.CONSOLE,
+        )
+    except services.ConnectionRefused as refused:
+        if refused.oauth:
+            return _start_sign_in(request, form) or _page(request, form, 400)
+        form.add_error(None, str(refused))
+        return _page(request, form, 400)
+    except ChecksBusy as busy:
+        form.add_error(None, str(busy))
+        response = _page(request, form, 503 if busy.whole_process else 429)
+        response["Retry-After"] = str(busy.wait)
+        return response
+    messages.success(request, f"Connected to {connection.name}: {connection.tools.count()} tools.")
+    return redirect("connections:list")
 
 
 def _page(request: AuthenticatedRequest, form: ConnectionForm, status: int) -> HttpResponse:

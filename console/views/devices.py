@@ -15,8 +15,7 @@ from devices import services
 from devices.models import DeviceAuthorization
 from keys.scopes import CLI, Scope
 from keys.services import has_room_for_a_key
-from ops import metrics
-from ops.limits import AttemptLimit
+from ops.limits import AttemptLimit, blocked_page
 
 WRONG_CODES = AttemptLimit("device-code-failures", "DEVICE_CODE_FAILURE_RATE_LIMIT", blocks_when_reached=True)
 NOT_WAITING = (
@@ -25,25 +24,18 @@ NOT_WAITING = (
 )
 
 
-def _blocked(request: HttpRequest, wait: int) -> HttpResponse:
-    metrics.rate_limited("device_code")
-    context = {"minutes": max(1, (wait + 59) // 60)}
-    response = render(request, "devices/blocked.html", context, status=429)
-    response["Retry-After"] = str(wait)
-    return response
-
-
-def _find(request: HttpRequest, typed: str) -> tuple[DeviceAuthorization | None, HttpResponse | None]:
-    """The pending request for a typed code, or the page that refuses (blocked address); a miss is counted."""
+def _find(request: HttpRequest, typed: str) -> DeviceAuthorization | HttpResponse:
+    """The pending request for a typed code, or the page that refuses: the address is blocked, or no log-in waits
+    with this code (a miss is counted)."""
     wait = WRONG_CODES.blocked_for(request)
-    if wait > 0:
-        return None, _blocked(request, wait)
-    found = services.pending_by_user_code(typed)
-    if found is None:
+    if wait <= 0:
+        found = services.pending_by_user_code(typed)
+        if found is not None:
+            return found
         wait = WRONG_CODES.count(request)
-        if wait > 0:
-            return None, _blocked(request, wait)
-    return found, None
+    if wait > 0:
+        return blocked_page(request, "devices/blocked.html", wait, "device_code")
+    return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=404)
 
 
 @login_required
@@ -55,11 +47,9 @@ def device(request: AuthenticatedRequest) -> HttpResponse:
     typed = request.GET.get("code", "").strip()[:40]
     if not typed:
         return render(request, "devices/enter.html", {"code": ""})
-    found, refused = _find(request, typed)
-    if refused is not None:
-        return refused
-    if found is None:
-        return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=404)
+    found = _find(request, typed)
+    if isinstance(found, HttpResponse):
+        return found
     return render(request, "devices/confirm.html", {"authorization": found, "scopes": _cli_scopes()})
 
 
@@ -68,11 +58,9 @@ def _decide(request: AuthenticatedRequest) -> HttpResponse:
     decision = request.POST.get("decision")
     if decision not in ("approve", "deny"):
         return render(request, "devices/enter.html", {"code": typed, "error": "Choose Approve or Deny."}, status=400)
-    found, refused = _find(request, typed)
-    if refused is not None:
-        return refused
-    if found is None:
-        return render(request, "devices/enter.html", {"code": typed, "error": NOT_WAITING}, status=404)
+    found = _find(request, typed)
+    if isinstance(found, HttpResponse):
+        return found
     user = request.user
     assert user.is_authenticated
     if decision == "approve" and not has_room_for_a_key(user):

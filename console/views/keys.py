@@ -47,8 +47,7 @@ def _form_class(generation: Generation) -> type[NewKeyForm]:
 
 
 def _fresh_form(request: AuthenticatedRequest, generation: Generation, *, autofocus: bool = False) -> NewKeyForm:
-    nonce = nonces.issue(request.user.pk)
-    return _form_class(generation)(initial={"nonce": nonce}, autofocus=autofocus)
+    return _form_class(generation)(initial={"nonce": nonces.issue(request.user.pk)}, autofocus=autofocus)
 
 
 def _list_url_of(generation: str) -> str:
@@ -143,12 +142,12 @@ def key_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     return render(request, "keys/detail.html", context)
 
 
+# A key's tool policy: the form's fields, the key's columns and services.set_tool_policy's arguments, in this order.
+TOOL_POLICY = ("tool_access", "allowed_tools", "tools_need_approval")
+
+
 def _tools_form(key: ApiKey, data: Any = None) -> ToolPolicyForm:
-    initial = {
-        "tool_access": key.tool_access,
-        "allowed_tools": key.allowed_tools,
-        "tools_need_approval": key.tools_need_approval,
-    }
+    initial = {name: getattr(key, name) for name in TOOL_POLICY}
     return ToolPolicyForm(data, initial=initial, tools=offered_tools(key.owner))
 
 
@@ -160,13 +159,7 @@ def tool_policy(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     if key.is_revoked or key.generation != Generation.V2:
         return redirect("keys:detail", pk=key.pk)
     if form.is_valid():
-        services.set_tool_policy(
-            key,
-            form.cleaned_data["tool_access"],
-            form.cleaned_data["allowed_tools"],
-            form.cleaned_data["tools_need_approval"],
-            by=audit.CONSOLE,
-        )
+        services.set_tool_policy(key, *(form.cleaned_data[name] for name in TOOL_POLICY), by=audit.CONSOLE)
         messages.success(request, f"Saved what the assistant may do for “{key.name}”'s messages.")
     else:
         messages.error(request, "Nothing was changed: choose what the key's messages may use.")

@@ -102,8 +102,7 @@ def disconnect(request: AuthenticatedRequest, kind: str) -> HttpResponse:
         raise Http404("Nothing to disconnect.")
     name = grant.get_kind_display()
     if request.method == "POST":
-        revoked = oauth_mail.disconnect(grant)
-        if revoked:
+        if oauth_mail.disconnect(grant):  # revoked at the provider
             messages.success(request, f"Disconnected {name}: removed here, and the sign-in revoked at {name}.")
         else:
             done = f"Disconnected {name}: removed here, and our copy of the sign-in deleted."

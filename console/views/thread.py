@@ -1,3 +1,4 @@
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.contrib.auth.decorators import login_required
@@ -99,11 +100,15 @@ def send(request: AuthenticatedRequest) -> HttpResponse:
     return redirect(reverse("conversations:thread") + f"#{message.public_id}")
 
 
-def _rendered(request: HttpRequest, messages: list[Message]) -> list[dict[str, str]]:
-    return [
-        {"id": m.public_id, "html": render_to_string("conversations/_message.html", {"message": m}, request)}
-        for m in messages
-    ]
+def _rendered(
+    request: HttpRequest, messages: Iterable[Message], template: str = "conversations/_message.html"
+) -> list[dict[str, str]]:
+    return [{"id": m.public_id, "html": render_to_string(template, {"message": m}, request)} for m in messages]
+
+
+def _asked(request: HttpRequest, parameter: str) -> list[str]:
+    """The message ids of ``?parameter=a,b`` (at most MAX_IDS_ASKED)."""
+    return [value for value in request.GET.get(parameter, "").split(",")[:MAX_IDS_ASKED] if is_message_id(value)]
 
 
 def _parse_since(value: str) -> datetime | None:
@@ -128,8 +133,7 @@ def updates(request: AuthenticatedRequest) -> JsonResponse:
     conversation = conversation_of(request.user)
     messages = _messages_of(conversation)
     if "ids" in request.GET:
-        wanted = [value for value in request.GET["ids"].split(",")[:MAX_IDS_ASKED] if is_message_id(value)]
-        return JsonResponse({"messages": _rendered(request, list(messages.filter(public_id__in=wanted)))})
+        return JsonResponse({"messages": _rendered(request, messages.filter(public_id__in=_asked(request, "ids")))})
     now = timezone.now()  # before reading, so that the next poll misses nothing created while this one reads
     since = _parse_since(request.GET.get("since", ""))
     if since is None or since > now:  # no page to continue from: the latest, as the page itself would show them
@@ -149,13 +153,8 @@ def updates(request: AuthenticatedRequest) -> JsonResponse:
 def _statuses(request: HttpRequest, messages: QuerySet[Message]) -> list[dict[str, str]]:
     """``unsettled=a,b``: the page's messages whose status may still change (queued, retrying, being delivered),
     each with its statuses rendered anew, for the page to swap in."""
-    asked = [value for value in request.GET.get("unsettled", "").split(",")[:MAX_IDS_ASKED] if is_message_id(value)]
-    if not asked:
-        return []
-    return [
-        {"id": m.public_id, "html": render_to_string("conversations/_message_statuses.html", {"message": m}, request)}
-        for m in messages.filter(public_id__in=asked)
-    ]
+    asked = messages.filter(public_id__in=_asked(request, "unsettled"))  # none asked: no query (an empty IN)
+    return _rendered(request, asked, "conversations/_message_statuses.html")
 
 
 @login_required
