@@ -1,6 +1,5 @@
 from django.contrib import admin
 from django.db.models import Q
-from django.http import HttpRequest
 
 from assistant.models import Action
 from conversations.models import is_message_id
@@ -20,6 +19,3 @@ class ActionAdmin(LargeTableAdmin):
 
     def search_condition(self, term: str) -> Q:
         return Q(delivery__message__public_id=term) if is_message_id(term) else Q(pk__in=[])
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False

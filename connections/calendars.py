@@ -101,7 +101,6 @@ def _client(server: CalendarServer, seconds: float) -> "DAVClient":
 
 
 _SERVER = "The CalDAV server"
-_short = one_line  # the name connections/oauth/graph_calendar.py imports
 
 
 def _bounded[T](work: Callable[[], T], seconds: float, *, oauth: bool = False) -> T:

@@ -42,9 +42,6 @@ class OutboundMessageAdmin(LargeTableAdmin):
             return Q(message__public_id=term)
         return Q(provider_message_id=term)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
     @admin.display(description="message", ordering="message__public_id")
     def message_id_display(self, obj: OutboundMessage) -> str:
         return obj.message.public_id

@@ -25,9 +25,9 @@ from urllib.parse import quote, urlencode
 
 from django.conf import settings
 
-from connections.calendars import MAX_EVENTS, MAX_LOCATION, MAX_SUMMARY, CalendarServer, Event, NewEvent, _short
+from connections.calendars import MAX_EVENTS, MAX_LOCATION, MAX_SUMMARY, CalendarServer, Event, NewEvent
 from connections.graph_recurrence import recurrence
-from connections.network import ServiceError
+from connections.network import ServiceError, one_line
 from connections.oauth.http import Answer, OAuthHttpError, exchange
 
 API = "Microsoft Graph API"
@@ -118,7 +118,7 @@ def _refusal(answer: Answer) -> ServiceError:
     found = (answer.json_object() or {}).get("error")
     detail = ""
     if isinstance(found, dict):
-        parts = [_short(str(found.get(key) or ""), 200) for key in ("code", "message")]
+        parts = [one_line(str(found.get(key) or ""), 200) for key in ("code", "message")]
         detail = " — ".join(part for part in parts if part)
     said = f": {detail}" if detail else ""
     if answer.status == 401:
@@ -165,7 +165,7 @@ def check(server: CalendarServer, seconds: float) -> tuple[str, str]:
     def work() -> tuple[str, str]:
         url = f"{_base(server)}/me/calendar"
         found = _json(_request(server, _Budget.of(seconds), "GET", url + "?$select=id,name"))
-        return url, _short(str(found.get("name") or ""), 100) or "Calendar"
+        return url, one_line(str(found.get("name") or ""), 100) or "Calendar"
 
     return _run(work)
 
@@ -261,13 +261,13 @@ def _event(item: dict[str, Any]) -> Event:
     zone = item.get("originalStartTimeZone")
     return Event(
         uid=identifier,
-        summary=_short(str(item.get("subject") or ""), MAX_SUMMARY),
+        summary=one_line(str(item.get("subject") or ""), MAX_SUMMARY),
         start=start,
         end=end,
-        location=_short(str(location.get("displayName") or ""), MAX_LOCATION) if isinstance(location, dict) else "",
+        location=one_line(str(location.get("displayName") or ""), MAX_LOCATION) if isinstance(location, dict) else "",
         recurring=repeating,
         # The zone the organiser set it in, when it is a name we can show (Graph may say a Windows name, or tzone://).
-        zone="" if all_day or not isinstance(zone, str) or zone.startswith("tzone://") else _short(zone, 60),
+        zone="" if all_day or not isinstance(zone, str) or zone.startswith("tzone://") else one_line(zone, 60),
     )
 
 
@@ -324,6 +324,6 @@ def delete_event(server: CalendarServer, uid: str, seconds: float) -> str:
             missing = f"There is no event {uid!r} in the calendar; calendar_list_events gives the ids."
             raise ServiceError(missing) from None
         _request(server, budget, "DELETE", url)
-        return _short(str(found.get("subject") or ""), MAX_SUMMARY)
+        return one_line(str(found.get("subject") or ""), MAX_SUMMARY)
 
     return _run(work)
