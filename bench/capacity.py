@@ -36,6 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -359,9 +360,10 @@ def measure(meter: CostMeter, service: Service, env: dict[str, str], args: argpa
         started = time.monotonic()
         units = run(service, args)
         took = time.monotonic() - started
-        wal = wal_window.read()
+        wal_window.stop()
         meter.settle()
         after = meter.snapshot()
+        wal = wal_window.read()
         spent = difference(before, after)
         results[name] = {
             **per_unit(spent, wal, units),
@@ -426,6 +428,7 @@ def start_service(env: dict[str, str], args: argparse.Namespace, db: psycopg.Con
 
 def main() -> None:
     args = arguments()
+    started_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     probe_dir = Path(tempfile.mkdtemp(prefix="capacity-probe-"))
     seen = Path(tempfile.mkstemp(prefix="capacity-runtime-")[1])
     log = Path(tempfile.mkstemp(prefix="capacity-provider-")[1])
@@ -448,9 +451,12 @@ def main() -> None:
                 meter = CostMeter(database_url, groups, probe_dir, args.settle_seconds)
                 results = measure(meter, service, env, args)
                 stored = storage(db)
+                server_version = db.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
                 service.release(service.worker, service.local_worker)
     finally:
         for process in reversed(processes):
+            for pid in tree(process.pid):
+                os.kill(pid, signal.SIGCONT)  # a worker held by a phase, so that it can stop
             process.terminate()
         for process in processes:
             try:
@@ -460,7 +466,14 @@ def main() -> None:
         seen.unlink(missing_ok=True)
         log.unlink(missing_ok=True)
         shutil.rmtree(probe_dir, ignore_errors=True)
-    report = {"arguments": vars(args), "cores": os.cpu_count(), "phases": results, "storage": stored}
+    report = {
+        "started_at": started_at,
+        "arguments": vars(args),
+        "cores": os.cpu_count(),
+        "postgresql": server_version,
+        "phases": results,
+        "storage": stored,
+    }
     print(json.dumps(stored))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")

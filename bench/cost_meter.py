@@ -105,7 +105,7 @@ class WalWindow:
     """The WAL this database's transactions write from its start to ``read()``. A temporary replication slot, held
     by a session of its own until ``read()``, keeps the server from recycling those segments meanwhile (other
     databases on a busy server fill a 1 GB max_wal_size in seconds); the slot goes with the session, so nothing is
-    left on the server. Read as soon as the work is done: the slot holds back every database's WAL while it lives."""
+    left on the server. Read soon after the work is done: the slot holds back every database's WAL while it lives."""
 
     def __init__(self, meter: CostMeter) -> None:
         self.meter = meter
@@ -114,13 +114,18 @@ class WalWindow:
             "SELECT pg_create_physical_replication_slot(%s, true, true)", [f"capacity_{os.getpid()}_{id(self)}"]
         )
         self.start = self.session.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]  # type: ignore[index]
+        self.end = self.start
+
+    def stop(self) -> None:
+        """The end of the work: what is written after this is not counted."""
+        self.end = self.session.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]  # type: ignore[index]
 
     def read(self) -> dict[str, int]:
-        """The WAL records since the start that touched this database's blocks, with the commit records of their
-        transactions; the server's whole WAL over the same span beside them (other databases' too)."""
+        """The WAL records from the start to the stop that touched this database's blocks, with the commit records
+        of their transactions; the server's whole WAL over the same span beside them (other databases' too). Read
+        after the snapshot that ends the work's counters: reading is work in this database too."""
         try:
-            end = self.session.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]  # type: ignore[index]
-            if lsn_bytes(end) <= lsn_bytes(self.start):  # nothing written: nothing to read
+            if lsn_bytes(self.end) <= lsn_bytes(self.start):  # nothing written: nothing to read
                 return {"records": 0, "bytes": 0, "full_page_bytes": 0, "server_bytes": 0}
             mine = f"% rel %/{self.meter.oid}/%"
             with psycopg.connect(self.meter.url, autocommit=True) as db:
@@ -129,12 +134,12 @@ class WalWindow:
                     "x AS (SELECT DISTINCT xid FROM r WHERE block_ref LIKE %s AND xid <> '0') "
                     "SELECT count(*), coalesce(sum(record_length), 0), coalesce(sum(fpi_length), 0) FROM r "
                     "WHERE block_ref LIKE %s OR xid IN (SELECT xid FROM x)",
-                    [self.start, end, mine, mine],
+                    [self.start, self.end, mine, mine],
                 ).fetchone()
         finally:
             self.session.close()
         assert row is not None
-        server = lsn_bytes(end) - lsn_bytes(self.start)
+        server = lsn_bytes(self.end) - lsn_bytes(self.start)
         return {"records": row[0], "bytes": int(row[1]), "full_page_bytes": int(row[2]), "server_bytes": server}
 
 

@@ -69,10 +69,11 @@ def test_rows_transactions_wal_and_statements_per_unit(meter, tmp_path):
     before = meter.snapshot()
     window = meter.wal_window()
     write_rows(meter.url)
-    wal = window.read()
+    window.stop()
     probe_file(tmp_path, "web", 1, {"INSERT": 5 + ROWS, "COMMIT": ROWS}, 0.5 + ROWS * 0.001)
     probe_file(tmp_path, "web", 2, {"SELECT": ROWS}, ROWS * 0.001)  # a second process of the same role
     after = after_counters_arrive(meter, before.database["tup_inserted"])
+    wal = window.read()
 
     spent = difference(before, after)
     assert spent["database"]["tup_inserted"] >= ROWS
@@ -94,6 +95,7 @@ def test_rows_transactions_wal_and_statements_per_unit(meter, tmp_path):
 
 def test_a_window_with_no_write_reads_no_wal(meter):
     window = meter.wal_window()
+    window.stop()
     found = window.read()
     assert found["bytes"] == 0  # nothing of this database's, whatever the server wrote meanwhile
 
