@@ -12,7 +12,8 @@ when it is not in it):
 - accept: ``--messages`` POSTs to /api/v1/inbound/api-message at ``--rate`` a second from ``--people`` keys;
 - delivery: the worker hands those messages to the runtime, which answers at once, and records each reply;
 - receipt: GET /api/v1/inbound/messages/{id} for each of them (now delivered);
-- console: GET /conversation/ and GET /keys/ ``--views`` times each, signed in as the people;
+- console: GET /conversation/, the thread's poll (/conversation/updates/?since=, nothing new) and GET /keys/,
+  ``--views`` times each, signed in as the people;
 - outbound text: ``--texts`` replies in the outbox of people with a linked phone, sent through Twilio;
 - reminder: ``--reminders`` reminders due now, fired by the worker's task loop;
 - approval request: ``--approvals`` script messages whose reminder needs the person's approval, delivered to the
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import psycopg
 
@@ -144,6 +146,9 @@ def arguments() -> argparse.Namespace:
         metavar="NAME=VALUE",
         help="a setting for every process of the service (repeatable): DATABASE_PREPARED_STATEMENTS=off measures "
         "what a transaction-pooling PgBouncer costs",
+    )
+    parser.add_argument(
+        "--only", default="", help="comma-separated phases: " + ", ".join(key for key, *_ in PHASES) + " (default all)"
     )
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON to PATH")
     return parser.parse_args()
@@ -277,9 +282,14 @@ def receipt(service: Service, args: argparse.Namespace) -> int:
     return drive(service.port, requests)[200]
 
 
-def console_page(path: str) -> Callable[[Service, argparse.Namespace], int]:
+def poll_path() -> str:
+    """The thread's poll (static/js/thread.js: every 2 s while the page is in view), since now: nothing new."""
+    return f"/conversation/updates/?since={quote(datetime.now(UTC).isoformat())}"
+
+
+def console_page(path_now: Callable[[], str]) -> Callable[[Service, argparse.Namespace], int]:
     def view(service: Service, args: argparse.Namespace) -> int:
-        sessions = service.sessions
+        sessions, path = service.sessions, path_now()
         requests = [(path, {"Cookie": f"sessionid={sessions[n % len(sessions)]}"}) for n in range(args.views)]
         return drive(service.port, requests)[200]
 
@@ -336,22 +346,26 @@ def seed_approvals(service: Service, env: dict[str, str], args: argparse.Namespa
         connection.close()
 
 
-PHASES: list[tuple[str, Any, Any]] = [
-    ("idle worker, per second", nothing, idle),
-    ("accepted message", nothing, accept),
-    ("delivery to the runtime", nothing, delivery),
-    ("receipt", nothing, receipt),
-    ("console: the thread", nothing, console_page("/conversation/")),
-    ("console: API keys", nothing, console_page("/keys/")),
-    ("outbound text", seed_texts, outbound_text),
-    ("reminder fired", seed_reminders, reminder),
-    ("approval request", seed_approvals, approval_request),
+# (name for --only, what a unit is, what it needs first, the work). The delivery and the receipts need the accepted
+# messages before them.
+PHASES: list[tuple[str, str, Any, Any]] = [
+    ("idle", "idle worker, per second", nothing, idle),
+    ("accept", "accepted message", nothing, accept),
+    ("delivery", "delivery to the runtime", nothing, delivery),
+    ("receipt", "receipt", nothing, receipt),
+    ("thread", "console: the thread", nothing, console_page(lambda: "/conversation/")),
+    ("poll", "console: the thread's poll, nothing new", nothing, console_page(poll_path)),
+    ("keys", "console: API keys", nothing, console_page(lambda: "/keys/")),
+    ("text", "outbound text", seed_texts, outbound_text),
+    ("reminder", "reminder fired", seed_reminders, reminder),
+    ("approval", "approval request", seed_approvals, approval_request),
 ]
 
 
 def measure(meter: CostMeter, service: Service, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
     results = {}
-    for name, prepare, run in PHASES:
+    chosen = args.only.split(",") if args.only else [key for key, *_ in PHASES]
+    for _key, name, prepare, run in (phase for phase in PHASES if phase[0] in chosen):
         prepare(service, env, args)
         meter.settle()
         load_before = os.getloadavg()
