@@ -21,6 +21,7 @@ Bounded: every statement is cut after ``--statement-seconds``; each prune stops 
 """
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -96,7 +97,7 @@ def built_history(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def remembered_history(url: str) -> dict[str, Any]:
     with psycopg.connect(url) as db:
-        return db.execute("SELECT built FROM bench_history").fetchone()[0]  # type: ignore[index,no-any-return]
+        return db.execute("SELECT built FROM bench_history").fetchone()[0]  # type: ignore[index]
 
 
 # --- plans ---------------------------------------------------------------------------------------------------------
@@ -195,14 +196,15 @@ class Measures:
                 response = request()
                 times.append(time.perf_counter() - started)
         captured = queries.captured_queries
+        assert response is not None
         self.results.append(summary(name, times, captured, plans_of(self.plans, captured), response.status_code))
         return response
 
     def pages(self, ids: dict[str, Any]) -> None:
         for name, path in admin_pages(ids):
-            self.page(f"admin: {name}", lambda path=path: self.staff.get(path))
+            self.page(f"admin: {name}", functools.partial(self.staff.get, path))
         for name, path in console_pages(ids):
-            self.page(f"console: {name}", lambda path=path: self.person.get(path))
+            self.page(f"console: {name}", functools.partial(self.person.get, path))
         first = self.page("API: the key's list, first page", lambda: self.api.get("/api/v1/inbound/messages"))
         cursor = first.json()["next_cursor"]
         self.page("API: the key's list, next page", lambda: self.api.get(f"/api/v1/inbound/messages?cursor={cursor}"))
@@ -275,7 +277,7 @@ def command(name: str) -> int:
 def prune_job(code: str) -> Callable[[], int]:
     scope: dict[str, Any] = {"command": command}
     exec(code, scope)  # one of PRUNES: our own import lines
-    return scope["prune"]  # type: ignore[no-any-return]
+    return scope["prune"]
 
 
 def time_by_statement(captured: list[dict[str, str]]) -> dict[str, float]:
@@ -324,7 +326,8 @@ def stall(measures: Measures, url: str, accepts: int, seconds: int) -> dict[str,
     during = accept_latencies(measures.api, accepts * 100, until=lambda: pruning.poll() is not None)
     out, _ = pruning.communicate(timeout=seconds + 120)
     after = accept_latencies(measures.api, accepts)
-    result = {"alone": alone, "during the prune": during, "alone, after": after, "prune": out.strip().splitlines()[-1]}
+    said = out.strip().splitlines()[-1]
+    result: dict[str, Any] = {"alone": alone, "during the prune": during, "alone, after": after, "prune": said}
     for name in ("alone", "during the prune", "alone, after"):
         figures = result[name]
         print(f"accept {name:18}: {figures['accepted']:>5} accepted, p50 {figures['p50_ms']} ms, "
@@ -355,7 +358,7 @@ def measured_ids(history: dict[str, Any]) -> dict[str, Any]:
         "email": "measured0@example.com", "middle": middle_message,
         "delivery": delivery.pk,
         "action": Action.objects.filter(delivery__conversation_id=values["conversation"]).order_by("-id").first(),
-        "text": OutboundMessage.objects.filter(person_id=history["person"]).order_by("-id").first(),
+        "text": OutboundMessage.objects.order_by("-id").first(),
         "audit": AuditEvent.objects.filter(account_id=history["person"]).order_by("-at").first(),
         "firing": TriggerFiring.objects.filter(trigger_id=values["trigger"]).order_by("-id").first(),
         "burst_since": burst.first().created_at.isoformat(),  # type: ignore[union-attr]

@@ -160,7 +160,7 @@ def run(db: psycopg.Connection[Any], sql: str, values: dict[str, Any], log: dict
     started = time.perf_counter()
     for statement in sql.split(";"):
         if statement.strip():
-            db.execute(statement, values)  # type: ignore[arg-type]  # our own constants
+            db.execute(statement, values)
     log[step] = round(time.perf_counter() - started, 1)
     print(f"  {step}: {log[step]} s", flush=True)
 

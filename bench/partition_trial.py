@@ -97,7 +97,7 @@ def run_script(db: psycopg.Connection[Any], script: str) -> float:
     started = time.perf_counter()
     for statement in script.split(";"):
         if statement.strip():
-            db.execute(statement)  # type: ignore[call-overload]  # our own constants
+            db.execute(statement)
     return round(time.perf_counter() - started, 1)
 
 
@@ -135,7 +135,7 @@ def refusals(db: psycopg.Connection[Any]) -> dict[str, str]:
     for name, statement in REFUSED.items():
         try:
             with db.transaction(force_rollback=True):
-                db.execute(statement)  # type: ignore[arg-type]  # our own constants
+                db.execute(statement)
             said[name] = "accepted"
         except psycopg.Error as error:
             said[name] = str(error).splitlines()[0]
@@ -144,7 +144,7 @@ def refusals(db: psycopg.Connection[Any]) -> dict[str, str]:
 
 def plan_of(db: psycopg.Connection[Any], sql: str, values: dict[str, Any]) -> dict[str, Any]:
     with db.transaction(force_rollback=True):
-        plan = db.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, values).fetchone()[0][0]  # type: ignore[index,arg-type]
+        plan = db.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, values).fetchone()[0][0]  # type: ignore[index]
     relations: list[str] = []
     _relations(plan["Plan"], relations)
     return {
@@ -168,7 +168,7 @@ def timed(db: psycopg.Connection[Any], sql: str, values: dict[str, Any], repeat:
     times = []
     for _ in range(repeat):
         started = time.perf_counter()
-        db.execute(sql, values).fetchall()  # type: ignore[arg-type]  # our own constants
+        db.execute(sql, values).fetchall()
         times.append(time.perf_counter() - started)
     return round(statistics.median(times) * 1000, 2)
 
