@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -313,26 +314,48 @@ def prune(measures: Measures, name: str, code: str, seconds: int) -> dict[str, A
     return result
 
 
+def lock_waits(url: str, stop: threading.Event) -> dict[str, int]:
+    """Every 50 ms until ``stop``: how many of the database's sessions wait for a lock (an INSERT held up by the
+    prune's would)."""
+    samples, waiting, most = 0, 0, 0
+    with psycopg.connect(url, autocommit=True) as db:
+        while not stop.wait(0.05):
+            count = db.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ).fetchone()[0]  # type: ignore[index]
+            samples, waiting, most = samples + 1, waiting + (count > 0), max(most, count)
+    return {"samples": samples, "samples_with_a_lock_wait": waiting, "most_waiting": most}
+
+
 def stall(measures: Measures, url: str, accepts: int, seconds: int) -> dict[str, Any]:
     """Accepting alone, then while the deliveries' prune runs in a process of its own, then alone again."""
+    accept_latencies(measures.api, 20)  # warm: the key remembered, the indexes' recent pages read
     alone = accept_latencies(measures.api, accepts)
-    code = PRUNES["deliveries (DELIVERY_RETENTION_DAYS)"] + "\nprint('deleted', prune())"
+    code = PRUNES["deliveries (DELIVERY_RETENTION_DAYS)"] + "\nprint('pruning', flush=True)\nprint('deleted', prune())"
     env = harness.service_environment(url, SETTINGS | {"PRUNE_RUN_SECONDS": str(seconds)})
     env["DJANGO_SETTINGS_MODULE"] = "config.settings"
     pruning = subprocess.Popen(
         [sys.executable, "manage.py", "shell", "-c", code], cwd=harness.ROOT, env=env, stdout=subprocess.PIPE, text=True
     )
-    time.sleep(3)  # the process started and its first batches under way
+    while not pruning.stdout.readline().startswith("pruning"):  # type: ignore[union-attr]
+        pass  # the shell's own lines: the prune starts next
+    stop, waits = threading.Event(), {}
+    sampler = threading.Thread(target=lambda: waits.update(lock_waits(url, stop)))
+    sampler.start()
     during = accept_latencies(measures.api, accepts * 100, until=lambda: pruning.poll() is not None)
+    stop.set()
+    sampler.join()
     out, _ = pruning.communicate(timeout=seconds + 120)
     after = accept_latencies(measures.api, accepts)
-    said = out.strip().splitlines()[-1]
-    result: dict[str, Any] = {"alone": alone, "during the prune": during, "alone, after": after, "prune": said}
+    result: dict[str, Any] = {
+        "alone": alone, "during the prune": during, "alone, after": after, "prune": out.strip().splitlines()[-1],
+        "lock waits during the prune": waits,
+    }  # fmt: skip
     for name in ("alone", "during the prune", "alone, after"):
         figures = result[name]
         print(f"accept {name:18}: {figures['accepted']:>5} accepted, p50 {figures['p50_ms']} ms, "
               f"p99 {figures['p99_ms']} ms, max {figures['max_ms']} ms", flush=True)  # fmt: skip
-    print(f"  the prune: {result['prune']}", flush=True)
+    print(f"  the prune: {result['prune']}; lock waits: {waits}", flush=True)
     return result
 
 

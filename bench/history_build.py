@@ -226,7 +226,8 @@ def build(
 
 GROW = """
 INSERT INTO conversations_message (public_id, conversation_id, role, source, text, api_key_id, created_at)
-SELECT 'msg_' || substr(md5('old' || g), 1, 24), %(first_conversation)s + g %% %(people)s, 'user', 'api',
+SELECT 'msg_' || substr(md5('old' || %(last_message)s || '.' || g), 1, 24), %(first_conversation)s + g %% %(people)s,
+       'user', 'api',
        'remind me about old item ' || g, %(first_key)s + g %% %(people)s,
        now() - interval '91 days' - interval '1 day' * (%(days)s - 91) * g / %(extra)s
 FROM generate_series(1, %(extra)s) AS g ORDER BY g;
