@@ -67,6 +67,9 @@ STATEMENTS = {
         "WHERE m.api_key_id = %(key)s AND m.public_id = %(public_id)s AND m.role = 'user' LIMIT 1"
     ),
     "a message by id alone": "SELECT * FROM {table} WHERE id = %(id)s",
+    "a message by id and its time (an id that carries it)": (
+        "SELECT * FROM {table} WHERE id = %(id)s AND created_at = %(middle_at)s"
+    ),
     "the thread's newest page": (
         "SELECT * FROM {table} WHERE conversation_id = %(conversation)s AND NOT test "
         "ORDER BY created_at DESC, id DESC LIMIT 101"
