@@ -61,14 +61,14 @@ SELECT 'msg_' || substr(md5(g::text), 1, 24),
        CASE WHEN reply OR triggered THEN NULL WHEN mine THEN %(key)s ELSE %(first_key)s + pair %% %(people)s END,
        CASE WHEN reply OR NOT triggered THEN NULL WHEN mine THEN %(trigger)s
             ELSE %(first_trigger)s + pair %% %(people)s END,
-       now() - interval '10 minutes' - interval '1 day' * %(days)s * (%(messages)s - g) / %(messages)s
+       now() - interval '10 minutes' - interval '1 day' * (%(days)s * (%(messages)s - g)::float8 / %(messages)s)
 FROM (SELECT g, (g + 1) / 2 AS pair, g %% 2 = 0 AS reply, ((g + 1) / 2) %% 20 = 0 AS triggered,
              ((g + 1) / 2) %% %(key_every)s = 0 AS mine
       FROM generate_series(1, %(messages)s) AS g) AS s
 ORDER BY g;
 INSERT INTO conversations_message (public_id, conversation_id, role, source, text, api_key_id, created_at)
 SELECT 'msg_' || substr(md5('burst' || g), 1, 24), %(conversation)s, 'user', 'api', 'burst ' || g, %(key)s,
-       now() - interval '10 minutes' + interval '600 seconds' * g / %(burst)s
+       now() - interval '10 minutes' + interval '600 seconds' * (g::float8 / %(burst)s)
 FROM generate_series(1, %(burst)s) AS g ORDER BY g
 """
 
@@ -101,7 +101,7 @@ SELECT id, 1, 1, 'call_' || id, 'builtin', 'create_reminder', '', '{"text": "ite
 FROM conversations_delivery WHERE id %% 5 = 0 ORDER BY id;
 INSERT INTO accounts_auditevent (account_id, at, kind, summary, actor)
 SELECT CASE WHEN g %% %(key_every)s = 0 THEN %(person)s ELSE %(first_user)s + g %% %(people)s END,
-       now() - interval '1 day' * (%(days)s + 100) * (%(audit)s - g) / %(audit)s, 'key_used', 'Used key ' || g,
+       now() - interval '1 day' * ((%(days)s + 100) * (%(audit)s - g)::float8 / %(audit)s), 'key_used', 'Used key ' || g,
        'person'
 FROM generate_series(1, %(audit)s) AS g ORDER BY g;
 INSERT INTO ingestion_triggerfiring (trigger_id, outcome, code, summary, count, at, last_at, message_id)
@@ -229,7 +229,7 @@ INSERT INTO conversations_message (public_id, conversation_id, role, source, tex
 SELECT 'msg_' || substr(md5('old' || %(last_message)s || '.' || g), 1, 24), %(first_conversation)s + g %% %(people)s,
        'user', 'api',
        'remind me about old item ' || g, %(first_key)s + g %% %(people)s,
-       now() - interval '91 days' - interval '1 day' * (%(days)s - 91) * g / %(extra)s
+       now() - interval '91 days' - interval '1 day' * ((%(days)s - 91) * g::float8 / %(extra)s)
 FROM generate_series(1, %(extra)s) AS g ORDER BY g;
 INSERT INTO conversations_delivery (message_id, conversation_id, api_key_id, endpoint, status, attempts, takeovers,
     last_error, request_id, backend, callback_id, started_at, finished_at, created_at, updated_at)
