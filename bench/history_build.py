@@ -101,8 +101,8 @@ SELECT id, 1, 1, 'call_' || id, 'builtin', 'create_reminder', '', '{"text": "ite
 FROM conversations_delivery WHERE id %% 5 = 0 ORDER BY id;
 INSERT INTO accounts_auditevent (account_id, at, kind, summary, actor)
 SELECT CASE WHEN g %% %(key_every)s = 0 THEN %(person)s ELSE %(first_user)s + g %% %(people)s END,
-       now() - interval '1 day' * ((%(days)s + 100) * (%(audit)s - g)::float8 / %(audit)s), 'key_used', 'Used key ' || g,
-       'person'
+       now() - interval '1 day' * ((%(days)s + 100) * (%(audit)s - g)::float8 / %(audit)s), 'key_used',
+       'Used key ' || g, 'person'
 FROM generate_series(1, %(audit)s) AS g ORDER BY g;
 INSERT INTO ingestion_triggerfiring (trigger_id, outcome, code, summary, count, at, last_at, message_id)
 SELECT trigger_id, 'accepted', '', 'push to main', 1, created_at, created_at, id
