@@ -48,7 +48,9 @@ CREATE INDEX trial_monthly_trigger ON trial_monthly (trigger_id);
 
 REFUSED = {
     "a unique public id alone": "ALTER TABLE trial_monthly ADD CONSTRAINT trial_public_id_alone UNIQUE (public_id)",
-    "a primary key of the id alone": "ALTER TABLE trial_monthly ADD CONSTRAINT trial_id_alone PRIMARY KEY (id)",
+    "a primary key of the id alone": (
+        "CREATE TABLE trial_id_alone (id bigint PRIMARY KEY, created_at timestamptz) PARTITION BY RANGE (created_at)"
+    ),
     "a delivery's foreign key to its message's id": (
         "ALTER TABLE conversations_delivery ADD CONSTRAINT trial_fk FOREIGN KEY (message_id) "
         "REFERENCES trial_monthly (id)"
