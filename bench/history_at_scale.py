@@ -21,6 +21,7 @@ Bounded: every statement is cut after ``--statement-seconds``; each prune stops 
 """
 
 import argparse
+import collections
 import functools
 import json
 import os
@@ -315,17 +316,19 @@ def prune(measures: Measures, name: str, code: str, seconds: int) -> dict[str, A
     return result
 
 
-def lock_waits(url: str, stop: threading.Event) -> dict[str, int]:
+def lock_waits(url: str, stop: threading.Event) -> dict[str, Any]:
     """Every 50 ms until ``stop``: how many of the database's sessions wait for a lock (an INSERT held up by the
-    prune's would)."""
-    samples, waiting, most = 0, 0, 0
+    prune's would), and which locks and statements."""
+    samples, waiting, most, seen = 0, 0, 0, collections.Counter[str]()
     with psycopg.connect(url, autocommit=True) as db:
         while not stop.wait(0.05):
-            count = db.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            ).fetchone()[0]  # type: ignore[index]
-            samples, waiting, most = samples + 1, waiting + (count > 0), max(most, count)
-    return {"samples": samples, "samples_with_a_lock_wait": waiting, "most_waiting": most}
+            rows = db.execute(
+                "SELECT wait_event, left(query, 60) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ).fetchall()
+            samples, waiting, most = samples + 1, waiting + bool(rows), max(most, len(rows))
+            seen.update(f"{event}: {query}" for event, query in rows)
+    return {"samples": samples, "samples_with_a_lock_wait": waiting, "most_waiting": most, "waits": dict(seen)}
 
 
 def stall(measures: Measures, url: str, accepts: int, seconds: int) -> dict[str, Any]:
