@@ -2,18 +2,23 @@
 a POST with the CSRF token (the account also the password), and deletes in batches, as a task run after run
 (docs/howto/use-the-console.md, "Delete your history or your account"); nobody else's rows are touched."""
 
+import io
 import math
 import re
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.db import IntegrityError, connection
 from django.db.models.signals import pre_delete
+from django.tasks import TaskResultStatus
 from django.tasks.signals import task_enqueued
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from assistant.models import Action, ToolKind
@@ -187,6 +192,23 @@ def test_a_run_killed_mid_way_is_finished_by_the_next(user, long_history):
     assert erasure.delete_history(user) == 8  # the form sent again: a run from what is left
     assert erasure.delete_history(user) == 0  # and once more (a double submit): nothing is left to delete
     assert list(Message.objects.filter(conversation__user=user).values_list("text", flat=True)) == ["on its way"]
+
+
+def test_a_run_whose_worker_was_killed_is_started_again_by_the_housekeeping(user, long_history, settings):
+    settings.TASKS = DATABASE_BACKEND
+    erasure.delete_account(user)
+    killed = DBTaskResult.objects.get(task_path="console.erasure.erase")
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    DBTaskResult.objects.filter(pk=killed.pk).update(status=TaskResultStatus.RUNNING, started_at=an_hour_ago)
+    erasure.delete_history(UserFactory())  # another person's deletion, running now: left alone
+    DBTaskResult.objects.exclude(pk=killed.pk).update(status=TaskResultStatus.RUNNING, started_at=timezone.now())
+
+    call_command("resumeerasures", stdout=io.StringIO())
+    call_command("resumeerasures", stdout=io.StringIO())  # the next hour's (or another worker's) finds it started
+
+    rows = DBTaskResult.objects.filter(task_path="console.erasure.erase").order_by("enqueued_at")
+    assert [row.status for row in rows] == [TaskResultStatus.FAILED, TaskResultStatus.RUNNING, TaskResultStatus.READY]
+    assert rows.last().args_kwargs == killed.args_kwargs  # the same deletion, from what is left
 
 
 def test_a_second_submit_racing_the_first_finds_the_account_gone_and_deletes_nothing_more(user, history):
