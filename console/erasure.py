@@ -4,8 +4,8 @@ history or your account"). Messages are the person's history and are kept until 
 
 The request does the quick part (for an account: revoke, deactivate, disconnect); the batches run as the ``erase``
 task (the worker, with TASK_BACKEND=database), one run of at most PRUNE_RUN_SECONDS a task, each run enqueueing the
-next until nothing is left. A run starts from what is still there, so a second one (a double submit, or the form
-sent again after a worker was killed) only finishes the work."""
+next until nothing is left. A run starts from what is still there, so a second one (a double submit, the form sent
+again, or ``manage.py resumeerasures`` after a worker was killed mid-run) only finishes the work."""
 
 from django.contrib.auth.models import User
 from django.db import transaction
