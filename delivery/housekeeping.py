@@ -1,7 +1,8 @@
 """The periodic housekeeping a worker does by itself, so that nothing needs cron: approvals that nobody answered
 expire (``expireapprovals``), reminders a lost task left unfired fire (``sendreminders``), and what is kept for a
 while is pruned (``prunetriggerdeliveries``, ``pruneidempotencykeys``, ``prunedevicelogins``, ``prunechannels``,
-``pruneoauthsignins``).
+``pruneoauthsignins``), and deletions of a history or an account whose worker was killed mid-run go on
+(``resumeerasures``).
 
 Each job is the operator command of that name, run by ``call_command`` (so this module, in the delivery layer,
 imports none of the apps above it, and cron and the worker do exactly the same thing). Operators who prefer cron
@@ -67,6 +68,7 @@ JOBS = (
     Job("prunedeliveries", 60),
     Job("prunetexts", 60),
     Job("pruneaudit", 60),
+    Job("resumeerasures", 60),
 )
 
 

@@ -116,7 +116,10 @@ def delete_history(request: AuthenticatedRequest) -> HttpResponse:
     """Asks first (GET); deletes the person's messages on POST (console/erasure.py)."""
     if request.method == "POST":
         deleted = erasure.delete_history(request.user)
-        messages.success(request, f"Deleted {deleted} message{'s' if deleted != 1 else ''} from your history.")
+        if deleted is None:  # left to the worker
+            messages.success(request, "Your history is being deleted; a long one takes a few minutes.")
+        else:
+            messages.success(request, f"Deleted {deleted} message{'s' if deleted != 1 else ''} from your history.")
         return redirect("accounts:settings")
     return render(request, "accounts/delete_history.html")
 
@@ -130,8 +133,10 @@ def delete_account(request: AuthenticatedRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         person = request.user
         logout(request)
-        erasure.delete_account(person)
-        messages.success(request, "Your account and everything in it are deleted.")
+        if erasure.delete_account(person):
+            messages.success(request, "Your account and everything in it are deleted.")
+        else:  # closed; the worker deletes it
+            messages.success(request, "Your account is closed; it and everything in it are being deleted.")
         return redirect("landing")
     return render(request, "accounts/delete_account.html", {"form": form})
 
