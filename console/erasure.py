@@ -26,7 +26,8 @@ def delete_history(person: User) -> int | None:
     """Delete the person's messages (with their deliveries, texts and the assistant's tool calls), but for those
     still on their way to the assistant, which a worker may be handing over right now. Returns how many when the
     task ran at once (the immediate backend), None when it is left to the worker."""
-    return _finished(erase.enqueue(person.pk, account=False))
+    newest = Message.objects.filter(conversation__user=person).order_by("-pk").values_list("pk", flat=True).first()
+    return _finished(erase.enqueue(person.pk, account=False, up_to=newest or 0))
 
 
 def delete_account(person: User) -> bool:
@@ -52,7 +53,7 @@ def delete_account(person: User) -> bool:
 
 
 @task
-def erase(person_id: int, account: bool) -> int:
+def erase(person_id: int, account: bool, up_to: int | None = None) -> int:
     """One run: the person's messages in batches for at most PRUNE_RUN_SECONDS; once none is left, for an account,
     its audit log, then the account row (nothing big is left for it to cascade to). While something is left, the
     next run is enqueued. Returns how many messages this run, and the runs it ran at once, deleted."""
@@ -60,11 +61,11 @@ def erase(person_id: int, account: bool) -> int:
     if person is None or (account and person.is_active):
         return 0  # deleted by an earlier run, or opened again by staff since
     thread = Message.objects.filter(conversation__user=person)
-    if not account:
-        thread = thread.exclude(delivery__status__in=PENDING)
+    if not account:  # the history as it was when the person asked: a key sending on is not chased for ever
+        thread = thread.filter(pk__lte=up_to or 0).exclude(delivery__status__in=PENDING)
     deleted = _delete_messages(thread)
     if thread.exists() or (account and not _delete_account_row(person)):
-        return deleted + (_finished(erase.enqueue(person_id, account=account)) or 0)
+        return deleted + (_finished(erase.enqueue(person_id, account=account, up_to=up_to)) or 0)
     return deleted
 
 

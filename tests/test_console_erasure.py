@@ -129,6 +129,19 @@ def test_a_history_longer_than_a_run_is_deleted_whole_by_runs_of_small_batches(u
     assert sum(sizes) == 10 and max(sizes) <= 2
 
 
+def test_the_history_deleted_is_the_one_asked_about_not_what_a_key_sends_after(user, history):
+    asked_about = Message.objects.filter(conversation__user=user).order_by("-pk").values_list("pk", flat=True)[0]
+    later = Message.objects.filter(conversation__user=user, text="one").get()
+    later.pk, later.public_id, later.text = None, "msg_sent_after_the_request", "sent after"
+    later.save()  # a key still sending: a newer row than the request saw, whose delivery is not pending
+
+    assert erasure.erase.call(user.pk, account=False, up_to=asked_about) == 3
+    assert sorted(Message.objects.filter(conversation__user=user).values_list("text", flat=True)) == [
+        "on its way",
+        "sent after",
+    ]
+
+
 def test_the_account_row_goes_only_after_its_messages_each_batch_small(user, long_history):
     with CaptureQueriesContext(connection) as captured:
         assert erasure.delete_account(user) is True
